@@ -1,0 +1,33 @@
+# Two commands do all the set-up: `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv serve test lint check bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Start memstore's MCP server over stdio on this repository's own memory/ store.
+serve: $(STAMP)
+	$(BIN)/memstore --store memory serve
+
+## Run the whole test suite (and lint the project's own store).
+test: $(STAMP)
+	$(BIN)/memstore --store memory lint
+	$(BIN)/pytest -q
+
+## Static checks: formatting, lint, types.
+check: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/pyright
+
+clean:
+	rm -rf $(VENV) .pytest_cache

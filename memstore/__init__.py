@@ -1,0 +1,3 @@
+"""memstore: shared, reviewable memory for teams of AI agents."""
+
+__version__ = "0.1.0"

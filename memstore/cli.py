@@ -1,0 +1,388 @@
+"""The `memstore` command line: thin commands over `Store`."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memstore import __version__
+from memstore.config import Config, resolve
+from memstore.errors import MemstoreError
+from memstore.memory import Memory
+from memstore.store import Store
+
+
+class _Group(click.Group):
+    """Turns a `MemstoreError` into `Error: …` on stderr and exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemstoreError as e:
+            raise click.ClickException(str(e)) from e
+
+
+def _config(ctx: click.Context) -> Config:
+    return ctx.ensure_object(dict)["config"]
+
+
+def _store(ctx: click.Context) -> Store:
+    config = _config(ctx)
+    return Store(config.store, config.agent, config.lock_timeout)
+
+
+def _split(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _memory_json(memory: Memory) -> dict[str, Any]:
+    data = asdict(memory)
+    for key, value in list(data.items()):
+        if isinstance(value, tuple):
+            data[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    return data
+
+
+def _echo_json(data: object) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _summary(memory: Memory) -> str:
+    return f"{memory.type}/{memory.name} [{memory.status}]"
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--store",
+    "store",
+    metavar="DIR",
+    help="The store directory. Default: $MEMSTORE_DIR, else ./memory.",
+)
+@click.option(
+    "--agent",
+    metavar="NAME",
+    help="Who is acting (commit author, owner of new memories). Default: $MEMSTORE_AGENT, "
+    "else git's user.name.",
+)
+@click.version_option(__version__, prog_name="memstore")
+@click.pass_context
+def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
+    """Shared, reviewable memory for teams of AI agents.
+
+    Each memory is one Markdown file in a git-tracked store; new memories are drafts until
+    someone other than their author confirms them, and every change is a commit.
+
+    \b
+    Example:
+      memstore init
+      memstore --agent alice add use-zod --type decision \\
+          --description "Validate API input with zod schemas" --body "Why: ..."
+      memstore --agent bob confirm use-zod --reason "checked src/types.ts"
+    """
+    ctx.ensure_object(dict)["config"] = resolve(store, agent)
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.pass_context
+def init(ctx: click.Context, directory: str | None) -> None:
+    """Make DIRECTORY a store (default: the --store directory, else ./memory).
+
+    Inside a git repository the store lives in it; elsewhere `git init` runs first. Writes the
+    store's .gitignore and .gitattributes and commits them. Safe to run twice.
+
+    \b
+    Example:
+      memstore init memory
+    """
+    config = _config(ctx)
+    root = Path(directory).absolute() if directory else config.store
+    store = Store.init(root, config.agent)
+    click.echo(f"store ready at {store.root} (git repository {store.repo.working_tree_dir})")
+    if store.identity is None:
+        click.echo(
+            "note: no identity is set; writes will need --agent NAME, MEMSTORE_AGENT or git's "
+            "user.name",
+            err=True,
+        )
+
+
+@main.command()
+@click.argument("name")
+@click.option("--type", "type_", required=True, metavar="TYPE", help="decision, fact, runbook, …")
+@click.option("--description", "-d", required=True, help="One line, at most 200 characters.")
+@click.option("--tags", metavar="A,B", help="Comma-separated tags.")
+@click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
+@click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
+@click.pass_context
+def add(
+    ctx: click.Context,
+    name: str,
+    type_: str,
+    description: str,
+    tags: str | None,
+    links: str | None,
+    body: str | None,
+) -> None:
+    """Save a new memory NAME as a draft owned by you, and commit it.
+
+    NAME is a kebab-case slug (a-z, 0-9, '-'), unique in the store.
+
+    \b
+    Example:
+      memstore add use-zod --type decision --tags api,validation \\
+          --description "Validate API input with zod schemas" <<'EOF'
+      ## Why
+      Hand-written checks drifted from the types.
+      EOF
+    """
+    if body is None:
+        stdin = click.get_text_stream("stdin")
+        body = "" if stdin.isatty() else stdin.read()
+    store = _store(ctx)
+    memory = store.add(
+        name,
+        type=type_,
+        description=description,
+        body=body,
+        tags=_split(tags) or (),
+        links=_split(links) or (),
+    )
+    click.echo(f"added {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.pass_context
+def show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Print memory NAME: its fields, status trail and body.
+
+    \b
+    Example:
+      memstore show use-zod --json
+    """
+    current = _store(ctx).read(name)
+    if as_json:
+        _echo_json({**_memory_json(current.memory), "version": current.version})
+        return
+    m = current.memory
+    click.echo(f"{m.name} — {m.description}")
+    click.echo(f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}")
+    click.echo(f"created: {m.created}   updated: {m.updated}")
+    if m.tags:
+        click.echo(f"tags: {', '.join(m.tags)}")
+    if m.links:
+        click.echo(f"links: {', '.join(m.links)}")
+    if m.confirmed_by:
+        click.echo(f"confirmed by {m.confirmed_by} at {m.confirmed_at}: {m.confirmed_reason}")
+    if m.deprecated_by:
+        click.echo(f"deprecated by {m.deprecated_by} at {m.deprecated_at}: {m.deprecated_reason}")
+    if m.superseded_by:
+        click.echo(f"superseded by: {m.superseded_by}")
+    if m.supersedes:
+        click.echo(f"supersedes: {', '.join(m.supersedes)}")
+    if m.body:
+        click.echo("")
+        click.echo(m.body)
+
+
+@main.command(name="list")
+@click.option("--type", "type_", metavar="TYPE", help="Only this type.")
+@click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated"]))
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@click.pass_context
+def list_(
+    ctx: click.Context, type_: str | None, status: str | None, tags: tuple[str, ...], as_json: bool
+) -> None:
+    """List memories, newest update first: one line each with type, status and description.
+
+    \b
+    Example:
+      memstore list --status draft --tag api
+    """
+    found = _store(ctx).list(type=type_, status=status, tags=tags)
+    if as_json:
+        _echo_json([_memory_json(m) for m in found])
+        return
+    for m in found:
+        click.echo(f"{m.name:32} {m.type:10} {m.status:10} {m.updated[:10]}  {m.description}")
+    if not found:
+        click.echo("no memories match", err=True)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--description", "-d", help="New one-line description.")
+@click.option("--body", help="New Markdown body ('-' reads it from stdin).")
+@click.option("--tags", metavar="A,B", help="New comma-separated tags (replaces the old ones).")
+@click.option("--links", metavar="X,Y", help="New comma-separated links (replaces the old ones).")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse the edit if the memory is no longer at this version (from `show`).",
+)
+@click.pass_context
+def edit(
+    ctx: click.Context,
+    name: str,
+    description: str | None,
+    body: str | None,
+    tags: str | None,
+    links: str | None,
+    expect_version: str | None,
+) -> None:
+    """Change a memory's description, body, tags or links, and commit it.
+
+    Changing the description or body of a confirmed memory sends it back to draft, so someone
+    other than its owner must confirm it again; tag and link edits keep its status.
+
+    \b
+    Example:
+      memstore edit use-zod --tags api,validation,typescript
+    """
+    if body == "-":
+        body = click.get_text_stream("stdin").read()
+    if description is None and body is None and tags is None and links is None:
+        raise click.UsageError("nothing to change: give --description, --body, --tags or --links")
+    memory = _store(ctx).edit(
+        name,
+        description=description,
+        body=body,
+        tags=_split(tags),
+        links=_split(links),
+        expected_version=expect_version,
+    )
+    click.echo(f"edited {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@click.pass_context
+def confirm(ctx: click.Context, name: str, reason: str) -> None:
+    """Confirm draft NAME. You cannot confirm a memory you own.
+
+    \b
+    Example:
+      memstore --agent bob confirm use-zod --reason "verified in src/types.ts"
+    """
+    memory = _store(ctx).confirm(name, reason)
+    click.echo(f"confirmed {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
+@click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
+@click.pass_context
+def deprecate(ctx: click.Context, name: str, reason: str, superseded_by: str | None) -> None:
+    """Deprecate NAME, keeping the file and the reason; optionally name its successor.
+
+    \b
+    Example:
+      memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
+    """
+    memory = _store(ctx).deprecate(name, reason, superseded_by)
+    click.echo(f"deprecated {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
+@click.pass_context
+def restore(ctx: click.Context, name: str, reason: str) -> None:
+    """Bring deprecated NAME back as a draft (someone else must confirm it again).
+
+    \b
+    Example:
+      memstore restore use-joi --reason "zod migration reverted"
+    """
+    memory = _store(ctx).restore(name, reason)
+    click.echo(f"restored {_summary(memory)}")
+
+
+@main.command(name="history")
+@click.argument("name")
+@click.pass_context
+def history_(ctx: click.Context, name: str) -> None:
+    """Show the git history of memory NAME, newest first: when, who, what and why.
+
+    \b
+    Example:
+      memstore history use-zod
+    """
+    revisions = _store(ctx).history(name)
+    if not revisions:
+        click.echo(f"'{name}' has no commits yet", err=True)
+    for rev in revisions:
+        subject, _, rest = rev.message.partition("\n")
+        click.echo(f"{rev.date[:16].replace('T', ' ')}  {rev.commit[:10]}  {rev.author:16} {subject}")
+        for line in rest.strip().splitlines():
+            click.echo(f"{'':46}{line}")
+
+
+@main.command()
+@click.pass_context
+def lint(ctx: click.Context) -> None:
+    """Check every file in the store and how each confirmation was committed.
+
+    Reports bad names, unknown types or statuses, duplicates, over-long descriptions, YAML
+    errors (with the line), self-approvals and confirmations committed by someone other than
+    the identity they name. Exits 1 if anything is wrong, so hooks and CI can enforce it.
+
+    \b
+    Example:
+      memstore --store memory lint
+    """
+    store = _store(ctx)
+    problems = store.lint()
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        files = len({p.path for p in problems})
+        raise click.ClickException(f"{len(problems)} problem(s) in {files} file(s)")
+    count = sum(1 for _ in store.memories())
+    click.echo(f"ok: {count} memories, no problems")
+
+
+HOOK = """#!/bin/sh
+# memstore pre-commit hook (installed by `memstore install-hook`): refuse a commit that leaves
+# the store invalid or confirms a memory on behalf of someone else.
+agent="${{GIT_AUTHOR_NAME:-$(git config user.name)}}"
+exec "{python}" -m memstore --store "{store}" --agent "$agent" lint
+"""
+
+
+@main.command(name="install-hook")
+@click.option("--force", is_flag=True, help="Replace an existing pre-commit hook.")
+@click.pass_context
+def install_hook(ctx: click.Context, force: bool) -> None:
+    """Install a git pre-commit hook that runs `memstore lint` on this store (opt-in).
+
+    The hook checks the store as the commit's author, so a hand edit that confirms your own
+    memory, or writes someone else's name in confirmed_by, is refused before it is committed.
+
+    \b
+    Example:
+      memstore --store memory install-hook
+    """
+    store = _store(ctx)
+    git_dir = Path(store.repo.git_dir)
+    hook = git_dir / "hooks" / "pre-commit"
+    if hook.exists() and not force:
+        raise click.ClickException(f"{hook} exists; pass --force to replace it")
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(HOOK.format(python=sys.executable, store=store.root), encoding="utf-8")
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    click.echo(f"installed {hook}")
+

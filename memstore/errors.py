@@ -1,0 +1,49 @@
+"""The exceptions the core raises; each message is one sentence a person or a model can act on."""
+
+
+class MemstoreError(Exception):
+    """Base class for every error memstore reports to a user."""
+
+
+class InvalidName(MemstoreError):
+    """A memory name that is not a kebab-case slug."""
+
+
+class InvalidMemory(MemstoreError):
+    """A memory (or a file claiming to be one) that breaks the format."""
+
+
+class MemoryNotFound(MemstoreError):
+    """No memory with that name."""
+
+
+class MemoryExists(MemstoreError):
+    """A memory with that name already exists."""
+
+
+class InvalidTransition(MemstoreError):
+    """A status move the state machine does not allow."""
+
+
+class SelfApproval(InvalidTransition):
+    """An identity tried to confirm its own memory."""
+
+
+class NoIdentity(MemstoreError):
+    """A write was attempted with no acting identity."""
+
+
+class StoreLocked(MemstoreError):
+    """The store's lock could not be taken in time."""
+
+
+class Conflict(MemstoreError):
+    """The memory changed since the writer read it."""
+
+
+class NotAStore(MemstoreError):
+    """The directory is not a memstore store."""
+
+
+class GitError(MemstoreError):
+    """A git operation failed."""

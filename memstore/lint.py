@@ -1,0 +1,186 @@
+"""Validate a whole store: every file, and how its confirmations were committed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memstore import history
+from memstore.errors import InvalidMemory, InvalidName, MemstoreError
+from memstore.memory import Memory, check_body, check_description, check_tags, parse
+from memstore.status import Status
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing `lint` found wrong, with the file (relative to the store) and line if known."""
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory | None, list[str]]:
+    """Parse one memory file and list what is wrong with it on its own."""
+    data = path.read_bytes()
+    if not data.strip():
+        return None, ["empty file: a memory needs YAML front matter and a body"]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, ["not UTF-8 text (a binary file, or another encoding)"]
+    problems: list[str] = []
+    if "\r\n" in text:
+        problems.append("CRLF line endings: memory files use LF (`.gitattributes` pins eol=lf)")
+    try:
+        memory = parse(text)
+    except (InvalidMemory, InvalidName) as e:
+        return None, [*problems, str(e)]
+    if memory.name != path.stem:
+        problems.append(f"name '{memory.name}' does not match the file name '{path.stem}.md'")
+    if memory.type != folder:
+        problems.append(f"type '{memory.type}' does not match its folder '{folder}/'")
+    if memory.type not in types:
+        problems.append(f"unknown type '{memory.type}'; types are: {', '.join(types)}")
+    statuses = [s.value for s in Status]
+    if memory.status not in statuses:
+        problems.append(f"unknown status '{memory.status}'; statuses are: {', '.join(statuses)}")
+    for check, value in (
+        (check_description, memory.description),
+        (check_tags, list(memory.tags)),
+        (check_body, memory.body),
+    ):
+        try:
+            check(value)
+        except InvalidMemory as e:
+            problems.append(str(e))
+    if not memory.owner.strip():
+        problems.append("owner is empty")
+    if memory.status == Status.CONFIRMED:
+        if not memory.confirmed_by:
+            problems.append("confirmed but has no confirmed_by: who confirmed it?")
+        elif memory.confirmed_by == memory.owner:
+            problems.append(
+                f"confirmed by its own owner ({memory.owner}): nobody confirms their own memory"
+            )
+    if memory.status == Status.DEPRECATED and not memory.deprecated_reason:
+        problems.append("deprecated but has no deprecated_reason: say why it is wrong or stale")
+    return memory, problems
+
+
+def lint_store(store: Store) -> list[Problem]:
+    """Every problem in `store`, files first, then the history of confirmations."""
+    problems: list[Problem] = []
+    by_name: dict[str, list[str]] = defaultdict(list)
+    memories: dict[str, tuple[Path, Memory]] = {}
+    for folder in sorted(store.root.iterdir()):
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue
+        if folder.is_symlink():
+            problems.append(Problem(folder.name, "a symlinked folder: memstore does not follow it"))
+            continue
+        for path in sorted(folder.iterdir()):
+            rel = store.rel(path)
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
+                continue
+            if path.suffix != ".md" or path.name.startswith("."):
+                continue
+            if path.is_symlink():
+                problems.append(Problem(rel, "a symlink: memstore does not follow it"))
+                continue
+            memory, found = check_file(path, folder.name, store.types)
+            problems.extend(Problem(rel, message) for message in found)
+            if memory is not None:
+                by_name[memory.name].append(rel)
+                memories[memory.name] = (path, memory)
+    for name, paths in by_name.items():
+        if len(paths) > 1:
+            for rel in paths:
+                others = ", ".join(p for p in paths if p != rel)
+                problems.append(Problem(rel, f"duplicate name '{name}': also in {others}"))
+    for path, memory in memories.values():
+        targets = [("links", t) for t in memory.links]
+        if memory.superseded_by:
+            targets.append(("superseded_by", memory.superseded_by))
+        for key, target in targets:
+            if target not in memories:
+                message = f"{key} names '{target}', which is not in the store"
+                problems.append(Problem(store.rel(path), message))
+    problems.extend(_history_problems(store, memories))
+    return problems
+
+
+def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) -> list[Problem]:
+    """Confirmations must be committed by someone other than the owner, and by who they name."""
+    try:
+        found = history.confirmations(store.repo, store.root)
+        dirty = history.changed_paths(store.repo, store.root)
+    except MemstoreError as e:
+        return [Problem(".", f"cannot read the store's git history: {e}")]
+    problems: list[Problem] = []
+    for path, memory in memories.values():
+        if memory.status != Status.CONFIRMED or not memory.confirmed_by:
+            continue
+        rel = store.rel(path)
+        key = history.repo_path(store.repo, path)
+        if key in dirty and not _committed_as(store, path, memory):
+            # Not committed yet (e.g. lint run by a pre-commit hook): the committer will be us.
+            problems.extend(_pending(rel, memory, store.identity))
+            continue
+        confirmation = found.get(key)
+        if confirmation is None:
+            problems.append(Problem(rel, "confirmed, but no commit in the history confirms it"))
+        elif confirmation.author == memory.owner:
+            problems.append(
+                Problem(
+                    rel,
+                    f"self-approval: commit {confirmation.commit[:10]} confirming it was made "
+                    f"by its owner ({memory.owner})",
+                )
+            )
+        elif confirmation.author != memory.confirmed_by:
+            problems.append(
+                Problem(
+                    rel,
+                    f"forged confirmation: confirmed_by says '{memory.confirmed_by}' but commit "
+                    f"{confirmation.commit[:10]} was made by '{confirmation.author}'",
+                )
+            )
+    return problems
+
+
+def _pending(rel: str, memory: Memory, identity: str | None) -> list[Problem]:
+    if identity is None:
+        message = "confirmation not committed, and no identity is set to check it against"
+    elif identity == memory.owner:
+        message = f"confirmed by its owner: you ({identity}) wrote it and cannot confirm it"
+    elif identity != memory.confirmed_by:
+        message = (
+            f"confirmed_by says '{memory.confirmed_by}' but you are '{identity}': a "
+            "confirmation must be committed by the identity it names"
+        )
+    else:
+        return []
+    return [Problem(rel, message)]
+
+
+def _committed_as(store: Store, path: Path, memory: Memory) -> bool:
+    """Whether HEAD already holds this confirmation (same status and confirmer)."""
+    committed = history.show(store.repo, "HEAD", path)
+    if committed is None:
+        return False
+    try:
+        old = parse(committed)
+    except InvalidMemory:
+        return False
+    return old.status == memory.status and old.confirmed_by == memory.confirmed_by

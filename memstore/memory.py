@@ -1,0 +1,363 @@
+"""The memory model: one Markdown file with YAML front matter, parsed and rendered canonically."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+import frontmatter
+import yaml
+
+from memstore.errors import InvalidMemory, InvalidName
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+NAME_RE = re.compile(NAME_PATTERN)
+DESCRIPTION_MAX = 200
+BODY_MAX = 64 * 1024
+TAGS_MAX = 32
+TAG_RE = re.compile(r"^[\w][\w./:+-]{0,63}$")
+IDENTITY_MAX = 64
+
+DEFAULT_TYPES = (
+    "decision",
+    "fact",
+    "pattern",
+    "runbook",
+    "incident",
+    "postmortem",
+    "correction",
+    "warning",
+    "reference",
+    "working",
+)
+
+# Core keys first, then the known optional keys; keys a human added follow in their own order.
+CORE_KEYS = ("name", "description", "type", "status", "owner", "created", "updated", "tags")
+TRAIL_KEYS = (
+    "links",
+    "confirmed_by",
+    "confirmed_at",
+    "confirmed_reason",
+    "deprecated_by",
+    "deprecated_at",
+    "deprecated_reason",
+    "superseded_by",
+    "supersedes",
+    "restored_by",
+    "restored_at",
+    "restored_reason",
+)
+KEY_ORDER = CORE_KEYS + TRAIL_KEYS
+
+
+def _without_timestamps(cls: Any) -> Any:
+    # Dates stay strings, so `created: 2026-11-30T08:00:00Z` round-trips unquoted and unchanged.
+    cls.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in cls.yaml_implicit_resolvers.items()
+    }
+    return cls
+
+
+# libyaml's C loader/dumper when present: parsing is the cost of listing a large store.
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@_without_timestamps
+class _Loader(_BaseLoader):
+    pass
+
+
+@_without_timestamps
+class _Dumper(_BaseDumper):
+    pass
+
+
+def _represent_str(dumper: Any, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One memory: its front-matter fields and its Markdown body."""
+
+    name: str
+    description: str
+    type: str
+    status: str
+    owner: str
+    created: str
+    updated: str
+    tags: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    body: str = ""
+    confirmed_by: str | None = None
+    confirmed_at: str | None = None
+    confirmed_reason: str | None = None
+    deprecated_by: str | None = None
+    deprecated_at: str | None = None
+    deprecated_reason: str | None = None
+    superseded_by: str | None = None
+    supersedes: tuple[str, ...] = ()
+    restored_by: str | None = None
+    restored_at: str | None = None
+    restored_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Every other front-matter key (expires, importance, scope, severity, keys a human added)."""
+
+    @property
+    def path_parts(self) -> tuple[str, str]:
+        """The memory's place in the store: (type folder, file name)."""
+        return self.type, f"{self.name}.md"
+
+
+def now() -> str:
+    """The current UTC time as an ISO 8601 string with a `Z` suffix, to the second."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_name(name: object, what: str = "name") -> str:
+    """Return `name` if it is a valid memory name.
+
+    Raises:
+        InvalidName: with the offending value and the allowed pattern.
+    """
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise InvalidName(
+            f"invalid {what} {name!r}: use 1-64 characters of lower-case letters, digits and "
+            "'-', starting with a letter or digit (e.g. 'use-zod-for-validation')"
+        )
+    return name
+
+
+def check_identity(identity: object) -> str:
+    """Return a stripped identity if it can author commits and appear in a file.
+
+    Raises:
+        InvalidMemory: for an empty, multi-line, over-long or `<>`-containing identity.
+    """
+    if not isinstance(identity, str) or not identity.strip():
+        raise InvalidMemory("identity must be a non-empty name")
+    value = identity.strip()
+    if len(value) > IDENTITY_MAX or any(c in value for c in "<>\n\r\t\0"):
+        raise InvalidMemory(
+            f"invalid identity {identity!r}: use one line of at most {IDENTITY_MAX} characters "
+            "without '<' or '>'"
+        )
+    return value
+
+
+def check_description(description: object) -> str:
+    """Return `description` if it is one non-empty line of at most 200 characters.
+
+    Raises:
+        InvalidMemory: naming the problem.
+    """
+    if not isinstance(description, str) or not description.strip():
+        raise InvalidMemory("description must be a non-empty line of text")
+    if "\n" in description or "\r" in description:
+        raise InvalidMemory("description must be one line; put details in the body")
+    if len(description) > DESCRIPTION_MAX:
+        raise InvalidMemory(
+            f"description is {len(description)} characters; the limit is {DESCRIPTION_MAX} "
+            "(it is what search results show; put details in the body)"
+        )
+    return description
+
+
+def check_tags(tags: object, what: str = "tag") -> tuple[str, ...]:
+    """Return tags as a tuple, each a short single word, at most 32 of them.
+
+    Raises:
+        InvalidMemory: naming the first bad tag.
+    """
+    if tags is None:
+        return ()
+    if not isinstance(tags, list | tuple):
+        raise InvalidMemory(f"{what}s must be a list, got {type(tags).__name__}")
+    items: list[Any] = list(tags)  # pyright: ignore[reportUnknownArgumentType]
+    if len(items) > TAGS_MAX:
+        raise InvalidMemory(f"{len(items)} {what}s given; at most {TAGS_MAX} are allowed")
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or not TAG_RE.fullmatch(item):
+            raise InvalidMemory(
+                f"invalid {what} {item!r}: use up to 64 letters, digits or . / : + - _, no spaces"
+            )
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def check_body(body: object) -> str:
+    """Return the body stripped of surrounding blank lines, if it is text under the size limit.
+
+    Raises:
+        InvalidMemory: for a non-string or over-long body.
+    """
+    if body is None:
+        return ""
+    if not isinstance(body, str):
+        raise InvalidMemory(f"body must be text, got {type(body).__name__}")
+    size = len(body.encode("utf-8"))
+    if size > BODY_MAX:
+        raise InvalidMemory(
+            f"body is {size} bytes; the limit is {BODY_MAX} (one memory holds one fact: "
+            "split it, or link to a document)"
+        )
+    if "\0" in body:
+        raise InvalidMemory("body must not contain NUL characters")
+    return body.replace("\r\n", "\n").strip("\n")
+
+
+def _text(value: object, key: str) -> str:
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    if not isinstance(value, str):
+        raise InvalidMemory(f"front-matter key '{key}' must be text, got {type(value).__name__}")
+    return value
+
+
+def _optional_text(value: object, key: str) -> str | None:
+    return None if value is None else _text(value, key)
+
+
+def _names(value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise InvalidMemory(f"front-matter key '{key}' must be a list of memory names")
+    items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+    return tuple(check_name(item, f"{key} entry") for item in items)
+
+
+def split(text: str) -> tuple[dict[str, Any], str]:
+    """Split a memory file into its front-matter mapping and its body.
+
+    Raises:
+        InvalidMemory: when the front matter is missing, is not YAML, or is not a mapping.
+    """
+    text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    handler = frontmatter.YAMLHandler()
+    if not handler.detect(text):
+        raise InvalidMemory("no YAML front matter: the file must start with a '---' line")
+    try:
+        head, body = handler.split(text)
+    except ValueError as e:
+        raise InvalidMemory("front matter is not closed by a '---' line") from e
+    try:
+        data = yaml.load(head, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise InvalidMemory(f"front matter is not valid YAML{where}: {problem}") from e
+    if not isinstance(data, dict):
+        raise InvalidMemory("front matter must be a mapping of keys to values")
+    return data, body  # pyright: ignore[reportUnknownVariableType]
+
+
+def parse(text: str) -> Memory:
+    """Parse a memory file's text into a `Memory`.
+
+    Raises:
+        InvalidMemory: naming the first problem (missing key, wrong shape, bad name).
+    """
+    data, body = split(text)
+    missing = [k for k in CORE_KEYS if k not in data and k != "tags"]
+    if missing:
+        raise InvalidMemory(f"front matter lacks required key(s): {', '.join(missing)}")
+    known = set(KEY_ORDER)
+    extra = {str(k): v for k, v in data.items() if k not in known}
+    return Memory(
+        name=check_name(_text(data["name"], "name")),
+        description=_text(data["description"], "description"),
+        type=_text(data["type"], "type"),
+        status=_text(data["status"], "status"),
+        owner=_text(data["owner"], "owner"),
+        created=_text(data["created"], "created"),
+        updated=_text(data["updated"], "updated"),
+        tags=tuple(str(t) for t in (data.get("tags") or [])),
+        links=_names(data.get("links"), "links"),
+        body=body.strip("\n"),
+        confirmed_by=_optional_text(data.get("confirmed_by"), "confirmed_by"),
+        confirmed_at=_optional_text(data.get("confirmed_at"), "confirmed_at"),
+        confirmed_reason=_optional_text(data.get("confirmed_reason"), "confirmed_reason"),
+        deprecated_by=_optional_text(data.get("deprecated_by"), "deprecated_by"),
+        deprecated_at=_optional_text(data.get("deprecated_at"), "deprecated_at"),
+        deprecated_reason=_optional_text(data.get("deprecated_reason"), "deprecated_reason"),
+        superseded_by=(
+            check_name(data["superseded_by"], "superseded_by")
+            if data.get("superseded_by") is not None
+            else None
+        ),
+        supersedes=_names(data.get("supersedes"), "supersedes"),
+        restored_by=_optional_text(data.get("restored_by"), "restored_by"),
+        restored_at=_optional_text(data.get("restored_at"), "restored_at"),
+        restored_reason=_optional_text(data.get("restored_reason"), "restored_reason"),
+        extra=extra,
+    )
+
+
+def to_dict(memory: Memory) -> dict[str, Any]:
+    """The front matter of `memory` in canonical key order; empty optional keys are left out."""
+    data: dict[str, Any] = {
+        "name": memory.name,
+        "description": memory.description,
+        "type": memory.type,
+        "status": memory.status,
+        "owner": memory.owner,
+        "created": memory.created,
+        "updated": memory.updated,
+        "tags": list(memory.tags),
+    }
+    for key in TRAIL_KEYS:
+        value = getattr(memory, key)
+        if isinstance(value, tuple):
+            if value:
+                data[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        elif value is not None:
+            data[key] = value
+    for key, value in memory.extra.items():
+        if key not in data:
+            data[key] = value
+    return data
+
+
+def render(memory: Memory) -> str:
+    """The canonical file text of `memory`: `render(parse(text)) == text` for canonical files."""
+    head = yaml.dump(
+        to_dict(memory),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=10_000,
+    )
+    body = memory.body.strip("\n")
+    return f"---\n{head}---\n" + (f"\n{body}\n" if body else "")
+
+
+def evolve(memory: Memory, **changes: Any) -> Memory:
+    """A copy of `memory` with `changes` applied."""
+    return replace(memory, **changes)
+
+
+def links_in_body(body: str) -> tuple[str, ...]:
+    """The `[[name]]` references in a body, in order of first appearance."""
+    seen: list[str] = []
+    for match in re.finditer(r"\[\[([a-z0-9][a-z0-9-]{0,63})\]\]", body):
+        if match.group(1) not in seen:
+            seen.append(match.group(1))
+    return tuple(seen)

@@ -1,0 +1,451 @@
+"""`Store`: the facade over one memory directory, and its single write path."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from filelock import FileLock, Timeout
+
+from memstore import history
+from memstore.config import STORE_CONFIG
+from memstore.errors import (
+    Conflict,
+    InvalidMemory,
+    MemoryExists,
+    MemoryNotFound,
+    MemstoreError,
+    NoIdentity,
+    NotAStore,
+    StoreLocked,
+)
+from memstore.lint import Problem, lint_store
+from memstore.memory import (
+    DEFAULT_TYPES,
+    Memory,
+    check_body,
+    check_description,
+    check_identity,
+    check_name,
+    check_tags,
+    evolve,
+    now,
+    parse,
+    render,
+)
+from memstore.status import Status, transition, unconfirm
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR = ".memstore"
+STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
+STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A memory with the version (content hash) an update must name to avoid overwriting."""
+
+    memory: Memory
+    version: str
+    path: str
+
+
+def version_of(data: bytes) -> str:
+    """The version of a file's content: the first 12 hex digits of its SHA-256."""
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load_types(root: Path) -> tuple[str, ...]:
+    path = root / STORE_CONFIG
+    if not path.is_file():
+        return DEFAULT_TYPES
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    extra: Any = data.get("types", []) if isinstance(data, dict) else None
+    if not isinstance(extra, list):
+        raise InvalidMemory(f"{path}: 'types' must be a list of type names")
+    items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
+    added = tuple(check_name(t, "type") for t in items)
+    return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
+
+
+class Store:
+    """One memory directory inside a git repository: reads, the write path, lint and history."""
+
+    def __init__(self, root: Path, agent: str | None = None, lock_timeout: float = 10.0) -> None:
+        root = root.absolute()
+        if not root.is_dir():
+            raise NotAStore(f"no store at {root}: run `memstore init {root}` to create one")
+        repo = history.find_repo(root)
+        if repo is None:
+            raise NotAStore(
+                f"{root} is not inside a git repository: run `memstore init {root}` to make it a "
+                "store"
+            )
+        self.root = root.resolve()
+        self.repo = repo
+        self.cache = self.root / CACHE_DIR
+        self.lock_timeout = lock_timeout
+        self._agent = check_identity(agent) if agent else None
+        self.types = _load_types(self.root)
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, root: Path, agent: str | None = None) -> Store:
+        """Make `root` a store (inside its git repository, or a new one) and return it.
+
+        Writes the store's `.gitignore` and `.gitattributes` and commits them when an identity
+        is known. Running it on an existing store changes nothing.
+        """
+        root = root.absolute()
+        root.mkdir(parents=True, exist_ok=True)
+        if history.find_repo(root) is None:
+            history.init_repo(root)
+        store = cls(root, agent)
+        written: list[Path] = []
+        for name, content in (
+            (".gitignore", STORE_GITIGNORE),
+            (".gitattributes", STORE_GITATTRIBUTES),
+        ):
+            path = store.root / name
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            missing = [line for line in content.splitlines() if line not in old.splitlines()]
+            if missing:
+                sep = "" if not old or old.endswith("\n") else "\n"
+                atomic_write(path, old + sep + "\n".join(missing) + "\n")
+                written.append(path)
+        identity = store.identity
+        if written and identity:
+            with store.locked():
+                history.commit(store.repo, written, "memory: init store", identity)
+        return store
+
+    # -- identity -----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str | None:
+        """Who acts: the explicit agent, else git's `user.name`, else None."""
+        if self._agent:
+            return self._agent
+        name = history.git_identity(self.repo)
+        return check_identity(name) if name else None
+
+    def require_identity(self) -> str:
+        """The acting identity.
+
+        Raises:
+            NoIdentity: saying how to set one.
+        """
+        identity = self.identity
+        if not identity:
+            raise NoIdentity(
+                "no identity to record this change under: pass --agent NAME, set "
+                "MEMSTORE_AGENT=NAME, or set `git config user.name`"
+            )
+        return identity
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _files(self) -> Iterator[Path]:
+        for folder in sorted(self.root.iterdir()):
+            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+                continue
+            for path in sorted(folder.glob("*.md")):
+                if not path.name.startswith(".") and not path.is_symlink():
+                    yield path
+
+    def path_for(self, name: str) -> Path:
+        """The file of memory `name`.
+
+        Raises:
+            InvalidName: for a name that is not a slug.
+            MemoryNotFound: when no type folder holds it.
+        """
+        check_name(name)
+        for folder in sorted(self.root.iterdir()):
+            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+                continue
+            path = folder / f"{name}.md"
+            if path.is_file() and not path.is_symlink():
+                return path
+        raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
+
+    def _read(self, path: Path) -> tuple[Memory, bytes]:
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
+        try:
+            return parse(text), data
+        except InvalidMemory as e:
+            raise InvalidMemory(f"{self.rel(path)}: {e}") from e
+
+    def read(self, name: str) -> Versioned:
+        """Memory `name` with its version (pass it back to `edit` to refuse lost updates).
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        path = self.path_for(name)
+        memory, data = self._read(path)
+        return Versioned(memory, version_of(data), self.rel(path))
+
+    def get(self, name: str) -> Memory:
+        """Memory `name`.
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        return self.read(name).memory
+
+    def memories(self) -> Iterator[Memory]:
+        """Every valid memory in the store; a broken file is skipped with a warning naming it."""
+        for path in self._files():
+            try:
+                yield self._read(path)[0]
+            except (InvalidMemory, OSError) as e:
+                log.warning("skipping %s: %s", self.rel(path), e)
+
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        tags: tuple[str, ...] = (),
+    ) -> list[Memory]:
+        """Memories matching every filter given (tags with AND), newest update first."""
+        found = [
+            m
+            for m in self.memories()
+            if (type is None or m.type == type)
+            and (status is None or m.status == status)
+            and all(t in m.tags for t in tags)
+        ]
+        return sorted(found, key=lambda m: (m.updated, m.name), reverse=True)
+
+    def rel(self, path: Path) -> str:
+        """`path` relative to the store root, with forward slashes."""
+        try:
+            return path.absolute().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def history(self, name: str) -> list[history.Revision]:
+        """The commits that changed memory `name`, newest first."""
+        return history.log(self.repo, self.path_for(name))
+
+    # -- the write path -----------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock.
+
+        Raises:
+            StoreLocked: naming the lock file when it is not free within the timeout.
+        """
+        self.cache.mkdir(exist_ok=True)
+        lock = FileLock(self.cache / "lock", timeout=self.lock_timeout)
+        try:
+            with lock:
+                yield
+        except Timeout as e:
+            raise StoreLocked(
+                f"store busy: could not take {lock.lock_file} within {self.lock_timeout:g}s; "
+                "another memstore process is writing — try again"
+            ) from e
+
+    def _commit(self, changes: list[tuple[Path, Memory]], message: str, actor: str) -> None:
+        """Write each memory's file and commit them as one change. Call with the lock held."""
+        for path, memory in changes:
+            atomic_write(path, render(memory))
+        try:
+            history.commit(self.repo, [p for p, _ in changes], message, actor)
+        except MemstoreError:
+            log.error("files written but not committed: %s", [self.rel(p) for p, _ in changes])
+            raise
+
+    def add(
+        self,
+        name: str,
+        *,
+        type: str,
+        description: str,
+        body: str = "",
+        tags: tuple[str, ...] | list[str] = (),
+        links: tuple[str, ...] | list[str] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> Memory:
+        """Save a new memory as a draft owned by the acting identity, and commit it.
+
+        Raises:
+            InvalidName, InvalidMemory, MemoryExists, NoIdentity, StoreLocked.
+        """
+        check_name(name)
+        if type not in self.types:
+            raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        description = check_description(description)
+        body = check_body(body)
+        tag_list = check_tags(list(tags))
+        link_list = tuple(check_name(link, "link") for link in links)
+        actor = self.require_identity()
+        at = now()
+        memory = Memory(
+            name=name,
+            description=description,
+            type=type,
+            status=Status.DRAFT.value,
+            owner=actor,
+            created=at,
+            updated=at,
+            tags=tag_list,
+            links=link_list,
+            body=body,
+            extra=dict(extra or {}),
+        )
+        with self.locked():
+            try:
+                existing = self.path_for(name)
+            except MemoryNotFound:
+                pass
+            else:
+                raise MemoryExists(
+                    f"a memory named '{name}' already exists at {self.rel(existing)}; "
+                    "choose another name or edit that one"
+                )
+            path = self.root / type / f"{name}.md"
+            self._commit([(path, memory)], f"memory: add {type}/{name} — {description}", actor)
+        return memory
+
+    def edit(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        body: str | None = None,
+        tags: tuple[str, ...] | list[str] | None = None,
+        links: tuple[str, ...] | list[str] | None = None,
+        expected_version: str | None = None,
+    ) -> Memory:
+        """Change a memory's description, body, tags or links, and commit it.
+
+        A content change (description or body) sends a confirmed memory back to draft.
+
+        Raises:
+            MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`).
+        """
+        if description is not None:
+            description = check_description(description)
+        if body is not None:
+            body = check_body(body)
+        tag_list = check_tags(list(tags)) if tags is not None else None
+        link_list = tuple(check_name(x, "link") for x in links) if links is not None else None
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name)
+            if expected_version is not None and expected_version != current.version:
+                raise Conflict(
+                    f"'{name}' changed since you read it (you read version {expected_version}, "
+                    f"it is now {current.version}); read it again and reapply your change"
+                )
+            old = current.memory
+            wanted = {
+                "description": description,
+                "body": body,
+                "tags": tag_list,
+                "links": link_list,
+            }
+            updates = {k: v for k, v in wanted.items() if v is not None and v != getattr(old, k)}
+            if not updates:
+                return old
+            changed = list(updates)
+            new = evolve(old, **updates)
+            at = now()
+            content_changed = bool({"description", "body"} & set(changed))
+            new = unconfirm(new, at=at) if content_changed else evolve(new, updated=at)
+            note = " (back to draft)" if old.status != new.status else ""
+            message = f"memory: edit {old.type}/{name} — {', '.join(changed)}{note}"
+            self._commit([(self.root / current.path, new)], message, actor)
+        return new
+
+    def _move(self, name: str, to: Status, reason: str, superseded_by: str | None = None) -> Memory:
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name)
+            old = current.memory
+            at = now()
+            new = transition(
+                old, to, actor=actor, reason=reason, at=at, superseded_by=superseded_by
+            )
+            changes = [(self.root / current.path, new)]
+            verb = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate"}.get(to, "restore")
+            message = f"memory: {verb} {old.type}/{name} — {reason.strip()}"
+            if superseded_by is not None:
+                successor = self.read(superseded_by)
+                if old.name not in successor.memory.supersedes:
+                    after = evolve(
+                        successor.memory, supersedes=(*successor.memory.supersedes, old.name)
+                    )
+                    changes.append((self.root / successor.path, after))
+                message += f" (superseded by {superseded_by})"
+            self._commit(changes, message, actor)
+        return new
+
+    def confirm(self, name: str, reason: str) -> Memory:
+        """Move a draft to confirmed; the acting identity must not be its owner.
+
+        Raises:
+            SelfApproval, InvalidTransition, MemoryNotFound.
+        """
+        return self._move(name, Status.CONFIRMED, reason)
+
+    def deprecate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
+        """Mark a memory deprecated, keeping the file; links both ways to a successor if given.
+
+        Raises:
+            InvalidTransition, MemoryNotFound.
+        """
+        if superseded_by is not None:
+            check_name(superseded_by, "superseded_by")
+        return self._move(name, Status.DEPRECATED, reason, superseded_by)
+
+    def restore(self, name: str, reason: str) -> Memory:
+        """Bring a deprecated memory back as a draft.
+
+        Raises:
+            InvalidTransition, MemoryNotFound.
+        """
+        return self._move(name, Status.DRAFT, reason)
+
+    # -- lint ---------------------------------------------------------------------------------
+
+    def lint(self) -> list[Problem]:
+        """Every problem in the store's files and in how their confirmations were committed."""
+        return lint_store(self)

@@ -1,0 +1,52 @@
+"""Shared fixtures: every test gets real temporary git repositories and a real store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore.store import Store
+
+# A test's git commands must not read the developer's or CI's global configuration.
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "human",
+    "GIT_AUTHOR_EMAIL": "human@example.com",
+    "GIT_COMMITTER_NAME": "human",
+    "GIT_COMMITTER_EMAIL": "human@example.com",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in ("MEMSTORE_DIR", "MEMSTORE_AGENT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("MEMSTORE_DIR", str(tmp_path / "memory"))
+    yield
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git as a human would in `cwd` and return its stdout."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """A fresh store in its own git repository, acting as `alice`."""
+    return Store.init(tmp_path / "memory", agent="alice")
+
+
+def as_agent(store: Store, agent: str) -> Store:
+    """The same store directory, opened by another identity (as another process would)."""
+    return Store(store.root, agent=agent)
