@@ -29,7 +29,16 @@ class _Group(click.Group):
 
 
 def _config(ctx: click.Context) -> Config:
-    return ctx.ensure_object(dict)["config"]
+    obj: dict[str, Config] = ctx.ensure_object(dict)
+    return obj["config"]
+
+
+def _stdin_text(only_if_piped: bool) -> str:
+    """The text on stdin; empty when `only_if_piped` and stdin is a terminal or closed."""
+    stream = sys.stdin
+    if stream is None or (only_if_piped and stream.isatty()):  # pyright: ignore[reportUnnecessaryComparison]
+        return ""
+    return stream.read()
 
 
 def _store(ctx: click.Context) -> Store:
@@ -145,8 +154,7 @@ def add(
       EOF
     """
     if body is None:
-        stdin = click.get_text_stream("stdin")
-        body = "" if stdin.isatty() else stdin.read()
+        body = _stdin_text(only_if_piped=True)
     store = _store(ctx)
     memory = store.add(
         name,
@@ -176,7 +184,9 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         return
     m = current.memory
     click.echo(f"{m.name} — {m.description}")
-    click.echo(f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}")
+    click.echo(
+        f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}"
+    )
     click.echo(f"created: {m.created}   updated: {m.updated}")
     if m.tags:
         click.echo(f"tags: {', '.join(m.tags)}")
@@ -251,7 +261,7 @@ def edit(
       memstore edit use-zod --tags api,validation,typescript
     """
     if body == "-":
-        body = click.get_text_stream("stdin").read()
+        body = _stdin_text(only_if_piped=False)
     if description is None and body is None and tags is None and links is None:
         raise click.UsageError("nothing to change: give --description, --body, --tags or --links")
     memory = _store(ctx).edit(
@@ -326,7 +336,9 @@ def history_(ctx: click.Context, name: str) -> None:
         click.echo(f"'{name}' has no commits yet", err=True)
     for rev in revisions:
         subject, _, rest = rev.message.partition("\n")
-        click.echo(f"{rev.date[:16].replace('T', ' ')}  {rev.commit[:10]}  {rev.author:16} {subject}")
+        click.echo(
+            f"{rev.date[:16].replace('T', ' ')}  {rev.commit[:10]}  {rev.author:16} {subject}"
+        )
         for line in rest.strip().splitlines():
             click.echo(f"{'':46}{line}")
 
@@ -385,4 +397,3 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     hook.write_text(HOOK.format(python=sys.executable, store=store.root), encoding="utf-8")
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     click.echo(f"installed {hook}")
-

@@ -200,11 +200,12 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
         raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
     found: dict[str, Confirmation] = {}
     for chunk in out.split(_REC):
-        header, _, diff = chunk.partition("\n")
+        header, _, diff = str(chunk).partition("\n")
         sha, _, author = header.partition(_SEP)
         # Each file's section starts at "diff --git"; git log lists newest first, so the first
         # confirmation seen for a file is its latest.
-        for section in diff.split("\ndiff --git ")[1:] if diff else []:
+        sections: list[str] = diff.split("\ndiff --git ")[1:] if diff else []
+        for section in sections:
             lines = section.splitlines()
             target = next((x[6:] for x in lines if x.startswith("+++ b/")), None)
             if target is None or target in found or "+status: confirmed" not in lines:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
-import frontmatter
+import frontmatter.default_handlers
 import yaml
 
 from memstore.errors import InvalidMemory, InvalidName
@@ -240,6 +240,15 @@ def _names(value: object, key: str) -> tuple[str, ...]:
     return tuple(check_name(item, f"{key} entry") for item in items)
 
 
+def _tags(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidMemory("front-matter key 'tags' must be a list")
+    items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+    return tuple(str(t) for t in items)
+
+
 def split(text: str) -> tuple[dict[str, Any], str]:
     """Split a memory file into its front-matter mapping and its body.
 
@@ -249,7 +258,7 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    handler = frontmatter.YAMLHandler()
+    handler = frontmatter.default_handlers.YAMLHandler()
     if not handler.detect(text):
         raise InvalidMemory("no YAML front matter: the file must start with a '---' line")
     try:
@@ -288,7 +297,7 @@ def parse(text: str) -> Memory:
         owner=_text(data["owner"], "owner"),
         created=_text(data["created"], "created"),
         updated=_text(data["updated"], "updated"),
-        tags=tuple(str(t) for t in (data.get("tags") or [])),
+        tags=_tags(data.get("tags")),
         links=_names(data.get("links"), "links"),
         body=body.strip("\n"),
         confirmed_by=_optional_text(data.get("confirmed_by"), "confirmed_by"),

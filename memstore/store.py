@@ -6,7 +6,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,10 +84,11 @@ def _load_types(root: Path) -> tuple[str, ...]:
     if not path.is_file():
         return DEFAULT_TYPES
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
-    extra: Any = data.get("types", []) if isinstance(data, dict) else None
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
     if not isinstance(extra, list):
         raise InvalidMemory(f"{path}: 'types' must be a list of type names")
     items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
@@ -265,7 +266,7 @@ class Store:
     # -- the write path -----------------------------------------------------------------------
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> Generator[None]:
         """Hold the store's write lock.
 
         Raises:
