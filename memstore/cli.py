@@ -29,8 +29,8 @@ class _Group(click.Group):
 
 
 def _config(ctx: click.Context) -> Config:
-    obj: dict[str, Config] = ctx.ensure_object(dict)
-    return obj["config"]
+    config: Config = ctx.obj["config"]
+    return config
 
 
 def _stdin_text(only_if_piped: bool) -> str:
