@@ -11,6 +11,7 @@ from memstore import history
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.memory import Memory, check_body, check_description, check_tags, parse
 from memstore.status import Status
+from memstore.workflow import rule_problems
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -74,6 +75,7 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
             )
     if memory.status == Status.DEPRECATED and not memory.deprecated_reason:
         problems.append("deprecated but has no deprecated_reason: say why it is wrong or stale")
+    problems.extend(rule_problems(memory))
     return memory, problems
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -15,7 +17,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import history
+from memstore import briefing, history, stats, workflow
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
@@ -48,6 +50,8 @@ log = logging.getLogger(__name__)
 CACHE_DIR = ".memstore"
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
+# Correction outcomes are append-only records too: a union merge keeps both branches' lines.
+STORE_GITATTRIBUTES += "outcomes.jsonl text eol=lf merge=union\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,3 +454,256 @@ class Store:
     def lint(self) -> list[Problem]:
         """Every problem in the store's files and in how their confirmations were committed."""
         return lint_store(self)
+
+    # -- workflow -----------------------------------------------------------------------------
+
+    def correct(
+        self,
+        name: str,
+        *,
+        description: str,
+        severity: str | None = None,
+        applies_when: tuple[str, ...] | list[str] = (),
+        evidence: str | None = None,
+        body: str = "",
+        tags: tuple[str, ...] | list[str] = (),
+        type: str = "correction",
+    ) -> Memory:
+        """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
+
+        Raises:
+            InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
+        """
+        if type not in workflow.RULE_TYPES:
+            raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
+        fields = workflow.rule_fields(
+            severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
+        )
+        return self.add(
+            name, type=type, description=description, body=body, tags=tags, extra=fields
+        )
+
+    def rules(self) -> list[workflow.Rule]:
+        """Every correction and warning that is not deprecated, most severe first."""
+        found = [r for m in self.memories() if (r := workflow.rule_of(m)) is not None]
+        return sorted(found, key=lambda r: r.rank)
+
+    def check(
+        self, description: str, *, action: str | None = None, target: str | None = None
+    ) -> workflow.CheckResult:
+        """The verdict on an action before it is taken: allow, warn or block, with reasons.
+
+        Matching corrections and warnings give their verdict (p0 blocks, lower severities
+        warn); confirmed runbooks about the action are listed to follow.
+
+        Raises:
+            InvalidMemory: for an empty description.
+        """
+        description = " ".join(description.split())
+        if not description and not action:
+            raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
+        text = " ".join(x for x in (description, action, target) if x)
+        targets = (target,) if target else ()
+        runbooks = [
+            workflow.Reason(
+                kind="runbook", name=m.name, verdict=workflow.Verdict.ALLOW, message=m.description
+            )
+            for m in self._relevant(text, ("runbook",), limit=3)
+        ]
+        return workflow.decide(text, self.rules(), targets, runbooks=runbooks)
+
+    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Memory]:
+        """Confirmed memories of `types` that share words with `text`, best first."""
+        wanted = set(workflow.words(text))
+        scored: list[tuple[int, str, Memory]] = []
+        for m in self.memories():
+            if m.type not in types or m.status != Status.CONFIRMED:
+                continue
+            have = set(workflow.words(" ".join((m.name, m.description, *m.tags))))
+            score = len(wanted & have)
+            if score >= min(2, len(wanted)):
+                scored.append((-score, m.name, m))
+        return [m for _, _, m in sorted(scored, key=lambda x: x[:2])[:limit]]
+
+    @property
+    def outcomes_path(self) -> Path:
+        """The append-only record of correction outcomes, committed beside the memories."""
+        return self.root / stats.OUTCOMES_FILE
+
+    def record_outcome(
+        self, name: str, outcome: str, evidence: str | None = None
+    ) -> stats.OutcomeRecord:
+        """Append whether correction `name` was heeded or recurred, and commit it.
+
+        Raises:
+            MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome).
+        """
+        values = [o.value for o in stats.Outcome]
+        if outcome not in values:
+            raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
+        note = stats.check_note(evidence)
+        actor = self.require_identity()
+        with self.locked():
+            memory = self.get(name)
+            if memory.type not in workflow.RULE_TYPES:
+                raise InvalidMemory(
+                    f"'{name}' is a {memory.type}; outcomes are recorded for "
+                    f"{' and '.join(workflow.RULE_TYPES)} memories"
+                )
+            record = stats.OutcomeRecord(
+                at=now(),
+                actor=actor,
+                name=name,
+                outcome=stats.Outcome(outcome),
+                status=memory.status,
+                evidence=note,
+            )
+            path = self.outcomes_path
+            # O_APPEND so a line is never interleaved with another writer's, lock or not.
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, stats.to_line(record).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
+            history.commit(self.repo, [path], message, actor)
+        return record
+
+    def outcomes(self) -> list[stats.OutcomeRecord]:
+        """Every recorded outcome, oldest first.
+
+        Raises:
+            InvalidMemory: naming a line that is not a valid record.
+        """
+        if not self.outcomes_path.is_file():
+            return []
+        text = self.outcomes_path.read_text(encoding="utf-8")
+        return [
+            stats.from_line(line, i)
+            for i, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+
+    def heed_rates(self) -> tuple[list[stats.HeedRate], stats.HeedRate]:
+        """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
+        return stats.heed_rates(self.outcomes())
+
+    def _session_marker(self) -> Path:
+        slug = history.email_for(self.identity or "anonymous").split("@", 1)[0]
+        return self.cache / "sessions" / f"{slug}.json"
+
+    def brief(
+        self,
+        *,
+        for_text: str | None = None,
+        budget_tokens: int = briefing.DEFAULT_BUDGET,
+        since: str | None = None,
+        mark: bool = True,
+    ) -> briefing.Briefing:
+        """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
+
+        Lists the rules that apply (most severe first), claims in progress, confirmed
+        decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
+        since your last briefing (or since `since`: a commit or a date git understands).
+        With `mark`, remembers this session's HEAD in the ignored cache for the next one.
+        """
+        identity = self.identity
+        rules = self.rules()
+        rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
+        applying, others = rules, list[workflow.Rule]()
+        if for_text:
+            applying = [r for r in rules if not r.applies_when or workflow.first_match(r, for_text)]
+            others = [r for r in rules if r not in applying]
+        sections = [
+            briefing.Section(
+                "Corrections and warnings that apply",
+                1,
+                tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
+                empty="- none",
+            ),
+            briefing.Section(
+                "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
+                3,
+                tuple(
+                    f"- {m.type} `{m.name}`: {m.description}"
+                    for m in self._briefing_knowledge(for_text)
+                ),
+            ),
+            briefing.Section(
+                "Drafts awaiting your review" if identity else "Drafts awaiting review",
+                4,
+                tuple(
+                    f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
+                    for m in self._awaiting_review(identity)
+                ),
+            ),
+            briefing.Section(
+                "Changes since your last session", 5, tuple(self._changes_lines(since))
+            ),
+            briefing.Section(
+                "Other corrections and warnings",
+                6,
+                tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
+            ),
+        ]
+        who = identity or "no identity set"
+        header = f"# memstore briefing for {who}" + (f"\nTask: {for_text}" if for_text else "")
+        result = briefing.fit(header, sections, budget_tokens)
+        if mark:
+            self._mark_session()
+        return result
+
+    def _briefing_knowledge(self, for_text: str | None) -> list[Memory]:
+        if for_text:
+            return self._relevant(for_text, ("decision", "runbook"), limit=10)
+        confirmed = self.list(status=Status.CONFIRMED.value)
+        return [m for m in confirmed if m.type in ("decision", "runbook")][:10]
+
+    def _awaiting_review(self, identity: str | None) -> list[Memory]:
+        drafts = [
+            m
+            for m in self.list(status=Status.DRAFT.value)
+            if identity is None or m.owner != identity
+        ]
+        # Rules first: they already act, so confirming (or deprecating) them matters most.
+        drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
+        return drafts[: briefing.LIST_MAX]
+
+    def _changes_lines(self, since: str | None) -> list[str]:
+        since_commit: str | None = None
+        since_date: str | None = None
+        if since:
+            if since.startswith("-") or "\n" in since:
+                raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
+            if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
+                since_commit = since
+            else:
+                since_date = since
+        else:
+            marker = self._session_marker()
+            try:
+                since_commit = json.loads(marker.read_text(encoding="utf-8")).get("head")
+            except (OSError, ValueError, AttributeError):
+                since_date = briefing.FIRST_SESSION_SINCE
+        try:
+            found = history.changes(
+                self.repo, self.root, since_commit=since_commit, since_date=since_date
+            )
+        except MemstoreError:
+            found = history.changes(self.repo, self.root, since_date=briefing.FIRST_SESSION_SINCE)
+        prefix = history.repo_path(self.repo, self.root)
+        lines: list[str] = []
+        for change in found:
+            for f in change.files:
+                rel = f.path[len(prefix) + 1 :] if prefix and f.path.startswith(prefix) else f.path
+                lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
+        return lines[: briefing.LIST_MAX]
+
+    def _mark_session(self) -> None:
+        sha = history.head(self.repo)
+        if sha is None:
+            return
+        marker = self._session_marker()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
