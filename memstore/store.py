@@ -49,9 +49,12 @@ log = logging.getLogger(__name__)
 
 CACHE_DIR = ".memstore"
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
-STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
-# Correction outcomes are append-only records too: a union merge keeps both branches' lines.
-STORE_GITATTRIBUTES += "outcomes.jsonl text eol=lf merge=union\n"
+STORE_GITATTRIBUTES = (
+    "*.md text eol=lf\n"
+    "ledger.jsonl text eol=lf merge=union\n"
+    # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
+    "outcomes.jsonl text eol=lf merge=union\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -626,7 +629,7 @@ class Store:
         rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
         applying, others = rules, list[workflow.Rule]()
         if for_text:
-            applying = [r for r in rules if not r.applies_when or workflow.first_match(r, for_text)]
+            applying = [r for r in rules if workflow.related(r, for_text)]
             others = [r for r in rules if r not in applying]
         sections = [
             briefing.Section(
@@ -652,7 +655,10 @@ class Store:
                 ),
             ),
             briefing.Section(
-                "Changes since your last session", 5, tuple(self._changes_lines(since))
+                "Changes since your last session",
+                5,
+                tuple(self._changes_lines(since)),
+                empty="- nothing new",
             ),
             briefing.Section(
                 "Other corrections and warnings",
@@ -706,10 +712,13 @@ class Store:
         except MemstoreError:
             found = history.changes(self.repo, self.root, since_date=briefing.FIRST_SESSION_SINCE)
         prefix = history.repo_path(self.repo, self.root)
+        prefix = "" if prefix == "." else prefix
         lines: list[str] = []
         for change in found:
             for f in change.files:
-                rel = f.path[len(prefix) + 1 :] if prefix and f.path.startswith(prefix) else f.path
+                rel = f.path[len(prefix) + 1 :] if prefix else f.path
+                if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
+                    continue  # the store's own settings files, not knowledge
                 lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
         return lines[: briefing.LIST_MAX]
 
