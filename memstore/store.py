@@ -499,9 +499,10 @@ class Store:
             name, type=type, description=description, body=body, tags=tags, extra=fields
         )
 
-    def rules(self) -> list[workflow.Rule]:
+    def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
         """Every correction and warning that is not deprecated, most severe first."""
-        found = [r for m in self.memories() if (r := workflow.rule_of(m)) is not None]
+        pool = self.memories() if memories is None else memories
+        found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
         return sorted(found, key=lambda r: r.rank)
 
     def check(
@@ -520,19 +521,22 @@ class Store:
             raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
         text = " ".join(x for x in (description, action, target) if x)
         targets = (target,) if target else ()
+        memories = list(self.memories())
         runbooks = [
             workflow.Reason(
                 kind="runbook", name=m.name, verdict=workflow.Verdict.ALLOW, message=m.description
             )
-            for m in self._relevant(text, ("runbook",), limit=3)
+            for m in self._relevant(text, ("runbook",), 3, memories)
         ]
-        return workflow.decide(text, self.rules(), targets, runbooks=runbooks)
+        return workflow.decide(text, self.rules(memories), targets, runbooks=runbooks)
 
-    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Memory]:
+    def _relevant(
+        self, text: str, types: tuple[str, ...], limit: int, memories: list[Memory]
+    ) -> list[Memory]:
         """Confirmed memories of `types` that share words with `text`, best first."""
         wanted = set(workflow.words(text))
         scored: list[tuple[int, str, Memory]] = []
-        for m in self.memories():
+        for m in memories:
             if m.type not in types or m.status != Status.CONFIRMED:
                 continue
             have = set(workflow.words(" ".join((m.name, m.description, *m.tags))))
@@ -625,8 +629,14 @@ class Store:
         With `mark`, remembers this session's HEAD in the ignored cache for the next one.
         """
         identity = self.identity
-        rules = self.rules()
-        rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
+        start = history.head(self.repo)
+        memories = list(self.memories())
+        rules = self.rules(memories)
+        try:
+            rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
+        except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
+            log.warning("cannot read outcomes: %s", e)
+            rewrite = set[str]()
         applying, others = rules, list[workflow.Rule]()
         if for_text:
             applying = [r for r in rules if workflow.related(r, for_text)]
@@ -643,7 +653,7 @@ class Store:
                 3,
                 tuple(
                     f"- {m.type} `{m.name}`: {m.description}"
-                    for m in self._briefing_knowledge(for_text)
+                    for m in self._briefing_knowledge(for_text, memories)
                 ),
             ),
             briefing.Section(
@@ -651,7 +661,7 @@ class Store:
                 4,
                 tuple(
                     f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
-                    for m in self._awaiting_review(identity)
+                    for m in self._awaiting_review(identity, memories)
                 ),
             ),
             briefing.Section(
@@ -669,23 +679,27 @@ class Store:
         who = identity or "no identity set"
         header = f"# memstore briefing for {who}" + (f"\nTask: {for_text}" if for_text else "")
         result = briefing.fit(header, sections, budget_tokens)
-        if mark:
-            self._mark_session()
+        if mark and start is not None:
+            # HEAD as it was before reading: a change made meanwhile shows again next time
+            # rather than never.
+            self._mark_session(start)
         return result
 
-    def _briefing_knowledge(self, for_text: str | None) -> list[Memory]:
+    def _briefing_knowledge(self, for_text: str | None, memories: list[Memory]) -> list[Memory]:
+        kinds = ("decision", "runbook")
         if for_text:
-            return self._relevant(for_text, ("decision", "runbook"), limit=10)
-        confirmed = self.list(status=Status.CONFIRMED.value)
-        return [m for m in confirmed if m.type in ("decision", "runbook")][:10]
+            return self._relevant(for_text, kinds, 10, memories)
+        confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
+        return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
 
-    def _awaiting_review(self, identity: str | None) -> list[Memory]:
+    def _awaiting_review(self, identity: str | None, memories: list[Memory]) -> list[Memory]:
         drafts = [
             m
-            for m in self.list(status=Status.DRAFT.value)
-            if identity is None or m.owner != identity
+            for m in memories
+            if m.status == Status.DRAFT and (identity is None or m.owner != identity)
         ]
-        # Rules first: they already act, so confirming (or deprecating) them matters most.
+        # Rules first (they already act, so reviewing them matters most), then newest first.
+        drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
         drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
         return drafts[: briefing.LIST_MAX]
 
@@ -700,10 +714,15 @@ class Store:
             else:
                 since_date = since
         else:
-            marker = self._session_marker()
             try:
-                since_commit = json.loads(marker.read_text(encoding="utf-8")).get("head")
-            except (OSError, ValueError, AttributeError):
+                data: Any = json.loads(self._session_marker().read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = None
+            marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+            head = marker.get("head")
+            if isinstance(head, str):
+                since_commit = head
+            else:
                 since_date = briefing.FIRST_SESSION_SINCE
         try:
             found = history.changes(
@@ -722,10 +741,10 @@ class Store:
                 lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
         return lines[: briefing.LIST_MAX]
 
-    def _mark_session(self) -> None:
-        sha = history.head(self.repo)
-        if sha is None:
-            return
+    def _mark_session(self, sha: str) -> None:
         marker = self._session_marker()
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
+        except OSError as e:  # a read-only checkout still gets its briefing
+            log.warning("cannot remember this session in %s: %s", self.rel(marker), e)

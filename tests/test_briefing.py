@@ -151,3 +151,15 @@ def test_cli_brief_prints_markdown_or_json(store: Store) -> None:
     too_small = runner.invoke(main, ["brief", "--budget-tokens", "5"])
     assert too_small.exit_code == 2
     assert briefing.MIN_BUDGET == 50
+
+
+def test_a_bad_outcome_line_or_session_marker_does_not_cost_the_briefing(store: Store) -> None:
+    p0(store)
+    store.outcomes_path.write_text("not json\n", encoding="utf-8")
+    marker = store.cache / "sessions" / "alice.json"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"head": 42}', encoding="utf-8")
+    text = store.brief().text
+    assert "no-publish-on-bump" in text
+    assert "human added `correction/no-publish-on-bump`" in text  # fell back to 7 days
+    assert '"head": "' in marker.read_text(encoding="utf-8")
