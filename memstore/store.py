@@ -499,9 +499,26 @@ class Store:
             name, type=type, description=description, body=body, tags=tags, extra=fields
         )
 
+    def _memories_in(self, types: tuple[str, ...]) -> list[Memory]:
+        """The valid memories in the folders of `types` only: a check reads a few folders, not
+        the whole store (a file's folder is its type; `lint` reports one that is not)."""
+        found: list[Memory] = []
+        for type_ in types:
+            folder = self.root / type_
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for path in sorted(folder.glob("*.md")):
+                if path.name.startswith(".") or path.is_symlink():
+                    continue
+                try:
+                    found.append(self._read(path)[0])
+                except (InvalidMemory, OSError) as e:
+                    log.warning("skipping %s: %s", self.rel(path), e)
+        return found
+
     def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
         """Every correction and warning that is not deprecated, most severe first."""
-        pool = self.memories() if memories is None else memories
+        pool = self._memories_in(workflow.RULE_TYPES) if memories is None else memories
         found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
         return sorted(found, key=lambda r: r.rank)
 
@@ -521,7 +538,7 @@ class Store:
             raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
         text = " ".join(x for x in (description, action, target) if x)
         targets = (target,) if target else ()
-        memories = list(self.memories())
+        memories = self._memories_in((*workflow.RULE_TYPES, "runbook"))
         runbooks = [
             workflow.Reason(
                 kind="runbook", name=m.name, verdict=workflow.Verdict.ALLOW, message=m.description
