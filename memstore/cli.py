@@ -501,9 +501,9 @@ def check_(
         except ValueError as e:
             raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
         description, target = workflow.hook_action(payload)
-    if not description:
+    if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
-    result = _store(ctx).check(description, action=action, target=target)
+    result = _store(ctx).check(description or "", action=action, target=target)
     if hook:
         output = workflow.claude_code_output(result, ask_on_warn=ask_on_warn)
         if output is not None:
