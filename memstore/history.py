@@ -214,3 +214,43 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
             claimed = claims[0].strip().strip("'\"") if claims else None
             found[target] = Confirmation(target, sha, author, claimed)
     return found
+
+
+def committed_lines(repo: git.Repo, path: Path) -> list[str]:
+    """Every line any commit reachable from HEAD added to `path`, oldest first, then its lines
+    at HEAD. Merge commits show no diff here, so a union merge adds nothing of its own.
+
+    One `git log -p` and one `git show`; an empty list before the first commit.
+    """
+    rel = _rel(repo, path)
+    try:
+        out = repo.git.log(
+            "--reverse", "--no-renames", "--format=%x1e", "-p", "--unified=0", "--", rel
+        )
+    except git.GitCommandError as e:
+        if "does not have any commits" in (e.stderr or ""):
+            return []
+        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+    lines: list[str] = []
+    in_hunk = False
+    for line in out.split("\n"):
+        if line.startswith(_REC) or line.startswith("diff --git "):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
+            lines.append(line[1:])
+    at_head = show(repo, "HEAD", path)
+    if at_head:
+        lines.extend(at_head.split("\n"))
+    return lines
+
+
+def attribute(repo: git.Repo, path: Path, name: str) -> str | None:
+    """The value git's attributes give `path` for `name` (e.g. `merge`), or None if unset."""
+    try:
+        out = repo.git.check_attr(name, "--", _rel(repo, path))
+    except git.GitCommandError as e:
+        raise GitError(f"git check-attr failed: {(e.stderr or str(e)).strip()}") from e
+    value = str(out).rsplit(": ", 1)[-1].strip()
+    return None if value in ("unspecified", "unset", "") else value
