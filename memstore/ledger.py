@@ -146,6 +146,8 @@ class View:
     duplicates: int
     history_notes: tuple[str, ...]
     ends_with_newline: bool
+    name: str
+    """The file as git names it, for messages."""
 
 
 # -- time and input ------------------------------------------------------------------------------
@@ -449,7 +451,7 @@ def read_lines(data: bytes) -> list[Line]:
 # -- the view: the file and git together --------------------------------------------------------
 
 
-def view(data: bytes, committed: Sequence[str]) -> View:
+def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View:
     """Combine the working file's bytes with every ledger line git has committed.
 
     `committed` holds line texts from git (any order, repeats allowed). Read git before the
@@ -522,14 +524,22 @@ def view(data: bytes, committed: Sequence[str]) -> View:
         duplicates=duplicates,
         history_notes=tuple(notes),
         ends_with_newline=not data or data.endswith(b"\n"),
+        name=name,
+    )
+
+
+def _lost(view: View) -> str:
+    return (
+        f"the working {view.name} lacks {len(view.lost)} line(s) that git has committed (a "
+        "restored backup or a bad hand edit?)"
     )
 
 
 def _lost_warning(view: View) -> str:
     return (
-        f"WARNING: the working ledger lacks {len(view.lost)} line(s) that git has committed (a "
-        "restored backup or a bad hand edit?); this answer includes them. Run `memstore ledger "
-        "verify`, then put the lines back, e.g. `git checkout HEAD -- ledger.jsonl`."
+        f"WARNING: {_lost(view)}; this answer includes them. Run `memstore ledger verify`, then "
+        f"put the lines back, e.g. `git checkout HEAD -- {view.name}` if it has no uncommitted "
+        "lines."
     )
 
 
@@ -618,7 +628,7 @@ def require_intact(view: View) -> None:
     Raises:
         LedgerCorrupt: naming the first problem; nothing has been written.
     """
-    problems = [*view.damage, *([_lost_warning(view)] if view.lost else [])]
+    problems = [*view.damage, *([_lost(view)] if view.lost else [])]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise LedgerCorrupt(

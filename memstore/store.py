@@ -482,7 +482,7 @@ class Store:
         if path.is_symlink():
             raise LedgerCorrupt(f"{self.rel(path)} is a symbolic link; the ledger must be a file")
         data = path.read_bytes() if path.exists() else b""
-        return ledger.view(data, committed)
+        return ledger.view(data, committed, history.repo_path(self.repo, path))
 
     def _ledger_append(self, event: ledger.Event, view: ledger.View) -> None:
         """Append `event` and commit it as its actor. Call with the lock held."""
