@@ -216,20 +216,49 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
     return found
 
 
-def committed_lines(repo: git.Repo, path: Path) -> list[str]:
-    """Every line any commit reachable from HEAD added to `path`, oldest first, then its lines
-    at HEAD. Merge commits show no diff here, so a union merge adds nothing of its own.
+def head(repo: git.Repo) -> str | None:
+    """The sha of the commit HEAD points at, or None before the first commit."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}").strip() or None
+    except git.GitCommandError:
+        return None
 
-    One `git log -p` and one `git show`; an empty list before the first commit.
+
+def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
+    """Whether commit `older` is reachable from commit `newer` (both full shas)."""
+    for sha in (older, newer):
+        if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise GitError(f"not a full commit id: {sha!r}")
+    try:
+        repo.git.merge_base("--is-ancestor", older, newer)
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None) -> list[str]:
+    """Every line a commit reachable from `until` (and not from `since`) added to `path`,
+    oldest first. Merge commits show no diff here, so a union merge adds nothing of its own.
+
+    One `git log -p`; its cost grows with the number of commits times the file's size, so
+    callers pass `since` to read only what is new.
     """
-    rel = _rel(repo, path)
+    for sha in (until, since):
+        if sha is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise GitError(f"not a full commit id: {sha!r}")
+    span = f"{since}..{until}" if since else until
     try:
         out = repo.git.log(
-            "--reverse", "--no-renames", "--format=%x1e", "-p", "--unified=0", "--", rel
+            "--reverse",
+            "--no-renames",
+            "--format=%x1e",
+            "-p",
+            "--unified=0",
+            span,
+            "--",
+            _rel(repo, path),
         )
     except git.GitCommandError as e:
-        if "does not have any commits" in (e.stderr or ""):
-            return []
         raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
     lines: list[str] = []
     in_hunk = False
@@ -240,9 +269,6 @@ def committed_lines(repo: git.Repo, path: Path) -> list[str]:
             in_hunk = True
         elif in_hunk and line.startswith("+"):
             lines.append(line[1:])
-    at_head = show(repo, "HEAD", path)
-    if at_head:
-        lines.extend(at_head.split("\n"))
     return lines
 
 

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import secrets
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -58,6 +57,9 @@ _ID_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 _TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+# Unicode categories Cc (controls), Zl and Zp (line and paragraph separators).
+_LINE_BREAKERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_URL_BREAKERS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
 class State(StrEnum):
@@ -123,6 +125,7 @@ class Line:
     """One non-blank line of the ledger file: its event, or why it cannot be trusted."""
 
     number: int
+    text: str
     event: Event | None
     error: str | None
     stated_hash: str | None
@@ -196,7 +199,7 @@ def check_text(value: object, what: str) -> str:
         raise InvalidLedgerEntry(f"{what} must be a non-empty line of text, got {value!r}")
     text = value.strip()
     _utf8(text, what)
-    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text):
+    if _LINE_BREAKERS.search(text):
         raise InvalidLedgerEntry(
             f"{what} {_short(text)} must be a single line without control characters"
         )
@@ -219,7 +222,7 @@ def check_evidence(value: object) -> str:
         )
     url = value.strip()
     _utf8(url, "evidence")
-    bad = len(url) > URL_MAX or any(c.isspace() or unicodedata.category(c) == "Cc" for c in url)
+    bad = len(url) > URL_MAX or bool(_URL_BREAKERS.search(url))
     try:
         parts = urlsplit(url)
         host = parts.hostname
@@ -438,13 +441,13 @@ def read_lines(data: bytes) -> list[Line]:
         try:
             text = chunk.decode("utf-8")
         except UnicodeDecodeError:
-            lines.append(Line(number, None, "not UTF-8 text", None))
+            lines.append(Line(number, repr(chunk), None, "not UTF-8 text", None))
             continue
         try:
-            lines.append(Line(number, parse_line(text), None, None))
+            lines.append(Line(number, text, parse_line(text), None, None))
         except LedgerCorrupt as e:
             error = f"{e} (an incomplete last line: a write cut short?)" if torn else str(e)
-            lines.append(Line(number, None, error, _stated_hash(text)))
+            lines.append(Line(number, text, None, error, _stated_hash(text)))
     return lines
 
 
@@ -484,8 +487,13 @@ def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View
 
     git_events: dict[str, Event] = {}
     notes: list[str] = []
+    known = {line.text: line.event for line in lines if line.event is not None}
     for text in committed:
         if not text.strip():
+            continue
+        event = known.get(text)
+        if event is not None:  # the same text as a sound line of the file: no need to parse it
+            git_events.setdefault(event.hash, event)
             continue
         try:
             event = parse_line(text)

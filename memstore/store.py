@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -108,6 +110,28 @@ def _load_types(root: Path) -> tuple[str, ...]:
     items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
     added = tuple(check_name(t, "type") for t in items)
     return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
+
+
+LEDGER_CACHE = "ledger-history.json"
+_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def _read_ledger_cache(path: Path) -> tuple[str | None, list[str]]:
+    """The commit and the committed ledger lines a cache file holds; (None, []) if unusable."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, []
+    if not isinstance(data, dict):
+        return None, []
+    fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    head, lines = fields.get("head"), fields.get("lines")
+    if not isinstance(head, str) or not _SHA_RE.match(head) or not isinstance(lines, list):
+        return None, []
+    items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
+    if not all(isinstance(x, str) for x in items):
+        return None, []
+    return head, [str(x) for x in items]
 
 
 class Store:
@@ -474,10 +498,38 @@ class Store:
         """The store's ledger file, `<store>/ledger.jsonl`."""
         return self.root / ledger.LEDGER_FILE
 
+    def _ledger_committed(self) -> list[str]:
+        """Every ledger line git has committed on HEAD's history, then the lines at HEAD.
+
+        Reading the whole history costs commits × file size, so the lines seen up to a commit
+        are cached in `.memstore/ledger-history.json` and only newer commits are read.
+        """
+        head = history.head(self.repo)
+        if head is None:
+            return []
+        cache = self.cache / LEDGER_CACHE
+        seen_at, seen = _read_ledger_cache(cache)
+        if seen_at == head:
+            new: list[str] = []
+        elif seen_at is not None and history.is_ancestor(self.repo, seen_at, head):
+            new = history.added_lines(self.repo, self.ledger_path, head, since=seen_at)
+        else:
+            seen, new = [], history.added_lines(self.repo, self.ledger_path, head)
+        if seen_at != head:
+            known = set(seen)
+            seen = seen + [x for x in dict.fromkeys(new) if x not in known and x.strip()]
+            try:
+                self.cache.mkdir(exist_ok=True)
+                atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
+            except OSError as e:  # only a cache: the next read rebuilds it
+                log.warning("could not write %s: %s", cache, e)
+        at_head = history.show(self.repo, head, self.ledger_path) or ""
+        return [*seen, *at_head.split("\n")]
+
     def _ledger_view(self) -> ledger.View:
         # git first, then the file: a line is committed only after it is written, so a
         # concurrent append can never look like a line the file lost.
-        committed = history.committed_lines(self.repo, self.ledger_path)
+        committed = self._ledger_committed()
         path = self.ledger_path
         if path.is_symlink():
             raise LedgerCorrupt(f"{self.rel(path)} is a symbolic link; the ledger must be a file")

@@ -554,3 +554,38 @@ def test_eight_processes_racing_for_one_claim_leave_exactly_one_winner(store: St
 def test_errors_are_memstore_errors() -> None:
     for cls in (InvalidLedgerEntry, LedgerCorrupt, ClaimHeld, AlreadyExecuted):
         assert issubclass(cls, MemstoreError)
+
+
+# -- the history cache -------------------------------------------------------------------------
+
+
+def test_the_history_cache_reads_only_new_commits_and_follows_head(store: Store) -> None:
+    cache = store.cache / "ledger-history.json"
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_check("publish", "post-0")
+    first = json.loads(cache.read_text(encoding="utf-8"))
+    assert first["head"] == git(store.root, "rev-parse", "HEAD").strip()
+    assert len(first["lines"]) == 1
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_check("publish", "post-1")
+    assert len(json.loads(cache.read_text(encoding="utf-8"))["lines"]) == 2
+
+
+def test_a_reset_of_history_rebuilds_the_cache_instead_of_reporting_lost_lines(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    assert store.ledger_verify().ok
+    git(store.root, "reset", "-q", "--hard", "HEAD~1")
+    assert store.ledger_verify().ok
+    assert store.ledger_check("publish", "post-1").state == State.NOT_EXECUTED
+
+
+def test_a_broken_or_forged_cache_is_ignored_and_rebuilt(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    cache = store.cache / "ledger-history.json"
+    for text in ("not json", '{"head": "--output=/tmp/x", "lines": []}', "[]"):
+        cache.write_text(text, encoding="utf-8")
+        assert store.ledger_check("publish", "post-0").state == State.EXECUTED
+        assert store.ledger_verify().ok
