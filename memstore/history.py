@@ -251,6 +251,9 @@ def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None
         out = repo.git.log(
             "--reverse",
             "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
             "--format=%x1e",
             "-p",
             "--unified=0",

@@ -6,7 +6,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -110,28 +109,6 @@ def _load_types(root: Path) -> tuple[str, ...]:
     items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
     added = tuple(check_name(t, "type") for t in items)
     return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
-
-
-LEDGER_CACHE = "ledger-history.json"
-_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-def _read_ledger_cache(path: Path) -> tuple[str | None, list[str]]:
-    """The commit and the committed ledger lines a cache file holds; (None, []) if unusable."""
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, []
-    if not isinstance(data, dict):
-        return None, []
-    fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    head, lines = fields.get("head"), fields.get("lines")
-    if not isinstance(head, str) or not _SHA_RE.match(head) or not isinstance(lines, list):
-        return None, []
-    items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
-    if not all(isinstance(x, str) for x in items):
-        return None, []
-    return head, [str(x) for x in items]
 
 
 class Store:
@@ -507,8 +484,8 @@ class Store:
         head = history.head(self.repo)
         if head is None:
             return []
-        cache = self.cache / LEDGER_CACHE
-        seen_at, seen = _read_ledger_cache(cache)
+        cache = self.cache / ledger.HISTORY_CACHE
+        seen_at, seen = ledger.read_history_cache(cache)
         if seen_at == head:
             new: list[str] = []
         elif seen_at is not None and history.is_ancestor(self.repo, seen_at, head):
