@@ -142,7 +142,7 @@ def commit(repo: git.Repo, paths: list[Path], message: str, author: str) -> str:
             ],
             env={**os.environ, **env},
         )
-        return repo.head.commit.hexsha
+        return repo.git.rev_parse("HEAD")
     except git.GitCommandError as e:
         detail = (e.stderr or e.stdout or str(e)).strip()
         raise GitError(f"git commit failed: {detail}") from e

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -589,3 +590,33 @@ def test_a_broken_or_forged_cache_is_ignored_and_rebuilt(store: Store) -> None:
         cache.write_text(text, encoding="utf-8")
         assert store.ledger_check("publish", "post-0").state == State.EXECUTED
         assert store.ledger_verify().ok
+
+
+def test_a_store_in_a_subfolder_of_a_project_reads_its_ledger_history_by_path(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    (project / "README.md").write_text("project\n", encoding="utf-8")
+    git(project, "add", "README.md")
+    git(project, "commit", "-qm", "start")
+    store = Store.init(project / "memory", agent="alice")
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_path.write_text(lines_of(store)[0] + "\n", encoding="utf-8")
+    answer = store.ledger_check("publish", "post-1")
+    assert answer.state == State.EXECUTED
+    assert "memory/ledger.jsonl lacks 1 line(s)" in answer.warnings[0]
+    assert (
+        git(project, "check-attr", "merge", "--", "memory/ledger.jsonl").strip().endswith("union")
+    )
+
+
+def test_appending_after_a_last_line_without_newline_keeps_lines_apart(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    text = store.ledger_path.read_text(encoding="utf-8")
+    store.ledger_path.write_text(text.rstrip("\n"), encoding="utf-8")  # an editor's save
+    store.ledger_record("publish", "post-1", evidence=URL)
+    assert len(lines_of(store)) == 2
+    assert store.ledger_verify().ok
