@@ -236,6 +236,10 @@ def check_evidence(value: object) -> str:
             f"evidence {_short(url)} is not an http(s) URL; give the page, run or commit that "
             f"shows the result, like https://example.com/post-1 (at most {URL_MAX} characters)"
         )
+    if parts.password is not None:  # the ledger is append-only: a secret could never leave it
+        raise InvalidLedgerEntry(
+            "evidence URL carries a password (user:password@host); give a URL without it"
+        )
     return url
 
 

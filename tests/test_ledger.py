@@ -125,6 +125,11 @@ def test_evidence_must_be_an_http_url_with_a_host(url: str) -> None:
         ledger.check_evidence(url)
 
 
+def test_evidence_with_a_password_in_it_is_refused() -> None:
+    with pytest.raises(InvalidLedgerEntry, match="password"):
+        ledger.check_evidence("https://deploy:hunter2@ci.example.com/run/1")
+
+
 def test_durations_and_since_values_parse() -> None:
     assert [ledger.parse_duration(t) for t in ("90", "90s", "30m", "2h", "1d")] == [
         90,
