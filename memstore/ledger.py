@@ -633,7 +633,10 @@ def check(view: View, action: str, target: str, now: datetime) -> Check:
                 event=holder.id,
                 warnings=tuple(warnings),
             )
-        warnings.append(f"a claim by {holder.actor} expired at {holder.expires}")
+        warnings.append(
+            f"a claim by {holder.actor} from {holder.at} expired at {holder.expires} with no "
+            "record: if they acted, record it with its evidence before doing it again"
+        )
     return Check(State.NOT_EXECUTED, action, target, warnings=tuple(warnings))
 
 
