@@ -625,3 +625,12 @@ def test_appending_after_a_last_line_without_newline_keeps_lines_apart(store: St
     store.ledger_record("publish", "post-1", evidence=URL)
     assert len(lines_of(store)) == 2
     assert store.ledger_verify().ok
+
+
+def test_the_example_lines_in_the_docs_verify() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ledger.md").read_text(
+        encoding="utf-8"
+    )
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    result = ledger.verify(ledger.view(example.encode("utf-8"), ()), "union")
+    assert result.ok and result.events == 2
