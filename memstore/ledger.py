@@ -410,12 +410,17 @@ def _event(fields: dict[str, Any]) -> Event:
         if not isinstance(expires, str):
             raise LedgerCorrupt("a claim needs 'expires', a UTC time")
         parse_time(expires)
+    action, target = fields["action"], fields["target"]
+    _require(
+        check_text(action, "action") == action and check_text(target, "target") == target,
+        "action and target must not start or end with spaces",
+    )
     return Event(
         id=ident,
         at=at,
         actor=check_identity(fields["actor"]),
-        action=check_text(fields["action"], "action"),
-        target=check_text(fields["target"], "target"),
+        action=action,
+        target=target,
         status=status,
         evidence=evidence,
         note=check_note(note),
