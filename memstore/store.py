@@ -500,7 +500,7 @@ class Store:
                 atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
             except OSError as e:  # only a cache: the next read rebuilds it
                 log.warning("could not write %s: %s", cache, e)
-        at_head = history.show(self.repo, head, self.ledger_path) or ""
+        at_head = history.show(self.repo, "HEAD", self.ledger_path) or ""
         return [*seen, *at_head.split("\n")]
 
     def _ledger_view(self) -> ledger.View:
