@@ -531,16 +531,34 @@ class Store:
         """The verdict on an action before it is taken: allow, warn or block, with reasons.
 
         Matching corrections and warnings give their verdict (p0 blocks, lower severities
-        warn); confirmed runbooks about the action are listed to follow.
+        warn). With `action` and `target`, the ledger too: executed, or claimed by someone
+        else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
+        action are listed to follow.
 
         Raises:
             InvalidMemory: for an empty description.
+            InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
         """
         description = " ".join(description.split())
         if not description and not action:
             raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
         text = " ".join(x for x in (description, action, target) if x)
         targets = (target,) if target else ()
+        extra: list[workflow.Reason] = []
+        if action is not None or target is not None:
+            if not action or not target:
+                raise InvalidLedgerEntry(
+                    "give both --action and --target to check the ledger, e.g. "
+                    "--action publish --target pkg@1.4.1"
+                )
+            try:
+                extra.append(
+                    workflow.ledger_reason(self.ledger_check(action, target), self.identity)
+                )
+            except LedgerCorrupt as e:  # fail closed, as the ledger does
+                extra.append(
+                    workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
+                )
         memories = self._memories_in((*workflow.RULE_TYPES, "runbook"))
         runbooks = [
             workflow.Reason(
@@ -548,7 +566,7 @@ class Store:
             )
             for m in self._relevant(text, ("runbook",), 3, memories)
         ]
-        return workflow.decide(text, self.rules(memories), targets, runbooks=runbooks)
+        return workflow.decide(text, self.rules(memories), targets, extra=extra, runbooks=runbooks)
 
     def _relevant(
         self, text: str, types: tuple[str, ...], limit: int, memories: list[Memory]
@@ -668,6 +686,7 @@ class Store:
                 tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
                 empty="- none",
             ),
+            briefing.Section("Claims in progress", 2, tuple(self._claims_lines(identity))),
             briefing.Section(
                 "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
                 3,
@@ -704,6 +723,24 @@ class Store:
             # rather than never.
             self._mark_session(start)
         return result
+
+    def _claims_lines(self, identity: str | None) -> list[str]:
+        """Valid ledger claims with no record yet: someone is doing that right now."""
+        try:
+            view = self._ledger_view()
+            moment = ledger.utcnow()
+            pairs = dict.fromkeys(
+                (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
+            )
+            checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+        except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
+            return [f"- the ledger cannot be read: {e}"]
+        lines: list[str] = []
+        for c in checks:
+            if c.state is ledger.State.IN_PROGRESS:
+                who = "you" if identity is not None and c.actor == identity else c.actor
+                lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
+        return lines[: briefing.LIST_MAX]
 
     def _briefing_knowledge(self, for_text: str | None, memories: list[Memory]) -> list[Memory]:
         kinds = ("decision", "runbook")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from memstore import ledger
 from memstore.errors import InvalidMemory
 from memstore.memory import Memory
 from memstore.status import Status
@@ -326,6 +327,30 @@ def rule_reason(rule: Rule, matched: str) -> Reason:
         status=rule.status,
         matched=matched,
     )
+
+
+def ledger_reason(check: ledger.Check, identity: str | None) -> Reason:
+    """What the ledger's answer means before acting: executed, or claimed by another, blocks."""
+    name = f"{check.action} {check.target}"
+    warned = "".join(f" Warning: {w}." for w in check.warnings)
+    if check.state is ledger.State.EXECUTED:
+        evidence = f" ({check.evidence})" if check.evidence else ""
+        message = f"already executed by {check.actor} at {check.at}{evidence}; do not repeat it"
+        return Reason("ledger", name, Verdict.BLOCK, message + warned)
+    if check.state is ledger.State.IN_PROGRESS:
+        if identity is not None and check.actor == identity:
+            message = (
+                f"you hold the claim until {check.until}: act, then record it with "
+                f"`memstore ledger record {check.action} {check.target} --evidence URL`"
+            )
+            return Reason("ledger", name, Verdict.ALLOW, message + warned)
+        message = f"claimed by {check.actor} at {check.at} until {check.until}; wait or ask them"
+        return Reason("ledger", name, Verdict.BLOCK, message + warned)
+    message = (
+        "not executed yet: claim it first (`memstore ledger claim "
+        f"{check.action} {check.target}`), act, then record it with evidence"
+    )
+    return Reason("ledger", name, Verdict.ALLOW, message + warned)
 
 
 def decide(

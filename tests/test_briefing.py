@@ -163,3 +163,18 @@ def test_a_bad_outcome_line_or_session_marker_does_not_cost_the_briefing(store: 
     assert "no-publish-on-bump" in text
     assert "human added `correction/no-publish-on-bump`" in text  # fell back to 7 days
     assert '"head": "' in marker.read_text(encoding="utf-8")
+
+
+def test_claims_in_progress_are_listed_until_recorded(store: Store) -> None:
+    bob = as_agent(store, "bob")
+    bob.ledger_claim("migrate", "db@42")
+    store.ledger_claim("publish", "post-1")
+    text = store.brief(mark=False).text
+    claims = text.split("## Claims in progress\n", 1)[1].split("\n\n")[0].splitlines()
+    assert len(claims) == 2
+    assert claims[0].startswith("- `migrate db@42` claimed by bob until ")
+    assert claims[1].startswith("- `publish post-1` claimed by you until ")
+    bob.ledger_record("migrate", "db@42", evidence="https://ci.example.com/run/42")
+    after = store.brief(mark=False).text
+    assert "migrate db@42` claimed" not in after
+    assert "ledger.jsonl: migrate db@42 done" in after  # and it shows among the changes

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from memstore import workflow
 from memstore.cli import main
-from memstore.errors import InvalidMemory, SelfApproval
+from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
 from memstore.memory import parse
 from memstore.store import Store
 from memstore.workflow import Verdict, match
@@ -325,3 +325,52 @@ def test_documented_session_start_hook_prints_the_briefing(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("# memstore briefing for claude-code")
     assert "**p0** correction `no-publish-on-bump` [draft]" in done.stdout
+
+
+# -- the ledger in the check ----------------------------------------------------------------
+
+
+def test_a_ledger_executed_action_blocks_a_repeat(store: Store) -> None:
+    assert store.check("publish the post", action="publish", target="post-1").verdict is (
+        Verdict.ALLOW
+    )
+    store.ledger_claim("publish", "post-1")
+    store.ledger_record("publish", "post-1", evidence="https://blog.example.com/post-1")
+    bob = as_agent(store, "bob")
+    result = bob.check("publish the post", action="publish", target="post-1")
+    assert result.verdict is Verdict.BLOCK
+    (reason,) = result.reasons
+    assert reason.kind == "ledger" and reason.name == "publish post-1"
+    assert "already executed by alice" in reason.message
+    assert "https://blog.example.com/post-1" in reason.message
+    runner = CliRunner()
+    cli = runner.invoke(
+        main, ["--agent", "bob", "check", "publish", "--action", "publish", "--target", "post-1"]
+    )
+    assert cli.exit_code == 4, cli.output
+    assert "[block] publish post-1 (ledger): already executed by alice" in cli.output
+
+
+def test_a_claim_blocks_others_but_not_its_holder(store: Store) -> None:
+    store.ledger_claim("deploy", "api@2.1")
+    mine = store.check("deploy api", action="deploy", target="api@2.1")
+    assert mine.verdict is Verdict.ALLOW
+    assert "you hold the claim" in mine.reasons[0].message
+    theirs = as_agent(store, "bob").check("deploy api", action="deploy", target="api@2.1")
+    assert theirs.verdict is Verdict.BLOCK
+    assert "claimed by alice" in theirs.reasons[0].message
+
+
+def test_a_rule_and_the_ledger_combine_worst_first(store: Store) -> None:
+    store.correct("deploy-window", description="Deploy before 16:00", applies_when=["deploy"])
+    result = store.check("deploy api", action="deploy", target="api@2.1")
+    assert result.verdict is Verdict.WARN
+    assert [r.kind for r in result.reasons] == ["correction", "ledger"]
+
+
+def test_the_ledger_needs_both_action_and_target(store: Store) -> None:
+    with pytest.raises(InvalidLedgerEntry, match="both --action and --target"):
+        store.check("deploy", action="deploy")
+    result = CliRunner().invoke(main, ["check", "deploy", "--target", "api"])
+    assert result.exit_code == 1
+    assert "both --action and --target" in result.output
