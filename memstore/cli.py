@@ -486,12 +486,15 @@ def check_(
 ) -> None:
     """Check an action before taking it: allow, warn or block, with the reasons.
 
-    Matching corrections and warnings decide (p0 blocks, p1-p3 warn); confirmed runbooks about
-    the action are listed to follow. Exit status: 0 allow, 3 warn, 4 block (1 error, 2 usage).
+    Matching corrections and warnings decide (p0 blocks, p1-p3 warn); with --action and
+    --target the ledger too (executed, or claimed by someone else, blocks). Confirmed runbooks
+    about the action are listed to follow. Exit status: 0 allow, 3 warn, 4 block (1 error,
+    2 usage).
 
     \b
     Example:
       memstore check "bump version to 1.4.1 and npm publish" && npm publish
+      memstore check "publish the post" --action publish --target post-1
       echo '{"tool_name":"Bash","tool_input":{"command":"npm publish"}}' \\
           | memstore check --hook claude-code
     """
