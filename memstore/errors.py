@@ -47,3 +47,7 @@ class NotAStore(MemstoreError):
 
 class GitError(MemstoreError):
     """A git operation failed."""
+
+
+class InvalidQuery(MemstoreError):
+    """A search with an option out of range (budget, date, limit)."""
