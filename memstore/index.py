@@ -678,7 +678,7 @@ class _Ranker:
         found = {h.name: h for h in hits}
         frontier = hits[:limit]
         for hop in (1, 2):
-            decay = HOP_DECAY**hop
+            decay = HOP_DECAY  # per hop: a second hop gets a quarter
             sources = {h.name: h for h in frontier}
             outgoing: dict[str, list[str]] = {}
             for source in frontier:
