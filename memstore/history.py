@@ -142,7 +142,9 @@ def commit(repo: git.Repo, paths: list[Path], message: str, author: str) -> str:
             ],
             env={**os.environ, **env},
         )
-        return repo.head.commit.hexsha
+        # rev-parse, not repo.head.commit: that starts a long-lived `git cat-file` process per Repo,
+        # which outlives the Repo object and warns when it is collected.
+        return repo.git.rev_parse("HEAD").strip()
     except git.GitCommandError as e:
         detail = (e.stderr or e.stdout or str(e)).strip()
         raise GitError(f"git commit failed: {detail}") from e
