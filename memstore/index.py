@@ -31,7 +31,7 @@ from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenize
 from whoosh.analysis.filters import STOP_WORDS
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.lang import porter2
-from whoosh.qparser import MultifieldParser, OrGroup
+from whoosh.qparser import OrGroup, QueryParser
 from whoosh.query import And, Every, Or, Term, TermRange
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR
@@ -41,14 +41,22 @@ from memstore.memory import Memory, links_in_body
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
 STATUS_BOOST = {"confirmed": 1.2, "draft": 1.0, "deprecated": 0.5}
 TYPE_BOOST = {"warning": 1.15, "correction": 1.15}
 HOP_DECAY = 0.5
-FIELD_BOOSTS = {"name_text": 1.5, "description": 2.0, "tags_text": 1.5, "body": 1.0}
+TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
+"""How many times each part goes into the `text` field that queries score (BM25F-style:
+weighted term frequencies saturate together, instead of one BM25 sum per field)."""
+_FIELD_LABELS = {
+    "name_text": "name",
+    "description": "description",
+    "tags_text": "tags",
+    "body": "body",
+}
 
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
@@ -179,11 +187,12 @@ def _schema() -> Schema:
     return Schema(
         path=ID(stored=True, unique=True),
         name=ID(stored=True),
-        name_text=TEXT(analyzer=text),
-        description=TEXT(analyzer=text, stored=True),
-        body=TEXT(analyzer=text),
+        text=TEXT(analyzer=text),
+        name_text=TEXT(analyzer=text, phrase=False),
+        description=TEXT(analyzer=text, phrase=False, stored=True),
+        body=TEXT(analyzer=text, phrase=False),
         tags=KEYWORD(stored=True, commas=True),
-        tags_text=TEXT(analyzer=text),
+        tags_text=TEXT(analyzer=text, phrase=False),
         type=ID(stored=True),
         status=ID(stored=True),
         owner=ID(stored=True),
@@ -207,14 +216,19 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
     links = list(memory.links)
     links += [n for n in links_in_body(memory.body) if n not in links and n != memory.name]
     scope = memory.extra.get("scope")
+    parts = {
+        "name_text": memory.name.replace("-", " "),
+        "description": memory.description,
+        "tags_text": " ".join(memory.tags),
+        "body": memory.body,
+    }
+    text = "\n".join(value for key, value in parts.items() for _ in range(TEXT_WEIGHTS[key]))
     return {
         "path": path,
         "name": memory.name,
-        "name_text": memory.name.replace("-", " "),
-        "description": memory.description,
-        "body": memory.body,
+        **parts,
+        "text": text,
         "tags": ",".join(memory.tags),
-        "tags_text": " ".join(memory.tags),
         "type": memory.type,
         "status": memory.status,
         "owner": memory.owner,
@@ -567,7 +581,8 @@ def _weighting() -> Any:
 
 
 def _parser(schema: Schema) -> Any:
-    return MultifieldParser(list(FIELD_BOOSTS), schema, fieldboosts=FIELD_BOOSTS, group=OrGroup)
+    group: Any = OrGroup
+    return QueryParser("text", schema, group=group)
 
 
 def _clean_query(text: str) -> str:
@@ -643,19 +658,28 @@ class _Ranker:
                 score = 0.0
             if self.explain:
                 lines.append(f"bm25 {score:.3f}")
-                matched = sorted(
+                terms = sorted(
                     {
-                        (f, t.decode("utf-8") if isinstance(t, bytes) else str(t))
-                        for f, t in (r.matched_terms() if r.matched_terms() else [])
+                        t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                        for _, t in r.matched_terms()
                     }
                 )
-                terms = sorted({t for _, t in matched})
-                fields = sorted({f for f, _ in matched})
-                lines.append(f"matched {' '.join(terms) or '-'} in {', '.join(fields) or '-'}")
+                lines.append(
+                    f"matched {' '.join(terms) or '-'} in {self._fields_with(r.docnum, terms)}"
+                )
             hits.append(self._hit(dict(r.fields()), score, lines, None))
         if not isinstance(q, Every):  # an empty query lists the newest first
             hits.sort(key=lambda h: (-h.score, h.name))
         return hits
+
+    def _fields_with(self, docnum: int, terms: list[str]) -> str:
+        """Which parts of a memory hold any of `terms` (for explain)."""
+        found: list[str] = []
+        for field, label in _FIELD_LABELS.items():
+            q = Or([Term(field, t) for t in terms])
+            if terms and docnum in set(self.searcher.docs_for_query(q)):
+                found.append(label)
+        return ", ".join(found) or "-"
 
     def _by_names(self, names: Iterable[str]) -> list[dict[str, Any]]:
         wanted = sorted(set(names))
