@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from whoosh import index as windex
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.filedb.filestore import RamStorage
@@ -237,7 +236,8 @@ def main() -> None:
     for label, scores in results.items():
         print(scores.row(label))
     print(
-        f"# memstore ingest (write files + reindex): {statistics.median(ingest) * 1000:.2f} ms/memory"
+        "# memstore ingest (write files + reindex): "
+        f"{statistics.median(ingest) * 1000:.2f} ms/memory"
     )
 
 

@@ -41,7 +41,7 @@ from memstore.memory import Memory, links_in_body
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
@@ -190,7 +190,6 @@ def _schema() -> Schema:
         text=TEXT(analyzer=text),
         name_text=TEXT(analyzer=text, phrase=False),
         description=TEXT(analyzer=text, phrase=False, stored=True),
-        body=TEXT(analyzer=text, phrase=False),
         tags=KEYWORD(stored=True, commas=True),
         tags_text=TEXT(analyzer=text, phrase=False),
         type=ID(stored=True),
@@ -226,7 +225,9 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
     return {
         "path": path,
         "name": memory.name,
-        **parts,
+        "name_text": parts["name_text"],
+        "description": parts["description"],
+        "tags_text": parts["tags_text"],
         "text": text,
         "tags": ",".join(memory.tags),
         "type": memory.type,
@@ -316,6 +317,8 @@ class Index:
         self._lock = lock
         self._mutex = threading.RLock()
         self._searcher: Searcher | None = None
+        self._docsets: dict[str, set[int]] = {}
+        """Documents matching a filter or mask, per query, for the current searcher."""
 
     # -- state on disk --
 
@@ -484,8 +487,10 @@ class Index:
                 if self._searcher is None:
                     ix = windex.open_dir(str(self.dir))
                     self._searcher = ix.searcher(weighting=_weighting())
+                    self._docsets.clear()
                 elif not self._searcher.up_to_date():
                     self._searcher = self._searcher.refresh()
+                    self._docsets.clear()
                 return self._searcher
             except _OPEN_ERRORS as e:
                 # A concurrent commit can remove a segment between reading the table of
@@ -495,6 +500,16 @@ class Index:
                     self._searcher.close()
                 self._searcher = None
         raise InvalidQuery(f"the search index at {self.dir} cannot be opened: {last}")
+
+    def _docset(self, searcher: Searcher, q: Any) -> set[int]:
+        # The same mask (deprecated, expired) applies to nearly every search: computing its
+        # documents once per index generation keeps it off the per-query cost.
+        key = repr(q)
+        if key not in self._docsets:
+            if len(self._docsets) > 64:
+                self._docsets.clear()
+            self._docsets[key] = set(searcher.docs_for_query(q))
+        return self._docsets[key]
 
     def search(
         self,
@@ -536,10 +551,13 @@ class Index:
             hidden.append(TermRange("expires", "0", today, endexcl=True))
         with self._mutex:
             searcher = self._current_searcher()
+            allowed = self._docset(searcher, And(filters)) if filters else None
+            if allowed is not None and not allowed:
+                return []  # Whoosh reads an empty filter as no filter at all
             ranked = _Ranker(
                 searcher,
-                filter=And(filters) if filters else None,
-                mask=Or(hidden) if hidden else None,
+                filter=allowed,
+                mask=self._docset(searcher, Or(hidden)) if hidden else None,
                 today=today,
                 explain=explain,
             )
@@ -601,6 +619,8 @@ class _Ranker:
         self.mask = mask
         self.today = today
         self.explain = explain
+        self._links: dict[str, str] = {}
+        """Each seen memory's outgoing links, by path."""
 
     def _hit(self, fields: dict[str, Any], score: float, lines: list[str], via: str | None) -> Hit:
         status = str(fields.get("status", ""))
@@ -618,6 +638,7 @@ class _Ranker:
         if expired:
             lines.append(f"expired on {expires}")
         tags = str(fields.get("tags", ""))
+        self._links[str(fields.get("path", ""))] = str(fields.get("links", ""))
         return Hit(
             name=str(fields["name"]),
             type=kind,
@@ -673,12 +694,22 @@ class _Ranker:
         return hits
 
     def _fields_with(self, docnum: int, terms: list[str]) -> str:
-        """Which parts of a memory hold any of `terms` (for explain)."""
+        """Which parts of a memory hold the matched `terms` (for explain)."""
+        reader = self.searcher.reader()
         found: list[str] = []
+        placed: set[str] = set()
         for field, label in _FIELD_LABELS.items():
-            q = Or([Term(field, t) for t in terms])
-            if terms and docnum in set(self.searcher.docs_for_query(q)):
-                found.append(label)
+            for term in terms:
+                if (field, term) not in reader:
+                    continue
+                postings = reader.postings(field, term)
+                postings.skip_to(docnum)
+                if postings.is_active() and postings.id() == docnum:
+                    placed.add(term)
+                    if label not in found:
+                        found.append(label)
+        if set(terms) - placed:  # only `text` holds the body, so that is where the rest are
+            found.append("body")
         return ", ".join(found) or "-"
 
     def _by_names(self, names: Iterable[str]) -> list[dict[str, Any]]:
@@ -706,8 +737,7 @@ class _Ranker:
             sources = {h.name: h for h in frontier}
             outgoing: dict[str, list[str]] = {}
             for source in frontier:
-                stored = self.searcher.document(path=source.path) or {}
-                for target in str(stored.get("links", "")).split(","):
+                for target in self._links.get(source.path, "").split(","):
                     if target:
                         outgoing.setdefault(target, []).append(source.name)
             neighbours: dict[str, tuple[dict[str, Any], Hit]] = {}

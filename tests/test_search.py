@@ -76,6 +76,8 @@ def test_filters_combine_and_tags_are_anded(store: Store) -> None:
     assert names(store, "deploy", type="runbook") == ["b"]
     assert names(store, "deploy", owner="bob") == ["a"]
     assert names(store, "deploy", since="2026-11-15") == ["c"]
+    assert names(store, "deploy", tags=["nobody-has-it"]) == []
+    assert names(store, "deploy", type="runbook", owner="bob") == []
 
 
 def test_an_empty_query_lists_the_newest_first(store: Store) -> None:
