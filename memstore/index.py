@@ -532,8 +532,6 @@ class Index:
         `status="deprecated"`). With `graph`, memories linked to the text matches (1-2 hops)
         join with decaying scores.
         """
-        if not _exists(self.dir):
-            return []
         today = today or datetime.now(UTC).strftime("%Y-%m-%d")
         filters: list[Any] = []
         if type:
@@ -550,21 +548,47 @@ class Index:
             hidden.append(Term("status", "deprecated"))
             hidden.append(TermRange("expires", "0", today, endexcl=True))
         with self._mutex:
-            searcher = self._current_searcher()
-            allowed = self._docset(searcher, And(filters)) if filters else None
-            if allowed is not None and not allowed:
-                return []  # Whoosh reads an empty filter as no filter at all
-            ranked = _Ranker(
-                searcher,
-                filter=allowed,
-                mask=self._docset(searcher, Or(hidden)) if hidden else None,
-                today=today,
-                explain=explain,
-            )
-            hits = ranked.text_hits(text, limit)
-            if graph:
-                hits = ranked.expand(hits, limit)
-            return hits[:limit]
+            if self._searcher is None and not _exists(self.dir):
+                return []
+            for attempt in range(3):
+                searcher = self._current_searcher()
+                try:
+                    return self._ranked(
+                        searcher, text, filters, hidden, limit, today, explain, graph
+                    )
+                except _OPEN_ERRORS:
+                    # A segment removed by another process's commit under a searcher that had
+                    # not opened it yet: reopen on the new generation and run the query again.
+                    if attempt == 2:
+                        raise
+                    self.close()
+            return []
+
+    def _ranked(
+        self,
+        searcher: Searcher,
+        text: str,
+        filters: list[Any],
+        hidden: list[Any],
+        limit: int,
+        today: str,
+        explain: bool,
+        graph: bool,
+    ) -> list[Hit]:
+        allowed = self._docset(searcher, And(filters)) if filters else None
+        if allowed is not None and not allowed:
+            return []  # Whoosh reads an empty filter as no filter at all
+        ranked = _Ranker(
+            searcher,
+            filter=allowed,
+            mask=self._docset(searcher, Or(hidden)) if hidden else None,
+            today=today,
+            explain=explain,
+        )
+        hits = ranked.text_hits(text, limit)
+        if graph:
+            hits = ranked.expand(hits, limit)
+        return hits[:limit]
 
 
 # What opening a damaged index can raise: it is then rebuilt from the files.

@@ -146,6 +146,11 @@ WORKER = textwrap.dedent(
 
     root, me = Path(sys.argv[1]), sys.argv[2]
     store = Store(root, agent=me)
+    if me == "reader":
+        while not (root / "done").exists():
+            store.search("widget note")
+            Store(root).search("shared")
+        sys.exit(0)
     for i in range(6):
         store.add(f"{me}-{i}", type="fact", description=f"shared widget note {i} by {me}")
         assert store.search("widget"), "a search found nothing"
@@ -156,20 +161,25 @@ WORKER = textwrap.dedent(
 )
 
 
-def test_two_processes_indexing_the_same_store_at_once_get_no_error(store: Store) -> None:
+def test_processes_writing_and_reading_one_index_at_once_get_no_error(store: Store) -> None:
     env = {**os.environ, **GIT_ENV}
-    procs = [
-        subprocess.Popen(
+
+    def spawn(agent: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
             [sys.executable, "-c", WORKER, str(store.root), agent],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for agent in ("agent-a", "agent-b")
-    ]
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
+
+    reader = spawn("reader")
+    writers = [spawn("agent-a"), spawn("agent-b")]
+    for proc in writers:
+        _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert "Traceback" not in err and "WARNING" not in err, err
+    (store.root / "done").touch()
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0 and "Traceback" not in err, err
     assert len(Store(store.root).search("widget", limit=50)) == 12
