@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import re
 import statistics
 import sys
@@ -235,6 +236,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for label, scores in results.items():
         print(scores.row(label))
+    base = results["plain Whoosh BM25 (body, StemmingAnalyzer, OR)"].r10
+    rng = random.Random(1)
+    for label in variants:
+        diffs = [a - b for a, b in zip(results[label].r10, base, strict=True)]
+        boot = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
+        better = sum(d > 0 for d in diffs)
+        worse = sum(d < 0 for d in diffs)
+        print(
+            f"# {label}: Recall@10 - baseline = {statistics.fmean(diffs):+.3f} "
+            f"(paired bootstrap 95% CI {boot[50]:+.3f} .. {boot[1949]:+.3f}); "
+            f"better on {better} queries, worse on {worse}"
+        )
     print(
         "# memstore ingest (write files + reindex): "
         f"{statistics.median(ingest) * 1000:.2f} ms/memory"
