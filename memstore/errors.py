@@ -51,3 +51,7 @@ class GitError(MemstoreError):
 
 class InvalidQuery(MemstoreError):
     """A search with an option out of range (budget, date, limit)."""
+
+
+class IndexUnavailable(MemstoreError):
+    """The search index could not be opened, even after retries."""

@@ -36,7 +36,7 @@ from whoosh.query import And, Every, Or, Term, TermRange
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR
 
-from memstore.errors import InvalidMemory, InvalidQuery
+from memstore.errors import IndexUnavailable, InvalidMemory
 from memstore.memory import Memory, links_in_body
 
 log = logging.getLogger(__name__)
@@ -51,12 +51,8 @@ HOP_DECAY = 0.5
 TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
 """How many times each part goes into the `text` field that queries score (BM25F-style:
 weighted term frequencies saturate together, instead of one BM25 sum per field)."""
-_FIELD_LABELS = {
-    "name_text": "name",
-    "description": "description",
-    "tags_text": "tags",
-    "body": "body",
-}
+_FIELD_LABELS = {"name_text": "name", "description": "description", "tags_text": "tags"}
+"""The parts also indexed on their own (the body, the bulk of the index, is only in `text`)."""
 
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
@@ -350,9 +346,9 @@ class Index:
 
     # -- writing --
 
-    def _open_for_write(self, fresh: bool) -> Any:
+    def _open_for_write(self) -> Any:
         self.dir.mkdir(parents=True, exist_ok=True)
-        if not fresh and _exists(self.dir):
+        if _exists(self.dir):
             try:
                 ix = windex.open_dir(str(self.dir))
                 if ix.schema == _schema():
@@ -373,7 +369,7 @@ class Index:
         """Write documents and the manifest between the DIRTY marker's creation and removal."""
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
-        ix = self._open_for_write(fresh=False)
+        ix = self._open_for_write()
         writer = ix.writer(limitmb=128)
         try:
             for path in removed:
@@ -499,7 +495,9 @@ class Index:
                 if self._searcher is not None:
                     self._searcher.close()
                 self._searcher = None
-        raise InvalidQuery(f"the search index at {self.dir} cannot be opened: {last}")
+        raise IndexUnavailable(
+            f"the search index at {self.dir} cannot be opened ({last}); run `memstore reindex`"
+        )
 
     def _docset(self, searcher: Searcher, q: Any) -> set[int]:
         # The same mask (deprecated, expired) applies to nearly every search: computing its

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ from memstore.status import Status, transition, unconfirm
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".memstore"
+RESCAN_SECONDS = 2.0
+"""Without a watcher, how old a search's view of in-place edits may be."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
 
@@ -473,6 +476,9 @@ class Store:
     _search_index: Index | None = None
     _seen_dirs: tuple[tuple[str, int], ...] | None = None
     """The folders' modification times at this process's last catch-up."""
+    _scanned_at: float = 0.0
+    watched: bool = False
+    """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
 
     @property
     def index(self) -> Index:
@@ -561,9 +567,9 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen = self._dir_stamps()
+        seen, at = self._dir_stamps(), time.monotonic()
         result = self.index.sync(self._scan(), self._load, progress)
-        self._seen_dirs = seen
+        self._seen_dirs, self._scanned_at = seen, at
         return result
 
     def reindex(self, progress: Progress | None = None) -> Sync:
@@ -572,9 +578,9 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen = self._dir_stamps()
+        seen, at = self._dir_stamps(), time.monotonic()
         result = self.index.rebuild(self._scan(), self._load, progress)
-        self._seen_dirs = seen
+        self._seen_dirs, self._scanned_at = seen, at
         return result
 
     def search(
@@ -614,7 +620,11 @@ class Store:
             raise InvalidQuery(f"max_tokens must be at least 1, got {max_tokens}")
         if since is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:]+Z?)?", since):
             raise InvalidQuery(f"invalid date {since!r}: use YYYY-MM-DD (e.g. 2026-11-30)")
-        if self._seen_dirs is None or self._dir_stamps() != self._seen_dirs:
+        # A folder's mtime moves with every file created, deleted, renamed or replaced in it;
+        # an edit in place does not move it, so without a watcher a full scan also runs when
+        # the last one is older than RESCAN_SECONDS.
+        stale = not self.watched and time.monotonic() - self._scanned_at > RESCAN_SECONDS
+        if stale or self._seen_dirs is None or self._dir_stamps() != self._seen_dirs:
             try:
                 self.catch_up()
             except StoreLocked as e:

@@ -60,6 +60,7 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        self.store.watched = False
 
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until `predicate()` holds, re-checking after each catch-up; False on timeout."""
@@ -90,7 +91,9 @@ class Watcher:
             # the catch-up then covers anything changed before it was.
             if batch or not self.ready.is_set():
                 self._catch_up()
-            self.ready.set()
+            if not self.ready.is_set():
+                self.store.watched = True
+                self.ready.set()
         self.ready.set()
 
     def _catch_up(self) -> None:

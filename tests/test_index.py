@@ -77,6 +77,18 @@ def test_a_hand_edit_made_while_nothing_ran_is_found_after_restart(store: Store)
     assert names(Store(store.root), "pgbouncer") == ["pool-size"]
 
 
+def test_an_open_store_without_a_watcher_rescans_for_edits_in_place(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    assert names(store, "pool") == ["pool-size"]
+    text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    monkeypatch.setattr("memstore.store.RESCAN_SECONDS", 0.0)  # as if the interval had passed
+    assert names(store, "pgbouncer") == ["pool-size"]
+
+
 def test_deleted_and_renamed_files_vanish_from_results(store: Store) -> None:
     gone = write_memory(store, "old-cache", "Cache TTL is five minutes")
     moved = write_memory(store, "cache-keys", "Cache keys include the tenant")
