@@ -608,8 +608,14 @@ class Store:
         index line when `index_view`). `graph` adds memories linked to the matches.
 
         Raises:
-            InvalidQuery: for an unknown budget, a bad date or a limit below 1.
+            InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
         """
+        if type is not None and type not in self.types:
+            raise InvalidQuery(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        if status is not None and status not in {s.value for s in Status}:
+            raise InvalidQuery(
+                f"unknown status {status!r}; statuses are: {', '.join(s.value for s in Status)}"
+            )
         if budget is not None and budget not in BUDGETS:
             raise InvalidQuery(f"unknown budget {budget!r}; budgets are: {', '.join(BUDGETS)}")
         if limit is None:

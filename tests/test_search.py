@@ -154,11 +154,15 @@ def test_get_many_returns_memories_in_the_order_asked(store: Store) -> None:
         store.get_many(["a", "x", "y"])
 
 
-def test_a_bad_date_or_limit_is_refused(store: Store) -> None:
+def test_a_bad_date_limit_type_or_status_is_refused_with_the_allowed_values(store: Store) -> None:
     with pytest.raises(InvalidQuery, match="yesterday"):
         store.search("x", since="yesterday")
     with pytest.raises(InvalidQuery, match="at least 1"):
         store.search("x", limit=0)
+    with pytest.raises(InvalidQuery, match="unknown type 'decisions'; types are: decision, "):
+        store.search("x", type="decisions")
+    with pytest.raises(InvalidQuery, match="unknown status 'done'"):
+        store.search("x", status="done")
 
 
 def test_a_question_mark_is_not_a_wildcard(store: Store) -> None:
