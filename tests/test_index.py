@@ -132,6 +132,36 @@ def test_an_index_left_half_written_is_rebuilt(store: Store) -> None:
     assert not (store.cache / "index" / "DIRTY").exists()
 
 
+CRASHER = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from memstore import index
+    from memstore.store import Store
+
+    def die(self, files):  # the index is committed, the manifest not yet written
+        os._exit(9)
+
+    index.Index._write_manifest = die
+    Store(Path(sys.argv[1]), agent="crasher").add(
+        "late-note", type="fact", description="Written by a process that then died"
+    )
+    """
+)
+
+
+def test_a_process_killed_in_the_middle_of_an_index_write_leaves_it_rebuilt(store: Store) -> None:
+    write_memory(store, "kept", "Widgets are blue")
+    assert names(store, "widgets") == ["kept"]
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run([sys.executable, "-c", CRASHER, str(store.root)], env=env, check=False)
+    assert done.returncode == 9
+    assert (store.cache / "index" / "DIRTY").exists()
+    result = Store(store.root).catch_up()
+    assert result.rebuilt and result.indexed == 2
+    assert names(Store(store.root), "written") == ["late-note"]
+
+
 def test_a_corrupt_index_is_rebuilt_not_trusted(store: Store) -> None:
     write_memory(store, "kept", "Widgets are blue")
     store.catch_up()
