@@ -765,29 +765,26 @@ class Store:
                 extra.append(
                     workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
                 )
-        memories = self._memories_in((*workflow.RULE_TYPES, "runbook"))
         runbooks = [
             workflow.Reason(
-                kind="runbook", name=m.name, verdict=workflow.Verdict.ALLOW, message=m.description
+                kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
             )
-            for m in self._relevant(text, ("runbook",), 3, memories)
+            for h in self._relevant(text, ("runbook",), 3)
         ]
-        return workflow.decide(text, self.rules(memories), targets, extra=extra, runbooks=runbooks)
+        return workflow.decide(text, self.rules(), targets, extra=extra, runbooks=runbooks)
 
-    def _relevant(
-        self, text: str, types: tuple[str, ...], limit: int, memories: list[Memory]
-    ) -> list[Memory]:
-        """Confirmed memories of `types` that share words with `text`, best first."""
-        wanted = set(workflow.words(text))
-        scored: list[tuple[int, str, Memory]] = []
-        for m in memories:
-            if m.type not in types or m.status != Status.CONFIRMED:
-                continue
-            have = set(workflow.words(" ".join((m.name, m.description, *m.tags))))
-            score = len(wanted & have)
-            if score >= min(2, len(wanted)):
-                scored.append((-score, m.name, m))
-        return [m for _, _, m in sorted(scored, key=lambda x: x[:2])[:limit]]
+    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
+        """Confirmed memories of `types` about `text`, best first, from the search index."""
+        # Only the words: a shell command's quotes, colons and brackets are query syntax.
+        query = " ".join(re.findall(r"\w+", text))
+        if not query:
+            return []
+        hits = [
+            hit
+            for type_ in types
+            for hit in self.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+        ]
+        return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
 
     @property
     def outcomes_path(self) -> Path:
@@ -948,10 +945,12 @@ class Store:
                 lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
         return lines[: briefing.LIST_MAX]
 
-    def _briefing_knowledge(self, for_text: str | None, memories: list[Memory]) -> list[Memory]:
+    def _briefing_knowledge(
+        self, for_text: str | None, memories: list[Memory]
+    ) -> list[Memory] | list[Hit]:
         kinds = ("decision", "runbook")
         if for_text:
-            return self._relevant(for_text, kinds, 10, memories)
+            return self._relevant(for_text, kinds, 10)
         confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
         return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
 

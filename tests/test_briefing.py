@@ -178,3 +178,15 @@ def test_claims_in_progress_are_listed_until_recorded(store: Store) -> None:
     after = store.brief(mark=False).text
     assert "migrate db@42` claimed" not in after
     assert "ledger.jsonl: migrate db@42 done" in after  # and it shows among the changes
+
+
+def test_knowledge_for_the_task_comes_from_search_even_in_japanese(store: Store) -> None:
+    bob = as_agent(store, "bob")
+    bob.add(
+        "cdn-purge",
+        type="runbook",
+        description="CDNキャッシュの無効化漏れで古い価格が表示された障害の対応手順",
+    )
+    store.confirm("cdn-purge", "手順どおりに確認した")
+    text = store.brief(for_text="キャッシュを消す", mark=False).text
+    assert "runbook `cdn-purge`" in text.split("## Decisions and runbooks about this task\n")[1]
