@@ -820,10 +820,16 @@ class Store:
                 evidence=note,
             )
             path = self.outcomes_path
+            line = stats.to_line(record)
+            if path.is_file() and path.stat().st_size:
+                with path.open("rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":  # a hand edit dropped the last newline
+                        line = "\n" + line
             # O_APPEND so a line is never interleaved with another writer's, lock or not.
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, stats.to_line(record).encode("utf-8"))
+                os.write(fd, line.encode("utf-8"))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -919,7 +925,8 @@ class Store:
             ),
         ]
         who = identity or "no identity set"
-        header = f"# memstore briefing for {who}" + (f"\nTask: {for_text}" if for_text else "")
+        task = " ".join((for_text or "").split())
+        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
         result = briefing.fit(header, sections, budget_tokens)
         if mark and start is not None:
             # HEAD as it was before reading: a change made meanwhile shows again next time

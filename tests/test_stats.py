@@ -156,3 +156,14 @@ def test_cli_outcome_and_stats(store: Store) -> None:
     assert data[-1]["name"] == "overall"
     result = runner.invoke(main, ["--agent", "alice", "outcome", "no-publish-on-bump", "maybe"])
     assert result.exit_code == 2
+
+
+def test_an_outcome_after_a_hand_edit_without_final_newline_starts_its_own_line(
+    store: Store,
+) -> None:
+    rule_store(store)
+    store.record_outcome("no-publish-on-bump", "heeded")
+    path = store.outcomes_path
+    path.write_text(path.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
+    store.record_outcome("no-publish-on-bump", "recurred")
+    assert [r.outcome for r in store.outcomes()] == [Outcome.HEEDED, Outcome.RECURRED]
