@@ -268,8 +268,10 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     try:
         data = yaml.load(head, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
+        # The context mark is where the broken construct starts, the line a person must fix.
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
+        # The front matter starts on the opening "---" line: 0-based line + 1 is the file line.
+        where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise InvalidMemory(f"front matter is not valid YAML{where}: {problem}") from e
     if not isinstance(data, dict):

@@ -1,0 +1,156 @@
+"""The CLI: exit codes, messages and output a person or script relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore.cli import main
+from tests.conftest import git
+
+
+def run(*args: str, input: str | None = None, agent: str | None = "alice") -> tuple[int, str]:
+    prefix = ["--agent", agent] if agent else []
+    result = CliRunner().invoke(main, [*prefix, *args], input=input)
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    code, out = run("init")
+    assert code == 0, out
+    return tmp_path / "memory"
+
+
+def test_init_creates_the_default_store_from_memstore_dir(store_dir: Path) -> None:
+    assert (store_dir / ".git").is_dir()
+    assert (store_dir / ".gitignore").is_file()
+
+
+def test_add_reads_the_body_from_stdin(store_dir: Path) -> None:
+    code, out = run(
+        "add",
+        "use-zod",
+        "--type",
+        "decision",
+        "-d",
+        "Use zod",
+        "--tags",
+        "api, ts",
+        input="## Why\nDrift.\n",
+    )
+    assert code == 0 and "added decision/use-zod [draft]" in out
+    text = (store_dir / "decision" / "use-zod.md").read_text(encoding="utf-8")
+    assert text.endswith("---\n\n## Why\nDrift.\n")
+    assert "tags:\n- api\n- ts\n" in text
+
+
+def test_show_json_has_fields_and_version(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "b")
+    code, out = run("show", "n1", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert (data["name"], data["status"], data["owner"], data["body"]) == (
+        "n1",
+        "draft",
+        "alice",
+        "b",
+    )
+    assert len(data["version"]) == 12
+
+
+def test_list_json_and_filters(store_dir: Path) -> None:
+    run("add", "a", "--type", "fact", "-d", "A", "--tags", "x", "--body", "")
+    run("add", "b", "--type", "decision", "-d", "B", "--body", "")
+    code, out = run("list", "--type", "fact", "--json")
+    assert code == 0 and [m["name"] for m in json.loads(out)] == ["a"]
+    code, out = run("list", "--tag", "x")
+    assert code == 0 and out.startswith("a ")
+
+
+def test_self_confirm_is_an_error_with_exit_1_and_changes_nothing(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
+    before = git(store_dir, "rev-parse", "HEAD")
+    code, out = run("confirm", "n1", "--reason", "sure")
+    assert code == 1
+    assert "Error: cannot confirm 'n1'" in out
+    assert git(store_dir, "rev-parse", "HEAD") == before
+
+
+def test_confirm_deprecate_restore_and_history(store_dir: Path) -> None:
+    run("add", "old", "--type", "fact", "-d", "Old", "--body", "")
+    run("add", "new", "--type", "fact", "-d", "New", "--body", "")
+    assert run("confirm", "old", "-r", "checked", agent="bob")[0] == 0
+    code, out = run("deprecate", "old", "-r", "replaced", "--superseded-by", "new")
+    assert code == 0 and "deprecated fact/old [deprecated]" in out
+    code, out = run("history", "old")
+    lines = out.splitlines()
+    assert "memory: deprecate fact/old — replaced (superseded by new)" in lines[0]
+    assert "bob" in lines[1] and "memory: confirm fact/old — checked" in lines[1]
+    assert run("restore", "old", "-r", "back")[0] == 0
+
+
+def test_bad_name_is_an_error_and_writes_nothing(store_dir: Path) -> None:
+    code, out = run("add", "../evil", "--type", "fact", "-d", "x", "--body", "")
+    assert code == 1 and "Error: invalid name '../evil'" in out
+    assert not list(store_dir.rglob("*.md"))
+
+
+def test_missing_identity_error_says_how_to_set_one(store_dir: Path) -> None:
+    code, out = run("add", "x", "--type", "fact", "-d", "x", "--body", "", agent=None)
+    assert code == 1 and "MEMSTORE_AGENT" in out
+
+
+def test_edit_with_stale_version_is_refused(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
+    version = json.loads(run("show", "n1", "--json")[1])["version"]
+    assert run("edit", "n1", "--body", "bob was here", agent="bob")[0] == 0
+    code, out = run("edit", "n1", "--body", "mine", "--expect-version", version)
+    assert code == 1 and "changed since you read it" in out
+
+
+def test_edit_with_nothing_to_change_is_a_usage_error(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
+    code, out = run("edit", "n1")
+    assert code == 2 and "nothing to change" in out
+
+
+def test_lint_exit_codes(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
+    code, out = run("lint")
+    assert code == 0 and "ok: 1 memories" in out
+    (store_dir / "fact" / "bad.md").write_text("---\nname: [x\n---\n", encoding="utf-8")
+    code, out = run("lint")
+    assert code == 1 and "fact/bad.md" in out and "1 problem(s) in 1 file(s)" in out
+
+
+def test_store_flag_wins_over_environment(tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    assert run("--store", str(other), "init")[0] == 0
+    assert run("--store", str(other), "add", "x", "--type", "fact", "-d", "x", "--body", "")[0] == 0
+    assert (other / "fact" / "x.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "init",
+        "add",
+        "show",
+        "list",
+        "edit",
+        "confirm",
+        "deprecate",
+        "restore",
+        "history",
+        "lint",
+        "install-hook",
+    ],
+)
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output and "memstore" in result.output
