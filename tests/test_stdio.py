@@ -1,0 +1,87 @@
+"""End to end: real `memstore serve` processes over stdio, driven by the real `mcp` client."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+
+from memstore.store import Store
+from tests.conftest import git
+
+pytestmark = pytest.mark.anyio
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@asynccontextmanager
+async def serve(store: Path, agent: str) -> AsyncIterator[Client]:
+    """A `memstore serve` process on `store` acting as `agent`, as a client's config starts it."""
+    env = {
+        "MEMSTORE_AGENT": agent,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memstore", "--store", str(store), "serve"], env=env
+    )
+    async with Client(params, read_timeout_seconds=30) as client:
+        yield client
+
+
+async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    async with serve(root, "agent-a") as a, serve(root, "agent-b") as b:
+        saved = await a.call_tool(
+            "memory_store",
+            {
+                "name": "hpa-disabled",
+                "type": "decision",
+                "description": "HPA is off on the api service: it fought the VPA",
+                "body": "Re-enable only with VPA in recommend mode.",
+                "tags": ["k8s"],
+            },
+        )
+        assert not saved.is_error, text(saved)
+
+        seen = await b.call_tool("memory_get", {"names": ["hpa-disabled"]})
+        assert "DRAFT by agent-a" in text(seen)
+        assert seen.structured_content is not None
+        assert seen.structured_content["memories"][0]["status"] == "draft"
+
+        mine = await a.call_tool(
+            "memory_promote", {"name": "hpa-disabled", "to": "confirmed", "reason": "sure"}
+        )
+        assert mine.is_error and "nobody confirms their own memory" in text(mine)
+
+        confirmed = await b.call_tool(
+            "memory_promote",
+            {"name": "hpa-disabled", "to": "confirmed", "reason": "checked the HPA manifest"},
+        )
+        assert not confirmed.is_error, text(confirmed)
+        assert "CONFIRMED by agent-b (owner agent-a)" in text(confirmed)
+
+        bad = await a.call_tool(
+            "memory_store", {"name": "../../etc/x", "type": "fact", "description": "x"}
+        )
+        assert bad.is_error and "invalid name" in text(bad)
+
+        still = await a.call_tool("memory_get", {"names": ["hpa-disabled"]})
+        assert "CONFIRMED by agent-b" in text(still)
+
+    authors = git(root, "log", "--format=%an").split()
+    assert {"agent-a", "agent-b"} <= set(authors)
+    assert git(root, "status", "--porcelain") == ""
+    assert "confirmed_by: agent-b" in (root / "decision" / "hpa-disabled.md").read_text("utf-8")
