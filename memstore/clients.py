@@ -12,14 +12,16 @@ WHERE = {
 """Where each client reads its configuration."""
 
 
-def server_command(python: str, store: Path) -> list[str]:
+def server_command(python: str, store: Path, grouped: bool = False) -> list[str]:
     """The command line a client runs: this install's Python, this store, `serve`."""
-    return [python, "-m", "memstore", "--store", str(store), "serve"]
+    return [python, "-m", "memstore", "--store", str(store), "serve"] + (
+        ["--grouped"] if grouped else []
+    )
 
 
-def client_config(client: str, python: str, store: Path, agent: str) -> str:
+def client_config(client: str, python: str, store: Path, agent: str, grouped: bool = False) -> str:
     """The configuration text for `client` (a JSON document, or TOML for codex)."""
-    command, *args = server_command(python, store)
+    command, *args = server_command(python, store, grouped)
     env = {"MEMSTORE_AGENT": agent}
     if client == "codex":
         quoted = ", ".join(json.dumps(a, ensure_ascii=False) for a in args)

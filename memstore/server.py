@@ -11,8 +11,13 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -164,9 +169,69 @@ class Tools:
 
         return decorator
 
+    def grouped(self) -> list[Tool]:
+        """One dispatching tool per family (`memory_*` → `memory`) of two or more tools."""
+        families: dict[str, list[Tool]] = {}
+        for t in self.tools:
+            families.setdefault(t.name.split("_", 1)[0], []).append(t)
+        out: list[Tool] = []
+        for family, members in families.items():
+            if len(members) < 2 or any("_" not in t.name for t in members):
+                out.extend(members)
+            else:
+                out.append(_dispatcher(family, members))
+        return out
 
-def build_server(store: Store) -> MCPServer:
-    """The memstore MCP server over `store`, acting as the store's identity."""
+
+def _signature(tool: Tool) -> str:
+    props: dict[str, Any] = tool.parameters.get("properties", {})
+    required: list[str] = tool.parameters.get("required", [])
+    args = [p if p in required else f"{p}?" for p in props]
+    first = tool.description.split(". ")[0].rstrip(".")
+    return f"{tool.name.split('_', 1)[1]}({', '.join(args)}): {first}."
+
+
+def _dispatcher(family: str, members: list[Tool]) -> Tool:
+    """A tool `family(op, args)` that runs `family_<op>` with `args`, validated the same way."""
+    by_op = {t.name.split("_", 1)[1]: t for t in members}
+    read_only = all(t.annotations is not None and t.annotations.read_only_hint for t in members)
+
+    async def dispatch(
+        op: str, ctx: Context[Any, Any], args: dict[str, Any] | None = None
+    ) -> CallToolResult:
+        tool = by_op.get(op)
+        if tool is None:
+            raise ToolError(f"unknown op {op!r}; ops are: {', '.join(by_op)}")
+        try:
+            done = await tool.run(args or {}, ctx, convert_result=True)
+        except UnexpectedToolError:
+            raise
+        except ToolError as e:  # drop the inner "Error executing tool x: " the outer adds again
+            raise ToolError(str(e).split(": ", 1)[-1]) from e
+        if not isinstance(done, CallToolResult):
+            raise ToolError(f"op {op!r} asked for input this server does not request")
+        return done
+
+    description = f"{family} operations; args per op (? = optional): " + " ".join(
+        _signature(t) for t in members
+    )
+    tool = Tool.from_function(
+        dispatch,
+        name=family,
+        description=description,
+        annotations=ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
+    )
+    schema = compact_schema(tool.parameters)
+    schema["properties"]["op"]["enum"] = list(by_op)
+    return tool.model_copy(update={"parameters": schema})
+
+
+def build_server(store: Store, *, grouped: bool = False) -> MCPServer:
+    """The memstore MCP server over `store`, acting as the store's identity.
+
+    `grouped` lists one dispatching tool per family (`memory`, `ledger`) instead of each tool,
+    for clients that pay for every schema in every session.
+    """
     tool = Tools()
 
     @tool(WRITE)
@@ -262,7 +327,7 @@ def build_server(store: Store) -> MCPServer:
         "memstore",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=tool.tools,
+        tools=tool.grouped() if grouped else tool.tools,
         lifespan=_lifespan(store),
     )
     _add_resources(server, store)

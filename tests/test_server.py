@@ -221,3 +221,23 @@ async def test_a_server_without_identity_refuses_writes_with_how_to_fix(tmp_path
     anonymous = Store(root)
     result = await call(anonymous, "memory_store", **DRAFT)
     assert result.is_error and "MEMSTORE_AGENT" in text(result)
+
+
+async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: Store) -> None:
+    async with Client(build_server(store, grouped=True), raise_exceptions=True) as client:
+        grouped = (await client.list_tools()).tools
+        saved = await client.call_tool("memory", {"op": "store", "args": DRAFT})
+        mine = await client.call_tool(
+            "memory",
+            {"op": "promote", "args": {"name": "use-zod", "to": "confirmed", "reason": "x"}},
+        )
+        unknown = await client.call_tool("memory", {"op": "forget", "args": {}})
+    async with Client(build_server(store), raise_exceptions=True) as client:
+        plain = (await client.list_tools()).tools
+    assert "memory" in {t.name for t in grouped}
+    assert not any(t.name.startswith("memory_") for t in grouped)
+    assert len(tools_payload(grouped)) < len(tools_payload(plain))
+    assert data(saved)["memory"]["status"] == "draft"
+    assert mine.is_error and text(mine).count("Error executing tool") == 1
+    assert "nobody confirms their own memory" in text(mine)
+    assert unknown.is_error and "ops are: store" in text(unknown)
