@@ -241,3 +241,15 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
     assert mine.is_error and text(mine).count("Error executing tool") == 1
     assert "nobody confirms their own memory" in text(mine)
     assert unknown.is_error and "ops are: store" in text(unknown)
+
+
+async def test_the_docs_name_every_tool_resource_and_prompt(store: Store) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "tools.md").read_text("utf-8")
+    async with Client(build_server(store), raise_exceptions=True) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        names += [
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        ]
+        names += [str(r.uri) for r in (await client.list_resources()).resources]
+        names += [p.name for p in (await client.list_prompts()).prompts]
+    assert [n for n in names if f"`{n}`" not in doc] == []
