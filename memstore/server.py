@@ -5,6 +5,7 @@ takes an identity argument, so an agent cannot confirm its own memory by naming 
 """
 
 import functools
+import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
@@ -126,7 +127,9 @@ def memory_data(
         data["version"] = version
     if path is not None:
         data["path"] = path
-    return data
+    # A hand-edited file may hold YAML that is not JSON (`!!binary`, dates): show it as text.
+    safe: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+    return safe
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:

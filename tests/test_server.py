@@ -253,3 +253,52 @@ async def test_the_docs_name_every_tool_resource_and_prompt(store: Store) -> Non
         names += [str(r.uri) for r in (await client.list_resources()).resources]
         names += [p.name for p in (await client.list_prompts()).prompts]
     assert [n for n in names if f"`{n}`" not in doc] == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("body", "x" * (64 * 1024 + 1), "the limit is 65536"),
+        ("description", "y" * 201, "the limit is 200"),
+        ("description", "two\nlines", "must be one line"),
+        ("tags", [f"t{i}" for i in range(2000)], "at most 32"),
+        ("type", "gossip", "unknown type 'gossip'"),
+        ("links", ["../up"], "invalid link"),
+    ],
+)
+async def test_hostile_input_is_a_clear_tool_error_and_writes_nothing(
+    store: Store, field: str, value: object, message: str
+) -> None:
+    head = git(store.root, "rev-parse", "HEAD")
+    result = await call(store, "memory_store", **{**DRAFT, field: value})
+    assert result.is_error and message in text(result)
+    assert git(store.root, "rev-parse", "HEAD") == head
+    assert git(store.root, "status", "--porcelain", "--ignored") == "!! .memstore/\n"
+
+
+async def test_odd_files_in_the_store_never_break_reads_of_the_valid_ones(store: Store) -> None:
+    store.add("good-one", type="fact", description="still served")
+    (store.root / "fact" / "binary.md").write_bytes(b"\xff\xfe\x00garbage")
+    (store.root / "fact" / "empty.md").write_text("", encoding="utf-8")
+    (store.root / "fact" / "list.md").write_text("---\n- a\n---\n", encoding="utf-8")
+    odd = "---\nname: odd-yaml\ndescription: d\ntype: fact\nstatus: draft\nowner: x\n"
+    odd += "created: c\nupdated: u\nblob: !!binary aGVsbG8=\n---\nbody\n"
+    (store.root / "fact" / "odd-yaml.md").write_text(odd, encoding="utf-8")
+    result = await call(
+        store, "memory_get", names=["good-one", "binary", "empty", "list", "odd-yaml"]
+    )
+    found = data(result)
+    assert [m["name"] for m in found["memories"]] == ["good-one", "odd-yaml"]
+    assert [e["name"] for e in found["errors"]] == ["binary", "empty", "list"]
+    async with Client(build_server(store), raise_exceptions=True) as client:
+        index = resource_text(await client.read_resource("memstore://index"))
+    assert "good-one" in index and "odd-yaml" in index
+
+
+async def test_a_busy_store_is_a_tool_error_after_the_lock_timeout_not_a_hang(
+    store: Store,
+) -> None:
+    impatient = Store(store.root, agent="bob", lock_timeout=0.2)
+    with store.locked():
+        result = await call(impatient, "memory_store", **DRAFT)
+    assert result.is_error and "store busy" in text(result)
