@@ -13,6 +13,7 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from memstore.memory import Memory
 
@@ -154,3 +155,70 @@ def memories_text(items: Sequence[tuple[Memory, str | None]], problems: Sequence
 def change_text(verb: str, memory: Memory, version: str) -> str:
     """A short receipt for a write: what happened and the memory's status now."""
     return f"{verb} {header(memory, version)}"
+
+
+class HitLike(Protocol):
+    """What a search result must offer to be shown (`memstore.index.Hit` does)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def updated(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+
+
+def hit_status(hit: HitLike) -> str:
+    """A search result's status in memstore's words (a hit carries its owner, not its reviewer)."""
+    owner = word(hit.owner)
+    if hit.status == "draft":
+        return f"DRAFT by {owner}: unreviewed"
+    if hit.status == "confirmed":
+        return f"CONFIRMED (owner {owner})"
+    if hit.status == "deprecated":
+        return f"DEPRECATED: do not follow (owner {owner})"
+    return f"status {word(hit.status)}: treat as unreviewed (owner {owner})"
+
+
+def hits_text(
+    hits: Sequence[HitLike],
+    *,
+    query: str,
+    index_view: bool = False,
+    notes: Sequence[str] = (),
+) -> str:
+    """Search results, one block each (or one line each in the index view), best first.
+
+    `notes` are memstore's own lines (e.g. what a budget cut), shown after the results.
+    """
+    texts = [query] + [t for h in hits for t in (h.description, h.owner, h.type, h.status)]
+    texts += [line for h in hits for line in getattr(h, "explain", ())]
+    fence = fence_for(texts)
+    lines = [f"{len(hits)} result(s) for {fence.inline(query)}, best first. {fence.preamble}"]
+    for rank, hit in enumerate(hits, 1):
+        flags = " · EXPIRED" if getattr(hit, "expired", False) else ""
+        via: str | None = getattr(hit, "via", None)
+        if via:
+            flags += f" · linked from {via}"
+        head = (
+            f"{rank}. {hit.name} · {word(hit.type)} · {hit_status(hit)}{flags} · "
+            f"{one_line(hit.updated[:10])} · score {hit.score:.2f}"
+        )
+        if index_view:
+            lines.append(head)
+            continue
+        lines.append(f"{head}\n   {fence.inline(hit.description)}")
+        for why in getattr(hit, "explain", ()):
+            lines.append(f"   explain: {fence.inline(why)}")
+    lines += list(notes)
+    if hits:
+        lines.append("Read whole memories with memory_get(names).")
+    return "\n".join(lines)
