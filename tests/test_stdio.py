@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
@@ -85,3 +87,47 @@ async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Pa
     assert {"agent-a", "agent-b"} <= set(authors)
     assert git(root, "status", "--porcelain") == ""
     assert "confirmed_by: agent-b" in (root / "decision" / "hpa-disabled.md").read_text("utf-8")
+
+
+async def test_garbage_on_the_wire_neither_crashes_nor_hangs_the_server(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw"}}
+    lines = [
+        "not json at all",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {',
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "memory_get", "arguments": {"names": [1, None]}},
+            }
+        ),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ]
+    env = {**os.environ, "MEMSTORE_AGENT": "raw", "GIT_CONFIG_GLOBAL": os.devnull}
+    command = [sys.executable, "-m", "memstore", "--store", str(root), "serve"]
+    async with await anyio.open_process(command, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send(("\n".join(lines) + "\n").encode("utf-8"))
+        answers: dict[int, dict[str, object]] = {}
+        buffer = b""
+        with anyio.fail_after(20):
+            while 4 not in answers:
+                buffer += await process.stdout.receive()
+                *complete, buffer = buffer.split(b"\n")
+                for line in complete:
+                    message = json.loads(line)
+                    if isinstance(message.get("id"), int):
+                        answers[message["id"]] = message
+        await process.stdin.aclose()
+        with anyio.fail_after(20):
+            await process.wait()
+    bad_arguments = answers[3]["result"]
+    assert isinstance(bad_arguments, dict) and bad_arguments["isError"] is True
+    listed = answers[4]["result"]
+    assert isinstance(listed, dict) and listed["tools"]
+    assert process.returncode == 0
