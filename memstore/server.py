@@ -115,21 +115,26 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
     return {**kept[0], **rest}
 
 
+def plain(value: Any) -> Any:
+    """A domain dataclass (or a list of them) as JSON-ready data.
+
+    A hand-edited file may hold YAML that JSON lacks (`!!binary`, dates): it is shown as text.
+    """
+    if isinstance(value, list):
+        return [plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return json.loads(json.dumps(asdict(value), ensure_ascii=False, default=str))
+
+
 def memory_data(
     memory: Memory, version: str | None = None, path: str | None = None
 ) -> dict[str, Any]:
     """`memory` as JSON-ready data, with its version and path when known."""
-    data: dict[str, Any] = asdict(memory)
-    for key, value in list(data.items()):
-        if isinstance(value, tuple):
-            data[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    data: dict[str, Any] = plain(memory)
     if version is not None:
         data["version"] = version
     if path is not None:
         data["path"] = path
-    # A hand-edited file may hold YAML that is not JSON (`!!binary`, dates): show it as text.
-    safe: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False, default=str))
-    return safe
+    return data
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:
