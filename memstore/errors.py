@@ -47,3 +47,19 @@ class NotAStore(MemstoreError):
 
 class GitError(MemstoreError):
     """A git operation failed."""
+
+
+class InvalidLedgerEntry(MemstoreError):
+    """A ledger action, target, evidence, note or TTL that the ledger does not accept."""
+
+
+class LedgerCorrupt(MemstoreError):
+    """The ledger file has a line that cannot be read or trusted, or lost committed lines."""
+
+
+class ClaimHeld(MemstoreError):
+    """Another identity holds a valid claim on the action."""
+
+
+class AlreadyExecuted(MemstoreError):
+    """The ledger already records the action as done."""
