@@ -222,3 +222,103 @@ def hits_text(
     if hits:
         lines.append("Read whole memories with memory_get(names).")
     return "\n".join(lines)
+
+
+class EventLike(Protocol):
+    """What a ledger event must offer to be shown (`memstore.ledger.Event` does)."""
+
+    @property
+    def at(self) -> str: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def action(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def evidence(self) -> str | None: ...
+    @property
+    def note(self) -> str | None: ...
+
+
+def _event_texts(events: Iterable[EventLike]) -> list[str]:
+    return [t or "" for e in events for t in (e.actor, e.action, e.target, e.evidence, e.note)]
+
+
+def event_line(event: EventLike, fence: Fence) -> str:
+    """One ledger event: when, status and who are memstore's; the rest is fenced."""
+    said = f"{event.action} {event.target}"
+    if event.evidence:
+        said += f" evidence: {event.evidence}"
+    if event.note:
+        said += f" note: {event.note}"
+    return f"{one_line(event.at)} {word(event.status).upper()} by {word(event.actor)}: " + (
+        fence.inline(said)
+    )
+
+
+def events_text(events: Sequence[EventLike], title: str) -> str:
+    """Ledger events, one line each, under a title line."""
+    fence = fence_for(_event_texts(events))
+    lines = [f"{title} {fence.preamble}"]
+    lines += [event_line(e, fence) for e in events]
+    return "\n".join(lines)
+
+
+class CheckLike(Protocol):
+    """What a ledger check must offer to be shown (`memstore.ledger.Check` does)."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def action(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def actor(self) -> str | None: ...
+    @property
+    def at(self) -> str | None: ...
+    @property
+    def until(self) -> str | None: ...
+    @property
+    def evidence(self) -> str | None: ...
+    @property
+    def note(self) -> str | None: ...
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+
+
+ADVICE = {
+    "NOT_EXECUTED": "no record: claim it with ledger_claim, act, then ledger_record with evidence",
+    "IN_PROGRESS": "claimed: do not act unless the claim is yours; wait or ask its holder",
+    "EXECUTED": "already done: do NOT repeat it",
+}
+
+
+def check_text(check: CheckLike) -> str:
+    """A ledger check's verdict first, then who/when, with any recorded text fenced."""
+    state = str(check.state)
+    texts = [check.action, check.target, check.evidence or "", check.note or "", *check.warnings]
+    fence = fence_for([*texts, check.actor or ""])
+    what = fence.inline(f"{check.action} {check.target}")
+    lines = [f"{state}: {what} — {ADVICE.get(state, 'unknown state: do not act')}"]
+    if check.actor:
+        who = f"by {word(check.actor)} at {one_line(check.at or '?')}"
+        if check.until:
+            who += f", claim valid until {one_line(check.until)}"
+        lines.append(who)
+    if check.evidence or check.note:
+        said = " ".join(
+            p
+            for p in (
+                f"evidence: {check.evidence}" if check.evidence else "",
+                f"note: {check.note}" if check.note else "",
+            )
+            if p
+        )
+        lines.append(fence.inline(said))
+    lines += [f"warning: {fence.inline(w)}" for w in check.warnings]
+    lines.append(fence.preamble)
+    return "\n".join(lines)

@@ -23,13 +23,15 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memstore import __version__, render_text
+from memstore import __version__, ledger, render_text
 from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.memory import Memory, check_name, render
 from memstore.status import Status
 from memstore.store import Store, Versioned, version_of
 
 log = logging.getLogger(__name__)
+
+RECENT_EVENTS = 50
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -48,6 +50,9 @@ UPDATE = ToolAnnotations(
 )
 
 PAST = {Status.CONFIRMED: "confirmed", Status.DEPRECATED: "deprecated", Status.DRAFT: "restored"}
+
+Action = Annotated[str, Field(description="verb, e.g. publish, deploy, migrate")]
+Target = Annotated[str, Field(description="what it acts on, e.g. post-42, api@v1.4.1")]
 
 NewName = Annotated[str, Field(description="kebab-case slug, e.g. use-zod-for-validation")]
 Name = str
@@ -147,6 +152,10 @@ def _written(verb: str, memory: Memory) -> CallToolResult:
     return result(
         render_text.change_text(verb, memory, version), {"memory": memory_data(memory, version)}
     )
+
+
+def _event_text(verb: str, event: ledger.Event) -> str:
+    return render_text.events_text([event], f"{verb}:")
 
 
 def _versioned_text(items: list[Versioned], problems: list[str]) -> str:
@@ -331,6 +340,41 @@ def build_server(store: Store, *, grouped: bool = False) -> MCPServer:
             memory = store.restore(name, reason)
         return _written(PAST[target], memory)
 
+    @tool(READ)
+    def ledger_check(action: Action, target: Target) -> CallToolResult:
+        """Call before ANY external action (publish, deploy, migrate, paid API call): says
+        NOT_EXECUTED, IN_PROGRESS (claimed by whom, until when) or EXECUTED (by whom, evidence).
+        Never repeat an EXECUTED action."""
+        check = store.ledger_check(action, target)
+        return result(render_text.check_text(check), {"check": plain(check)})
+
+    @tool(WRITE)
+    def ledger_claim(
+        action: Action,
+        target: Target,
+        ttl_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = ledger.TTL_DEFAULT // 60,
+    ) -> CallToolResult:
+        """Claim an action before doing it, so no other agent does it too; refused if it is
+        done or claimed by someone else. Expires after ttl_minutes."""
+        event = store.ledger_claim(action, target, ttl_minutes * 60)
+        return result(_event_text("claimed", event), {"event": plain(event)})
+
+    @tool(WRITE)
+    def ledger_record(
+        action: Action,
+        target: Target,
+        evidence: Annotated[str | None, Field(description="http(s) URL showing the result")] = None,
+        note: str | None = None,
+        outcome: Literal["done", "failed", "released"] = "done",
+    ) -> CallToolResult:
+        """Call right after the action: done (evidence URL required), failed (note required),
+        or released (you gave up your claim without acting)."""
+        if outcome == "released":
+            event = store.ledger_release(action, target)
+        else:
+            event = store.ledger_record(action, target, evidence, note, failed=outcome == "failed")
+        return result(_event_text("recorded", event), {"event": plain(event)})
+
     server = MCPServer(
         "memstore",
         instructions=INSTRUCTIONS,
@@ -379,6 +423,17 @@ def _add_resources(server: MCPServer, store: Store) -> None:
             for m in memories
         ]
         return "\n".join(lines)
+
+    @server.resource(
+        "memstore://ledger",
+        name="ledger",
+        description=f"The last {RECENT_EVENTS} ledger events, newest first.",
+        mime_type="text/plain",
+    )
+    @resource_reported
+    def ledger_resource() -> str:
+        events = store.ledger_list()[-RECENT_EVENTS:][::-1]
+        return render_text.events_text(events, f"{len(events)} most recent ledger event(s).")
 
     @server.prompt(
         name="session_start",

@@ -302,3 +302,34 @@ async def test_a_busy_store_is_a_tool_error_after_the_lock_timeout_not_a_hang(
     with store.locked():
         result = await call(impatient, "memory_store", **DRAFT)
     assert result.is_error and "store busy" in text(result)
+
+
+async def test_ledger_check_claim_record_then_check_says_executed(store: Store) -> None:
+    first = await call(store, "ledger_check", action="publish", target="post-1")
+    assert data(first)["check"]["state"] == "NOT_EXECUTED"
+    assert text(first).startswith("NOT_EXECUTED")
+    claimed = await call(store, "ledger_claim", action="publish", target="post-1")
+    assert data(claimed)["event"]["actor"] == "alice"
+    bob = as_agent(store, "bob")
+    refused = await call(bob, "ledger_claim", action="publish", target="post-1")
+    assert refused.is_error and "alice" in text(refused)
+    bad = await call(store, "ledger_record", action="publish", target="post-1", evidence="done!")
+    assert bad.is_error and "not an http(s) URL" in text(bad)
+    done = await call(
+        store, "ledger_record", action="publish", target="post-1", evidence="https://x.test/p/1"
+    )
+    assert data(done)["event"]["status"] == "done"
+    after = await call(bob, "ledger_check", action="publish", target="post-1")
+    assert data(after)["check"]["state"] == "EXECUTED"
+    assert "do NOT repeat" in text(after) and "https://x.test/p/1" in text(after)
+    async with Client(build_server(store), raise_exceptions=True) as client:
+        recent = resource_text(await client.read_resource("memstore://ledger"))
+    assert recent.splitlines()[1].split(" ")[1:4] == ["DONE", "by", "alice:"]
+
+
+async def test_ledger_release_and_failure_are_outcomes_of_record(store: Store) -> None:
+    await call(store, "ledger_claim", action="deploy", target="api", ttl_minutes=5)
+    released = await call(store, "ledger_record", action="deploy", target="api", outcome="released")
+    assert data(released)["event"]["status"] == "released"
+    failed = await call(store, "ledger_record", action="deploy", target="api", outcome="failed")
+    assert failed.is_error and "needs a note" in text(failed)

@@ -83,10 +83,28 @@ async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Pa
         still = await a.call_tool("memory_get", {"names": ["hpa-disabled"]})
         assert "CONFIRMED by agent-b" in text(still)
 
+        deploy = {"action": "deploy", "target": "api@1.4.1"}
+        first = await a.call_tool("ledger_check", deploy)
+        assert text(first).startswith("NOT_EXECUTED")
+        claimed = await a.call_tool("ledger_claim", deploy)
+        assert not claimed.is_error, text(claimed)
+        no_url = await a.call_tool("ledger_record", {**deploy, "evidence": "trust me"})
+        assert no_url.is_error and "not an http(s) URL" in text(no_url)
+        done = await a.call_tool(
+            "ledger_record", {**deploy, "evidence": "https://ci.example.com/runs/981"}
+        )
+        assert not done.is_error, text(done)
+        again = await b.call_tool("ledger_check", deploy)
+        assert text(again).startswith("EXECUTED")
+        assert again.structured_content is not None
+        assert again.structured_content["check"]["actor"] == "agent-a"
+
     authors = git(root, "log", "--format=%an").split()
     assert {"agent-a", "agent-b"} <= set(authors)
     assert git(root, "status", "--porcelain") == ""
     assert "confirmed_by: agent-b" in (root / "decision" / "hpa-disabled.md").read_text("utf-8")
+    ledger_lines = (root / "ledger.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line)["status"] for line in ledger_lines] == ["claimed", "done"]
 
 
 async def test_garbage_on_the_wire_neither_crashes_nor_hangs_the_server(tmp_path: Path) -> None:
