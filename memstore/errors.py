@@ -49,6 +49,14 @@ class GitError(MemstoreError):
     """A git operation failed."""
 
 
+class InvalidQuery(MemstoreError):
+    """A search with an option out of range (budget, date, limit)."""
+
+
+class IndexUnavailable(MemstoreError):
+    """The search index could not be opened, even after retries."""
+
+
 class InvalidLedgerEntry(MemstoreError):
     """A ledger action, target, evidence, note or TTL that the ledger does not accept."""
 
