@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import (
     ResourceError,
@@ -28,6 +29,7 @@ from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.memory import Memory, check_name, render
 from memstore.status import Status
 from memstore.store import Store, Versioned, version_of
+from memstore.watch import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -243,11 +245,12 @@ def _dispatcher(family: str, members: list[Tool]) -> Tool:
     return tool.model_copy(update={"parameters": schema})
 
 
-def build_server(store: Store, *, grouped: bool = False) -> MCPServer:
+def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> MCPServer:
     """The memstore MCP server over `store`, acting as the store's identity.
 
     `grouped` lists one dispatching tool per family (`memory`, `ledger`) instead of each tool,
-    for clients that pay for every schema in every session.
+    for clients that pay for every schema in every session. `watch` re-indexes hand edits while
+    the server runs.
     """
     tool = Tools()
 
@@ -272,6 +275,39 @@ def build_server(store: Store, *, grouped: bool = False) -> MCPServer:
             links=links or (),
         )
         return _written("saved", memory)
+
+    @tool(READ)
+    def memory_recall(
+        query: Annotated[str, Field(description="the task's key words; Whoosh syntax allowed")],
+        type: str | None = None,
+        status: Literal["draft", "confirmed", "deprecated"] | None = None,
+        tags: Annotated[list[str] | None, Field(description="all of these")] = None,
+        since: Annotated[str | None, Field(description="updated on/after YYYY-MM-DD")] = None,
+        budget: Literal["tiny", "normal", "deep"] = "normal",
+        max_tokens: Annotated[int | None, Field(ge=1)] = None,
+        include_deprecated: bool = False,
+        explain: bool = False,
+        graph: Annotated[bool, Field(description="add memories linked to the matches")] = False,
+        index: Annotated[bool, Field(description="one line per result, no text")] = False,
+    ) -> CallToolResult:
+        """Call BEFORE starting work: what the team knows about the task (decisions,
+        corrections, warnings, runbooks), best first, each with its status. Then memory_get the
+        ones that matter."""
+        hits = store.search(
+            query,
+            type=type,
+            status=status,
+            tags=tags or (),
+            since=since,
+            budget=budget,
+            max_tokens=max_tokens,
+            include_deprecated=include_deprecated or status == "deprecated",
+            explain=explain,
+            graph=graph,
+            index_view=index,
+        )
+        shown = render_text.hits_text(hits, query=query, index_view=index)
+        return result(shown, {"results": plain(hits)})
 
     @tool(READ)
     def memory_get(
@@ -380,17 +416,24 @@ def build_server(store: Store, *, grouped: bool = False) -> MCPServer:
         instructions=INSTRUCTIONS,
         version=__version__,
         tools=tool.grouped() if grouped else tool.tools,
-        lifespan=_lifespan(store),
+        lifespan=_lifespan(store, watch),
     )
     _add_resources(server, store)
     return server
 
 
-def _lifespan(store: Store) -> Callable[[MCPServer], Any]:
+def _lifespan(store: Store, watch: bool) -> Callable[[MCPServer], Any]:
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncGenerator[None]:
         log.info("memstore serving %s as %s", store.root, store.identity or "(no identity)")
-        yield
+        # Not waiting for the first catch-up keeps the first tools/list fast on a large store;
+        # a search before it ends catches up by itself.
+        watcher = Watcher(store).start(timeout=0) if watch else None
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                await anyio.to_thread.run_sync(watcher.stop)
 
     return lifespan
 

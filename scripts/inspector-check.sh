@@ -6,7 +6,7 @@
 #          PYTHON defaults to .venv/bin/python (the install `make venv` creates).
 # It builds a throw-away store in a temp folder, then lists tools, resources and prompts, stores a
 # draft as one identity, refuses that identity's self-confirmation, confirms it as another,
-# runs ledger check → record → check (EXECUTED), reads the memory back as a resource,
+# recalls it, runs ledger check → record → check (EXECUTED), reads the memory back as a resource,
 # and prints "inspector-check: ok" or the first failed step (exit 1).
 set -euo pipefail
 
@@ -34,7 +34,7 @@ expect() { # expect STEP PYTHON-EXPRESSION-ON-r : fail loudly unless the JSON on
 
 inspect a --method tools/list \
   | expect "tools/list names the memory and ledger tools" \
-    '{"memory_store","memory_get","memory_update","memory_promote","ledger_check","ledger_claim","ledger_record"} <= {t["name"] for t in r["tools"]}'
+    '{"memory_store","memory_recall","memory_get","memory_update","memory_promote","ledger_check","ledger_claim","ledger_record"} <= {t["name"] for t in r["tools"]}'
 inspect a --method resources/templates/list \
   | expect "resources/templates/list has memstore://memory/{name}" \
     'any(t["uriTemplate"] == "memstore://memory/{name}" for t in r["resourceTemplates"])'
@@ -54,6 +54,9 @@ inspect b --method tools/call --tool-name memory_promote --tool-arg name=inspect
   | expect "b confirms it" 'r["structuredContent"]["memory"]["confirmed_by"] == "b"'
 inspect b --method tools/call --tool-name memory_get --tool-arg 'names=["../etc/passwd"]' \
   | expect "a bad name is a tool error" 'r.get("isError") and "invalid name" in r["content"][0]["text"]'
+inspect b --method tools/call --tool-name memory_recall --tool-arg 'query=inspector' \
+  | expect "b recalls it with its status" \
+    'r["structuredContent"]["results"][0]["status"] == "confirmed"'
 inspect a --method tools/call --tool-name ledger_check --tool-arg action=publish \
   --tool-arg target=post-1 \
   | expect "ledger_check says NOT_EXECUTED" 'r["structuredContent"]["check"]["state"] == "NOT_EXECUTED"'

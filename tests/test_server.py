@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
@@ -44,7 +45,7 @@ def data(result: CallToolResult) -> dict[str, Any]:
 
 
 async def call(store: Store, tool: str, **arguments: Any) -> CallToolResult:
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         return await client.call_tool(tool, arguments)
 
 
@@ -54,7 +55,7 @@ def tools_payload(tools: list[Any]) -> bytes:
 
 
 async def test_the_default_surface_is_small_and_takes_no_identity_argument(store: Store) -> None:
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         tools = (await client.list_tools()).tools
     assert len(tools) <= 12
     assert {"memory_store", "memory_get", "memory_update", "memory_promote"} <= {
@@ -129,7 +130,7 @@ async def test_a_malformed_file_never_breaks_a_call_about_other_memories(store: 
     assert [m["name"] for m in found["memories"]] == ["good-one"]
     assert found["errors"][0]["name"] == "broken"
     assert "not valid YAML" in text(result)
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         index = await client.read_resource("memstore://index")
     assert "good-one" in resource_text(index)
 
@@ -191,7 +192,7 @@ async def test_a_body_cannot_close_the_fence_or_forge_a_confirmed_status(store: 
 async def test_each_memory_is_a_resource_and_the_index_has_one_line_each(store: Store) -> None:
     await call(store, "memory_store", **DRAFT)
     store.add("other", type="fact", description="second line")
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["memstore://memory/{name}"]
         one = resource_text(await client.read_resource("memstore://memory/use-zod"))
@@ -202,13 +203,13 @@ async def test_each_memory_is_a_resource_and_the_index_has_one_line_each(store: 
 
 
 async def test_reading_a_missing_memory_resource_is_an_error_naming_it(store: Store) -> None:
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         with pytest.raises(Exception, match="no memory named 'nowhere'"):
             await client.read_resource("memstore://memory/nowhere")
 
 
 async def test_the_session_start_prompt_points_at_recall_and_the_ledger(store: Store) -> None:
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         prompt = await client.get_prompt("session_start", {"task": "deploy api"})
     block = prompt.messages[0].content
     assert isinstance(block, TextContent)
@@ -224,7 +225,9 @@ async def test_a_server_without_identity_refuses_writes_with_how_to_fix(tmp_path
 
 
 async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: Store) -> None:
-    async with Client(build_server(store, grouped=True), raise_exceptions=True) as client:
+    async with Client(
+        build_server(store, grouped=True, watch=False), raise_exceptions=True
+    ) as client:
         grouped = (await client.list_tools()).tools
         saved = await client.call_tool("memory", {"op": "store", "args": DRAFT})
         mine = await client.call_tool(
@@ -232,7 +235,7 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
             {"op": "promote", "args": {"name": "use-zod", "to": "confirmed", "reason": "x"}},
         )
         unknown = await client.call_tool("memory", {"op": "forget", "args": {}})
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         plain = (await client.list_tools()).tools
     assert "memory" in {t.name for t in grouped}
     assert not any(t.name.startswith("memory_") for t in grouped)
@@ -245,7 +248,7 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
 
 async def test_the_docs_name_every_tool_resource_and_prompt(store: Store) -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "tools.md").read_text("utf-8")
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         names += [
             t.uri_template for t in (await client.list_resource_templates()).resource_templates
@@ -290,7 +293,7 @@ async def test_odd_files_in_the_store_never_break_reads_of_the_valid_ones(store:
     found = data(result)
     assert [m["name"] for m in found["memories"]] == ["good-one", "odd-yaml"]
     assert [e["name"] for e in found["errors"]] == ["binary", "empty", "list"]
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         index = resource_text(await client.read_resource("memstore://index"))
     assert "good-one" in index and "odd-yaml" in index
 
@@ -302,6 +305,38 @@ async def test_a_busy_store_is_a_tool_error_after_the_lock_timeout_not_a_hang(
     with store.locked():
         result = await call(impatient, "memory_store", **DRAFT)
     assert result.is_error and "store busy" in text(result)
+
+
+async def test_recall_finds_memories_with_their_status_before_work(store: Store) -> None:
+    await call(store, "memory_store", **DRAFT)
+    store.add("hpa-off", type="decision", description="HPA is disabled on the api service")
+    as_agent(store, "bob").confirm("hpa-off", "checked")
+    result = await call(store, "memory_recall", query="zod validation")
+    found = data(result)["results"]
+    assert [h["name"] for h in found] == ["use-zod"]
+    assert found[0]["status"] == "draft"
+    assert "use-zod · decision · DRAFT by alice: unreviewed" in text(result)
+    confirmed = await call(store, "memory_recall", query="HPA api", explain=True)
+    assert "CONFIRMED (owner alice)" in text(confirmed)
+    assert "explain:" in text(confirmed)
+
+
+async def test_recall_index_view_and_budget_cut_the_output(store: Store) -> None:
+    for i in range(6):
+        store.add(f"cache-note-{i}", type="fact", description=f"cache invalidation note {i}")
+    tiny = data(await call(store, "memory_recall", query="cache", budget="tiny"))["results"]
+    assert len(tiny) == 3
+    index = await call(store, "memory_recall", query="cache", index=True)
+    lines = text(index).splitlines()
+    assert len([line for line in lines if "cache-note-" in line]) == 6
+    assert "cache invalidation note" not in text(index)
+
+
+async def test_recall_with_a_bad_option_is_a_tool_error(store: Store) -> None:
+    result = await call(store, "memory_recall", query="x", since="last tuesday")
+    assert result.is_error and "invalid date" in text(result)
+    result = await call(store, "memory_recall", query="x", budget="huge")
+    assert result.is_error
 
 
 async def test_ledger_check_claim_record_then_check_says_executed(store: Store) -> None:
@@ -322,7 +357,7 @@ async def test_ledger_check_claim_record_then_check_says_executed(store: Store) 
     after = await call(bob, "ledger_check", action="publish", target="post-1")
     assert data(after)["check"]["state"] == "EXECUTED"
     assert "do NOT repeat" in text(after) and "https://x.test/p/1" in text(after)
-    async with Client(build_server(store), raise_exceptions=True) as client:
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         recent = resource_text(await client.read_resource("memstore://ledger"))
     assert recent.splitlines()[1].split(" ")[1:4] == ["DONE", "by", "alice:"]
 
@@ -333,3 +368,23 @@ async def test_ledger_release_and_failure_are_outcomes_of_record(store: Store) -
     assert data(released)["event"]["status"] == "released"
     failed = await call(store, "ledger_record", action="deploy", target="api", outcome="failed")
     assert failed.is_error and "needs a note" in text(failed)
+
+
+async def test_the_watcher_reindexes_a_hand_edit_while_the_server_runs(store: Store) -> None:
+    async with Client(build_server(store), raise_exceptions=True) as client:
+        folder = store.root / "fact"
+        folder.mkdir(exist_ok=True)
+        hand = store.root / "fact" / "hand-edit.md"
+        hand.write_text(
+            "---\nname: hand-edit\ndescription: zeppelin mooring procedure\ntype: fact\n"
+            "status: draft\nowner: human\ncreated: 2026-11-30T08:00:00Z\n"
+            "updated: 2026-11-30T08:00:00Z\ntags: []\n---\n",
+            encoding="utf-8",
+        )
+        with anyio.fail_after(5):
+            while True:
+                found = await client.call_tool("memory_recall", {"query": "zeppelin"})
+                if data(found)["results"]:
+                    break
+                await anyio.sleep(0.05)
+    assert "DRAFT by human" in text(found)

@@ -80,8 +80,8 @@ async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Pa
         )
         assert bad.is_error and "invalid name" in text(bad)
 
-        still = await a.call_tool("memory_get", {"names": ["hpa-disabled"]})
-        assert "CONFIRMED by agent-b" in text(still)
+        still = await a.call_tool("memory_recall", {"query": "HPA api service"})
+        assert "hpa-disabled · decision · CONFIRMED (owner agent-a)" in text(still)
 
         deploy = {"action": "deploy", "target": "api@1.4.1"}
         first = await a.call_tool("ledger_check", deploy)
