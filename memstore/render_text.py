@@ -200,9 +200,11 @@ def hits_text(
     `notes` are memstore's own lines (e.g. what a budget cut), shown after the results.
     """
     texts = [query] + [t for h in hits for t in (h.description, h.owner, h.type, h.status)]
-    texts += [line for h in hits for line in getattr(h, "explain", ())]
     fence = fence_for(texts)
-    lines = [f"{len(hits)} result(s) for {fence.inline(query)}, best first. {fence.preamble}"]
+    if index_view:  # no agent text but the query: the cheapest view, without the preamble
+        lines = [f"{len(hits)} result(s) for {json.dumps(query, ensure_ascii=False)}, best first."]
+    else:
+        lines = [f"{len(hits)} result(s) for {fence.inline(query)}, best first. {fence.preamble}"]
     for rank, hit in enumerate(hits, 1):
         flags = " · EXPIRED" if getattr(hit, "expired", False) else ""
         via: str | None = getattr(hit, "via", None)
@@ -216,8 +218,9 @@ def hits_text(
             lines.append(head)
             continue
         lines.append(f"{head}\n   {fence.inline(hit.description)}")
-        for why in getattr(hit, "explain", ()):
-            lines.append(f"   explain: {fence.inline(why)}")
+        explain: tuple[str, ...] = getattr(hit, "explain", ())
+        if explain:  # memstore's own arithmetic; matched terms are index tokens
+            lines.append(f"   explain: {'; '.join(one_line(why) for why in explain)}")
     lines += list(notes)
     if hits:
         lines.append("Read whole memories with memory_get(names).")
@@ -260,11 +263,9 @@ def event_line(event: EventLike, fence: Fence) -> str:
 
 
 def events_text(events: Sequence[EventLike], title: str) -> str:
-    """Ledger events, one line each, under a title line."""
+    """Ledger events, one line each, between a title line and the fence's preamble."""
     fence = fence_for(_event_texts(events))
-    lines = [f"{title} {fence.preamble}"]
-    lines += [event_line(e, fence) for e in events]
-    return "\n".join(lines)
+    return "\n".join([title, *(event_line(e, fence) for e in events), fence.preamble])
 
 
 class CheckLike(Protocol):

@@ -157,7 +157,7 @@ def _written(verb: str, memory: Memory) -> CallToolResult:
 
 
 def _event_text(verb: str, event: ledger.Event) -> str:
-    return render_text.events_text([event], f"{verb}:")
+    return render_text.events_text([event], f"{verb} this ledger event:")
 
 
 def _versioned_text(items: list[Versioned], problems: list[str]) -> str:
