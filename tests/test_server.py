@@ -235,6 +235,9 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
             {"op": "promote", "args": {"name": "use-zod", "to": "confirmed", "reason": "x"}},
         )
         unknown = await client.call_tool("memory", {"op": "forget", "args": {}})
+        checked = await client.call_tool(
+            "ledger", {"op": "check", "args": {"action": "deploy", "target": "api"}}
+        )
     async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
         plain = (await client.list_tools()).tools
     assert "memory" in {t.name for t in grouped}
@@ -244,6 +247,8 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
     assert mine.is_error and text(mine).count("Error executing tool") == 1
     assert "nobody confirms their own memory" in text(mine)
     assert unknown.is_error and "ops are: store" in text(unknown)
+    assert data(checked)["check"]["state"] == "NOT_EXECUTED"
+    assert {t.name for t in grouped} == {"memory", "ledger"}
 
 
 async def test_the_docs_name_every_tool_resource_and_prompt(store: Store) -> None:
