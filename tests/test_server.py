@@ -393,3 +393,10 @@ async def test_the_watcher_reindexes_a_hand_edit_while_the_server_runs(store: St
                     break
                 await anyio.sleep(0.05)
     assert "DRAFT by human" in text(found)
+
+
+async def test_recall_skips_a_malformed_file_and_finds_the_rest(store: Store) -> None:
+    store.add("good-one", type="fact", description="the quokka migration runbook")
+    (store.root / "fact" / "broken.md").write_text("---\nname: [quokka\n---\n", encoding="utf-8")
+    result = await call(store, "memory_recall", query="quokka")
+    assert [h["name"] for h in data(result)["results"]] == ["good-one"]

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from memstore.cli import main
 from memstore.store import Store
 from tests.conftest import git
 
@@ -149,3 +151,22 @@ async def test_garbage_on_the_wire_neither_crashes_nor_hangs_the_server(tmp_path
     listed = answers[4]["result"]
     assert isinstance(listed, dict) and listed["tools"]
     assert process.returncode == 0
+
+
+async def test_the_printed_client_config_starts_a_working_server(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    printed = CliRunner().invoke(main, ["--store", str(root), "--agent", "cfg", "config", "cursor"])
+    entry = json.loads(printed.stdout)["mcpServers"]["memstore"]
+    env = {
+        **entry["env"],
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    async with Client(params, read_timeout_seconds=30) as client:
+        saved = await client.call_tool(
+            "memory_store", {"name": "via-config", "type": "fact", "description": "it works"}
+        )
+    assert saved.structured_content is not None
+    assert saved.structured_content["memory"]["owner"] == "cfg"
