@@ -692,6 +692,7 @@ class Store:
         evidence: str | None = None,
         body: str = "",
         tags: tuple[str, ...] | list[str] = (),
+        links: tuple[str, ...] | list[str] = (),
         type: str = "correction",
     ) -> Memory:
         """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
@@ -705,7 +706,13 @@ class Store:
             severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
         )
         return self.add(
-            name, type=type, description=description, body=body, tags=tags, extra=fields
+            name,
+            type=type,
+            description=description,
+            body=body,
+            tags=tags,
+            links=links,
+            extra=fields,
         )
 
     def _memories_in(self, types: tuple[str, ...]) -> list[Memory]:
