@@ -3,6 +3,7 @@ with memory_store."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ from mcp.types import CallToolResult, TextContent
 
 from memstore.server import build_server
 from memstore.store import Store
-from tests.conftest import as_agent
+from tests.conftest import as_agent, git
+from tests.test_stdio import serve
 
 pytestmark = pytest.mark.anyio
 
@@ -108,3 +110,21 @@ async def test_the_session_start_prompt_carries_the_briefing(store: Store) -> No
     block = prompt.messages[0].content
     assert isinstance(block, TextContent)
     assert "no-publish-on-bump" in block.text and "memory_recall" in block.text
+
+
+async def test_end_to_end_a_correction_from_one_server_blocks_another(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    async with serve(root, "human") as human, serve(root, "coder") as coder:
+        saved = await human.call_tool("memory_store", P0)
+        assert not saved.is_error, text(saved)
+        start = await coder.call_tool("session_start", {"task": "release 1.4.1"})
+        assert "**p0** correction `no-publish-on-bump` [draft]" in text(start)
+        verdict = await coder.call_tool("check", {"description": "npm publish"})
+        assert text(verdict).startswith("BLOCK: do NOT act")
+        done = await coder.call_tool("outcome", {"name": "no-publish-on-bump", "outcome": "heeded"})
+        assert not done.is_error, text(done)
+    log = git(root, "log", "--format=%an|%s", "-n2").splitlines()
+    assert log[0] == "coder|outcome: no-publish-on-bump heeded"
+    assert log[1].startswith("human|memory: add correction/no-publish-on-bump")
+    assert git(root, "status", "--porcelain") == ""
