@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from memstore import history
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.memory import Memory, check_body, check_description, check_tags, parse
+from memstore.stats import OUTCOMES_FILE, outcome_problems
 from memstore.status import Status
 from memstore.workflow import rule_problems
 
@@ -119,6 +120,7 @@ def lint_store(store: Store) -> list[Problem]:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(store.rel(path), message))
     problems.extend(_history_problems(store, memories))
+    problems.extend(Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root))
     return problems
 
 

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from memstore.errors import InvalidMemory
@@ -122,6 +123,26 @@ def from_line(line: str, number: int) -> OutcomeRecord:
         raise InvalidMemory(
             f"outcomes.jsonl line {number} lacks a field or has a bad value: {e}"
         ) from e
+
+
+def outcome_problems(root: Path) -> list[tuple[int, str]]:
+    """(line number, problem) for every line of `<root>/outcomes.jsonl` that is not a record."""
+    path = root / OUTCOMES_FILE
+    if not path.is_file():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return [(0, f"cannot read it: {e}")]
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            from_line(line, number)
+        except InvalidMemory as e:
+            found.append((number, str(e)))
+    return found
 
 
 def check_note(value: str | None) -> str | None:

@@ -167,3 +167,12 @@ def test_an_outcome_after_a_hand_edit_without_final_newline_starts_its_own_line(
     path.write_text(path.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
     store.record_outcome("no-publish-on-bump", "recurred")
     assert [r.outcome for r in store.outcomes()] == [Outcome.HEEDED, Outcome.RECURRED]
+
+
+def test_lint_reports_a_bad_outcome_line_with_its_number(store: Store) -> None:
+    rule_store(store)
+    store.record_outcome("no-publish-on-bump", "heeded")
+    with store.outcomes_path.open("a", encoding="utf-8") as f:
+        f.write('{"name": "x"}\n')
+    problems = [str(p) for p in store.lint()]
+    assert any(p.startswith("outcomes.jsonl:2: outcomes.jsonl line 2 lacks") for p in problems)
