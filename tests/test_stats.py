@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -176,3 +177,24 @@ def test_lint_reports_a_bad_outcome_line_with_its_number(store: Store) -> None:
         f.write('{"name": "x"}\n')
     problems = [str(p) for p in store.lint()]
     assert any(p.startswith("outcomes.jsonl:2: outcomes.jsonl line 2 lacks") for p in problems)
+
+
+def test_concurrent_outcomes_are_neither_torn_nor_lost(store: Store) -> None:
+    rule_store(store)
+
+    def record(agent: str) -> None:
+        mine = as_agent(store, agent)
+        for _ in range(3):
+            mine.record_outcome("no-publish-on-bump", "heeded", f"by {agent}")
+
+    threads = [threading.Thread(target=record, args=(f"agent-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    records = store.outcomes()
+    assert len(records) == 12
+    assert {r.actor for r in records} == {f"agent-{i}" for i in range(4)}
+    commits = git(store.root, "log", "--format=%an", "--", "outcomes.jsonl").split()
+    assert len(commits) == 12
+    assert git(store.root, "status", "--porcelain") == ""
