@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from memstore import __version__, briefing, ledger, stats, workflow
+from memstore import __version__, briefing, hooks, ledger, stats, workflow
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, MemstoreError
 from memstore.index import Hit, index_line
@@ -699,12 +699,12 @@ def check_(
             payload: object = json.loads(_stdin_text(only_if_piped=False) or "null")
         except ValueError as e:
             raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
-        description, target = workflow.hook_action(payload)
+        description, target = hooks.hook_action(payload)
     if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
     result = _store(ctx).check(description or "", action=action, target=target)
     if hook:
-        output = workflow.claude_code_output(result, ask_on_warn=ask_on_warn)
+        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
         if output is not None:
             click.echo(json.dumps(output, ensure_ascii=False))
         return

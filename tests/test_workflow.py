@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import workflow
+from memstore import hooks, workflow
 from memstore.cli import main
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
 from memstore.memory import parse
@@ -258,14 +258,14 @@ def payload(command: str) -> str:
 
 
 def test_hook_action_reads_bash_commands_and_file_paths() -> None:
-    assert workflow.hook_action(json.loads(payload("npm publish"))) == (
+    assert hooks.hook_action(json.loads(payload("npm publish"))) == (
         "npm publish Run it",
         None,
     )
     edit = {"tool_name": "Edit", "tool_input": {"file_path": "/r/db/migrations/1.sql"}}
-    assert workflow.hook_action(edit) == ("Edit /r/db/migrations/1.sql", "/r/db/migrations/1.sql")
+    assert hooks.hook_action(edit) == ("Edit /r/db/migrations/1.sql", "/r/db/migrations/1.sql")
     with pytest.raises(InvalidMemory, match="tool_name"):
-        workflow.hook_action(["not", "a", "payload"])
+        hooks.hook_action(["not", "a", "payload"])
 
 
 def settings() -> dict[str, object]:
