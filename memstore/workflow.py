@@ -203,8 +203,8 @@ def rule_problems(memory: Memory) -> list[str]:
 def rule_of(memory: Memory) -> Rule | None:
     """The rule a memory carries, or None if it is not an active correction or warning.
 
-    Fields that fail validation fall back to safe values (the type's default severity, no
-    patterns), so one bad hand edit never hides the rest; `lint` reports the bad field.
+    Fields that fail validation fall back to safe values (the type's default severity, only the
+    good patterns), so one bad hand edit never disables the rule; `lint` reports the bad field.
     """
     if memory.type not in RULE_TYPES or memory.status == Status.DEPRECATED:
         return None
@@ -212,10 +212,12 @@ def rule_of(memory: Memory) -> Rule | None:
         severity = check_severity(memory.extra.get("severity", DEFAULT_SEVERITY[memory.type]))
     except InvalidMemory:
         severity = DEFAULT_SEVERITY[memory.type]
+    raw: Any = memory.extra.get("applies_when")
     try:
-        patterns = check_applies_when(memory.extra.get("applies_when"))
-    except InvalidMemory:
-        patterns = ()
+        patterns = check_applies_when(raw)
+    except InvalidMemory:  # keep every pattern that is still good
+        items: list[Any] = list(raw) if isinstance(raw, list) else []  # pyright: ignore[reportUnknownArgumentType]
+        patterns = tuple(p for p in items if _valid_pattern(p))
     try:
         evidence = check_evidence(memory.extra.get("evidence"))
     except InvalidMemory:
@@ -230,6 +232,13 @@ def rule_of(memory: Memory) -> Rule | None:
         evidence=evidence,
         owner=memory.owner,
     )
+
+
+def _valid_pattern(item: object) -> bool:
+    try:
+        return bool(check_applies_when([item]))
+    except InvalidMemory:
+        return False
 
 
 # -- matching -------------------------------------------------------------------------------

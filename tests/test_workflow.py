@@ -374,3 +374,13 @@ def test_the_ledger_needs_both_action_and_target(store: Store) -> None:
     result = CliRunner().invoke(main, ["check", "deploy", "--target", "api"])
     assert result.exit_code == 1
     assert "both --action and --target" in result.output
+
+
+def test_a_bad_pattern_from_a_hand_edit_leaves_the_good_ones_acting(store: Store) -> None:
+    add_p0(store)
+    path = store.root / "correction" / "no-publish-on-bump.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("- version bump", "- 42"), encoding="utf-8"
+    )
+    assert any("applies_when" in str(p) for p in store.lint())
+    assert store.check("npm publish").verdict is Verdict.BLOCK
