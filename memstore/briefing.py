@@ -20,7 +20,8 @@ FIRST_SESSION_SINCE = "7 days ago"
 CHARS_PER_TOKEN = 4
 """Approximate tokens as characters / 4: close enough for English Markdown, and tokenizer-free."""
 
-MIN_BUDGET = 50
+MIN_BUDGET = 100
+"""Room for the header, the rules heading and a short note of what was cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ def tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _render(header: str, sections: list[Section], kept: dict[str, int], cut: list[str]) -> str:
+def _render(header: str, sections: list[Section], kept: dict[str, int], note: str) -> str:
     parts = [header]
     for s in sections:
         n = kept[s.title]
@@ -57,8 +58,8 @@ def _render(header: str, sections: list[Section], kept: dict[str, int], cut: lis
             continue
         body = list(s.lines[:n]) if n else [s.empty or ""]
         parts.append(f"## {s.title}\n" + "\n".join(body))
-    if cut:
-        parts.append(f"_Cut to fit the budget: {'; '.join(cut)}._")
+    if note:
+        parts.append(f"_Cut to fit the budget: {note}._")
     return "\n\n".join(parts) + "\n"
 
 
@@ -73,23 +74,30 @@ def _cut_notes(sections: list[Section], kept: dict[str, int]) -> list[str]:
     return notes
 
 
+def _short_note(sections: list[Section], kept: dict[str, int]) -> str:
+    dropped = [len(s.lines) - kept[s.title] for s in sections]
+    items, parts = sum(dropped), sum(1 for d in dropped if d)
+    return f"{items} item(s) from {parts} section(s)" if items else ""
+
+
 def fit(header: str, sections: list[Section], budget: int) -> Briefing:
     """Render `sections` in their given order within `budget` tokens.
 
     Drops bullets from the end of the least important section first (highest `priority`
-    number), then the next, until the text, including a line naming what was cut, fits.
-    The header is always kept.
+    number), then the next, until the text, including a line naming what was cut, fits; when
+    even that line is too long, it shrinks to a count. The header is always kept.
     """
     budget = max(budget, MIN_BUDGET)
     kept = {s.title: len(s.lines) for s in sections}
-    text = _render(header, sections, kept, [])
+    text = _render(header, sections, kept, "")
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
     while tokens(text) > budget:
         victim = next((s for s in order if kept[s.title] > 0), None)
         if victim is None:
+            text = _render(header, sections, kept, _short_note(sections, kept))
             break
         kept[victim.title] -= 1
-        text = _render(header, sections, kept, _cut_notes(sections, kept))
+        text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)))
     notes = _cut_notes(sections, kept)
     return Briefing(text=text, tokens=tokens(text), budget=budget, cut=tuple(notes))
 

@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 CACHE_DIR = ".memstore"
 RESCAN_SECONDS = 2.0
 """Without a watcher, how old a search's view of in-place edits may be."""
+TASK_SHOWN = 120
+"""The briefing repeats at most this much of the task it was asked for."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = (
     "*.md text eol=lf\n"
@@ -933,6 +935,7 @@ class Store:
         ]
         who = identity or "no identity set"
         task = " ".join((for_text or "").split())
+        task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
         header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
         result = briefing.fit(header, sections, budget_tokens)
         if mark and start is not None:
