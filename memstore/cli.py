@@ -13,7 +13,7 @@ import click
 
 from memstore import __version__
 from memstore.config import Config, resolve
-from memstore.errors import MemstoreError
+from memstore.errors import Conflict, MemstoreError
 from memstore.memory import Memory
 from memstore.store import Store
 
@@ -25,6 +25,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemstoreError as e:
+            if isinstance(e, Conflict) and e.detail:
+                click.echo(e.detail.rstrip("\n"), err=True)
             raise click.ClickException(str(e)) from e
 
 
@@ -131,6 +133,11 @@ def init(ctx: click.Context, directory: str | None) -> None:
 @click.option("--tags", metavar="A,B", help="Comma-separated tags.")
 @click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
 @click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -140,6 +147,7 @@ def add(
     tags: str | None,
     links: str | None,
     body: str | None,
+    allow_secret: bool,
 ) -> None:
     """Save a new memory NAME as a draft owned by you, and commit it.
 
@@ -163,6 +171,7 @@ def add(
         body=body,
         tags=_split(tags) or (),
         links=_split(links) or (),
+        allow_secret=allow_secret,
     )
     click.echo(f"added {_summary(memory)}")
 
@@ -241,6 +250,11 @@ def list_(
     metavar="VERSION",
     help="Refuse the edit if the memory is no longer at this version (from `show`).",
 )
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -250,15 +264,22 @@ def edit(
     tags: str | None,
     links: str | None,
     expect_version: str | None,
+    allow_secret: bool,
 ) -> None:
     """Change a memory's description, body, tags or links, and commit it.
 
     Changing the description or body of a confirmed memory sends it back to draft, so someone
     other than its owner must confirm it again; tag and link edits keep its status.
 
+    With --expect-version (the version `show` printed), the edit is refused with a diff if the
+    memory changed since you read it. Without it, the fields you give replace the current ones
+    (the others keep whatever is on disk): fine for a person at a terminal, while agents and
+    scripts should pass the version.
+
     \b
     Example:
       memstore edit use-zod --tags api,validation,typescript
+      memstore edit use-zod --expect-version 3f2a9c1b7d4e --body - < new-body.md
     """
     if body == "-":
         body = _stdin_text(only_if_piped=False)
@@ -271,6 +292,7 @@ def edit(
         tags=_split(tags),
         links=_split(links),
         expected_version=expect_version,
+        allow_secret=allow_secret,
     )
     click.echo(f"edited {_summary(memory)}")
 
@@ -278,15 +300,32 @@ def edit(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def confirm(ctx: click.Context, name: str, reason: str) -> None:
+def confirm(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
     """Confirm draft NAME. You cannot confirm a memory you own.
+
+    Pass --expect-version with the version you reviewed, so a change made since is not
+    confirmed unseen.
 
     \b
     Example:
       memstore --agent bob confirm use-zod --reason "verified in src/types.ts"
     """
-    memory = _store(ctx).confirm(name, reason)
+    memory = _store(ctx).confirm(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
     click.echo(f"confirmed {_summary(memory)}")
 
 
@@ -294,30 +333,67 @@ def confirm(ctx: click.Context, name: str, reason: str) -> None:
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
 @click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def deprecate(ctx: click.Context, name: str, reason: str, superseded_by: str | None) -> None:
+def deprecate(
+    ctx: click.Context,
+    name: str,
+    reason: str,
+    superseded_by: str | None,
+    expect_version: str | None,
+    allow_secret: bool,
+) -> None:
     """Deprecate NAME, keeping the file and the reason; optionally name its successor.
 
     \b
     Example:
       memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
     """
-    memory = _store(ctx).deprecate(name, reason, superseded_by)
+    memory = _store(ctx).deprecate(
+        name,
+        reason,
+        superseded_by,
+        expected_version=expect_version,
+        allow_secret=allow_secret,
+    )
     click.echo(f"deprecated {_summary(memory)}")
 
 
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def restore(ctx: click.Context, name: str, reason: str) -> None:
+def restore(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
     """Bring deprecated NAME back as a draft (someone else must confirm it again).
 
     \b
     Example:
       memstore restore use-joi --reason "zod migration reverted"
     """
-    memory = _store(ctx).restore(name, reason)
+    memory = _store(ctx).restore(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
     click.echo(f"restored {_summary(memory)}")
 
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 from memstore import history
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.memory import Memory, check_body, check_description, check_tags, parse
+from memstore.memory import (
+    FILE_MAX,
+    Memory,
+    check_body,
+    check_description,
+    check_tags,
+    parse,
+)
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -31,6 +38,8 @@ class Problem:
 
 def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory | None, list[str]]:
     """Parse one memory file and list what is wrong with it on its own."""
+    if path.stat().st_size > FILE_MAX:
+        return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
     data = path.read_bytes()
     if not data.strip():
         return None, ["empty file: a memory needs YAML front matter and a body"]
@@ -98,7 +107,14 @@ def lint_store(store: Store) -> list[Problem]:
             if path.is_symlink():
                 problems.append(Problem(rel, "a symlink: memstore does not follow it"))
                 continue
-            memory, found = check_file(path, folder.name, store.types)
+            if not path.is_file():
+                problems.append(Problem(rel, "not a regular file: memstore does not read it"))
+                continue
+            try:
+                memory, found = check_file(path, folder.name, store.types)
+            except OSError as e:
+                problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
+                continue
             problems.extend(Problem(rel, message) for message in found)
             if memory is not None:
                 by_name[memory.name].append(rel)
