@@ -145,7 +145,7 @@ def commit(
             if lock is not None:
                 _clear_git_lock(repo, lock, deadline)
                 continue
-            if "nothing to commit" in detail and not _dirty(repo, rels):
+            if re.search(r"nothing (added )?to commit", detail) and not _dirty(repo, rels):
                 # Someone (a human's `git commit -a`) already committed this content.
                 logger.warning("%s already committed by someone else; no new commit", rels)
                 return repo.head.commit.hexsha
@@ -262,6 +262,32 @@ def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float) -> None:
         )
     logger.warning("git busy: %s exists while %s runs; retrying", lock.name, holders[0][1])
     time.sleep(LOCK_POLL)
+
+
+def remove_stale_locks(repo: git.Repo) -> list[Path]:
+    """Remove the lock files a killed `git commit` leaves, when no git process works here.
+
+    `index.lock`, `HEAD.lock` and branch `.lock` files block every later commit;
+    `next-index-PID.lock` (from `git commit --only`) blocks nothing but would pile up. Needs
+    /proc to tell; returns the files removed.
+    """
+    if not Path("/proc").is_dir() or git_processes(repo):
+        return []
+    git_dir = Path(repo.git_dir)
+    candidates = [
+        git_dir / "index.lock",
+        Path(repo.common_dir) / "HEAD.lock",
+        git_dir / "HEAD.lock",
+    ]
+    candidates += Path(repo.common_dir, "refs", "heads").rglob("*.lock")
+    candidates += git_dir.glob("next-index-*.lock")
+    removed: list[Path] = []
+    for lock in dict.fromkeys(candidates):
+        if lock.is_file():
+            lock.unlink(missing_ok=True)
+            logger.warning("removed %s, left by a git process that no longer runs", lock)
+            removed.append(lock)
+    return removed
 
 
 def git_processes(repo: git.Repo) -> list[tuple[int, str]]:

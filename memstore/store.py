@@ -371,6 +371,7 @@ class Store:
         the old files back, so a refused write changes nothing.
         """
         texts = [(path, render(memory)) for path, memory in changes]
+        self._refuse_uncommitted([path for path, _ in changes])
         entries: list[dict[str, str | None]] = []
         for path, text in texts:
             old = path.read_bytes().decode("utf-8") if path.is_file() else None
@@ -701,6 +702,7 @@ class Store:
             path = self.root / str(entry["path"])
             for stray in path.parent.glob(f".{path.name}.*.tmp"):
                 stray.unlink(missing_ok=True)
+        history.remove_stale_locks(self.repo)
         states = [self._state(entry) for entry in entries]
         if states and all(s == "new" for s in states):
             paths = [self.root / str(e["path"]) for e in entries]
@@ -739,3 +741,17 @@ class Store:
             else:
                 atomic_write(path, old)
             history.unstage(self.repo, [path])
+
+    def _refuse_uncommitted(self, paths: list[Path]) -> None:
+        """Raise Conflict if a file to be written has changes nobody committed yet.
+
+        Such a change is someone's work in progress (a hand edit, a file not yet added):
+        writing over it would lose it, or sweep it into this identity's commit.
+        """
+        existing = [p for p in paths if p.exists()]
+        if existing and history.dirty(self.repo, existing):
+            where = ", ".join(self.rel(p) for p in existing)
+            raise Conflict(
+                f"{where} has changes that are not committed (a hand edit in progress?); "
+                f"commit them (git commit -- {where}) or discard them, then retry"
+            )
