@@ -18,8 +18,11 @@ venv: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/memstore --store memory serve
 
-## Run the whole test suite (and lint the project's own store).
+## Run the whole test suite: static checks, the project's own store, then pytest.
 test: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/pyright
 	$(BIN)/memstore --store memory lint
 	$(BIN)/pytest -q
 

@@ -338,7 +338,7 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     except yaml.YAMLError as e:
         # The context mark is where the broken construct starts, the line a person must fix.
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        # The front matter text starts on the opening "---" line, so 0-based line + 1 is the file line.
+        # The front matter starts on the opening "---" line: 0-based line + 1 is the file line.
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise InvalidMemory(f"front matter is not valid YAML{where}: {problem}") from e

@@ -69,6 +69,17 @@ class Versioned:
     path: str
 
 
+def subject(prefix: str, detail: str, limit: int = 72) -> str:
+    """A commit message whose first line stays scannable: `prefix — detail`, cut at `limit`.
+
+    A cut detail is repeated whole in the message body.
+    """
+    line = f"{prefix} — {detail}"
+    if len(line) <= limit:
+        return line
+    return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
+
+
 def version_of(data: bytes) -> str:
     """The version of a file's content: the first 12 hex digits of its SHA-256."""
     return hashlib.sha256(data).hexdigest()[:12]
@@ -447,7 +458,9 @@ class Store:
                     "choose another name or edit that one"
                 )
             path = self._target(type, name)
-            self._commit([(path, memory)], f"memory: add {type}/{name} — {description}", actor)
+            self._commit(
+                [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
+            )
         return memory
 
     def edit(
@@ -524,7 +537,7 @@ class Store:
             )
             changes = [(self.root / current.path, new)]
             verb = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate"}.get(to, "restore")
-            message = f"memory: {verb} {old.type}/{name} — {reason.strip()}"
+            detail = reason.strip()
             if superseded_by is not None:
                 successor = self.read(superseded_by)
                 if old.name not in successor.memory.supersedes:
@@ -532,8 +545,8 @@ class Store:
                         successor.memory, supersedes=(*successor.memory.supersedes, old.name)
                     )
                     changes.append((self.root / successor.path, after))
-                message += f" (superseded by {superseded_by})"
-            self._commit(changes, message, actor)
+                detail += f" (superseded by {superseded_by})"
+            self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
         return new
 
     def confirm(

@@ -307,3 +307,13 @@ def test_failed_atomic_write_leaves_no_temp_file_and_the_old_content(tmp_path: P
         atomic_write(target, "bad \udc80 surrogate")
     assert target.read_text(encoding="utf-8") == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.md"]
+
+
+def test_commit_subject_stays_short_and_the_body_keeps_the_whole_description(
+    store: Store,
+) -> None:
+    long = "A description that runs on well past what a reviewer scans in git log --oneline, " * 2
+    add(store, description=long.strip())
+    subject, _, body = git(store.root, "log", "-1", "--format=%B").partition("\n")
+    assert len(subject) <= 72 and subject.endswith("…")
+    assert long.strip() in body

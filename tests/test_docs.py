@@ -1,0 +1,32 @@
+"""The docs name every CLI command (and, when the server exists, every MCP tool)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memstore.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def commands(group: click.Group, prefix: str = "") -> list[str]:
+    found: list[str] = []
+    for name, command in group.commands.items():
+        found.append(f"{prefix}{name}")
+        if isinstance(command, click.Group):
+            found.extend(commands(command, f"{prefix}{name} "))
+    return found
+
+
+def test_cli_doc_names_every_command() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = [c for c in commands(main) if f"`{c}" not in text]
+    assert missing == []
+
+
+def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make serve" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
