@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import history
+from memstore import history, secrets
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.memory import (
     FILE_MAX,
@@ -116,6 +116,8 @@ def lint_store(store: Store) -> list[Problem]:
                 problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
                 continue
             problems.extend(Problem(rel, message) for message in found)
+            if memory is not None and not store.secrets_allowed:
+                problems.extend(Problem(rel, message) for message in _secrets(store, memory))
             if memory is not None:
                 by_name[memory.name].append(rel)
                 memories[memory.name] = (path, memory)
@@ -173,6 +175,15 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
                 )
             )
     return problems
+
+
+def _secrets(store: Store, memory: Memory) -> list[str]:
+    """A hand-written credential, as the write path would have refused it."""
+    fields = {"description": memory.description, "body": memory.body, "tags": memory.tags}
+    return [
+        f"{f.field} looks like it holds a credential ({f.pattern}: '{f.excerpt}'); remove it"
+        for f in secrets.scan(fields, store.secret_patterns)
+    ]
 
 
 def _pending(rel: str, memory: Memory, identity: str | None) -> list[Problem]:

@@ -196,11 +196,32 @@ def _plain(value: object, depth: int = 0) -> bool:
     if value is None or isinstance(value, bool | int | float):
         return True
     if isinstance(value, str):
-        return len(value) <= DESCRIPTION_MAX * 10 and "\0" not in value
+        return len(value) <= DESCRIPTION_MAX * 10 and not _control(value, allowed="\t\n")
     if isinstance(value, list) and depth == 0:
         items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
         return len(items) <= TAGS_MAX and all(_plain(v, 1) for v in items)
     return False
+
+
+def _control(text: str, allowed: str = "") -> bool:
+    """Whether `text` holds a control character, or a Unicode line or paragraph separator."""
+    return any(
+        (ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029") and c not in allowed
+        for c in text
+    )
+
+
+def check_line(value: str, what: str) -> str:
+    """Return `value` if it is one line of printable text (a reason, a note).
+
+    Raises:
+        InvalidMemory: naming `what`.
+    """
+    if _control(value.strip()):
+        raise InvalidMemory(
+            f"{what} must be one line of printable text, without line breaks or control characters"
+        )
+    return value
 
 
 def check_identity(identity: object) -> str:
@@ -212,7 +233,7 @@ def check_identity(identity: object) -> str:
     if not isinstance(identity, str) or not identity.strip():
         raise InvalidMemory("identity must be a non-empty name")
     value = identity.strip()
-    if len(value) > IDENTITY_MAX or any(c in value for c in "<>\n\r\t\0"):
+    if len(value) > IDENTITY_MAX or any(c in value for c in "<>") or _control(value):
         raise InvalidMemory(
             f"invalid identity {identity!r}: use one line of at most {IDENTITY_MAX} characters "
             "without '<' or '>'"
@@ -228,8 +249,11 @@ def check_description(description: object) -> str:
     """
     if not isinstance(description, str) or not description.strip():
         raise InvalidMemory("description must be a non-empty line of text")
-    if "\n" in description or "\r" in description:
-        raise InvalidMemory("description must be one line; put details in the body")
+    if "\n" in description or "\r" in description or _control(description):
+        raise InvalidMemory(
+            "description must be one line of printable text (no line breaks or control "
+            "characters); put details in the body"
+        )
     if len(description) > DESCRIPTION_MAX:
         raise InvalidMemory(
             f"description is {len(description)} characters; the limit is {DESCRIPTION_MAX} "
@@ -280,6 +304,11 @@ def check_body(body: object) -> str:
         )
     if "\0" in body:
         raise InvalidMemory("body must not contain NUL characters")
+    if _control(body, allowed="\t\n\r"):
+        raise InvalidMemory(
+            "body must not contain control characters other than tab and newline (e.g. the "
+            "ANSI escapes of pasted terminal output: they would rewrite the reader's screen)"
+        )
     return body.replace("\r\n", "\n").strip("\n")
 
 

@@ -12,6 +12,10 @@ from memstore.errors import InvalidMemory, SecretFound
 # `{{ secret }}`, `%(pw)s`, `***`, `xxxx`, `...`, `redacted`, `changeme` would still be refused.
 _PLACEHOLDER = r"(?![$<{%*]|x{3,}\b|\.{3}|\[?redacted\]?\b)"
 
+# A value that looks generated rather than written: a digit or symbol in 6+ characters, or
+# 16+ characters in one piece. "token: rotated daily" is prose; "token: a8Fk2-x9" is not.
+_VALUE = r"(?:(?=[^\s\"'`,;]*[0-9!@#%^&*+/=_.~-])[^\s\"'`,;]{6,}|[^\s\"'`,;]{16,})"
+
 PATTERNS: dict[str, str] = {
     "private key block": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
     "AWS access key id": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
@@ -29,7 +33,7 @@ PATTERNS: dict[str, str] = {
     "password or secret assignment": (
         r"(?i)\b(?:password|passwd|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key"
         r"|secret[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|token)"
-        r"[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER + r"[^\s\"'`,;]{4,}"
+        r"[\"']?\s*[:=]\s*[\"']?" + _PLACEHOLDER + _VALUE
     ),
 }
 """Name → regular expression of each kind of credential refused by default."""

@@ -39,6 +39,7 @@ from memstore.memory import (
     check_description,
     check_extra,
     check_identity,
+    check_line,
     check_links,
     check_name,
     check_tags,
@@ -525,6 +526,7 @@ class Store:
         expected_version: str | None = None,
         allow_secret: bool = False,
     ) -> Memory:
+        check_line(reason, "reason")
         self._refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
         with self.locked():
