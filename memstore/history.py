@@ -136,6 +136,7 @@ def commit(
     """
     rels = [_rel(repo, p) for p in paths]
     deadline = time.monotonic() + lock_wait
+    waited = False
     while True:
         try:
             return _commit_once(repo, paths, rels, message, author)
@@ -143,12 +144,12 @@ def commit(
             detail = (e.stderr or e.stdout or str(e)).strip()
             lock = _lock_in_the_way(repo, detail)
             if lock is not None:
-                _clear_git_lock(repo, lock, deadline)
+                waited = _clear_git_lock(repo, lock, deadline, waited)
                 continue
             if re.search(r"nothing (added )?to commit", detail) and not _dirty(repo, rels):
                 # Someone (a human's `git commit -a`) already committed this content.
                 logger.warning("%s already committed by someone else; no new commit", rels)
-                return repo.head.commit.hexsha
+                return repo.git.rev_parse("HEAD")
             raise GitError(f"git commit failed: {detail}") from e
 
 
@@ -175,7 +176,7 @@ def _commit_once(
         ],
         env={**os.environ, **env},
     )
-    return repo.head.commit.hexsha
+    return repo.git.rev_parse("HEAD")
 
 
 def _dirty(repo: git.Repo, rels: list[str]) -> bool:
@@ -237,22 +238,23 @@ def _lock_in_the_way(repo: git.Repo, detail: str) -> Path | None:
     return lock
 
 
-def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float) -> None:
-    """Wait for a live git process to release `lock`, or remove it when no git process runs.
+def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float, waited: bool) -> bool:
+    """Wait a moment for a live git process to release `lock`, or remove it when no git
+    process runs. Returns whether it has said it is waiting.
 
     Raises:
         GitError: when a git process still works in the repository at `deadline`.
     """
     if not lock.exists():
-        return
+        return waited
     holders = git_processes(repo)
     if not holders:
         try:
             lock.unlink()
         except FileNotFoundError:
-            return
+            return waited
         logger.warning("removed %s, left by a git process that no longer runs", lock)
-        return
+        return waited
     if time.monotonic() >= deadline:
         who = ", ".join(f"pid {pid} ({cmd})" for pid, cmd in holders[:3])
         raise GitError(
@@ -260,8 +262,10 @@ def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float) -> None:
             f"({who}): wait for it to finish and retry; if it is stuck, stop it "
             f"(kill {holders[0][0]}) and delete {lock}"
         )
-    logger.warning("git busy: %s exists while %s runs; retrying", lock.name, holders[0][1])
+    if not waited:
+        logger.warning("git busy: %s exists while %s runs; retrying", lock.name, holders[0][1])
     time.sleep(LOCK_POLL)
+    return True
 
 
 def remove_stale_locks(repo: git.Repo) -> list[Path]:

@@ -145,6 +145,9 @@ def _load_secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]
     return policy == "allow", secrets.compile_patterns(patterns)
 
 
+_JOURNAL_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
+
+
 def _texts(value: object) -> list[str]:
     """The text in an extra field's value (a string, or the strings in a list)."""
     if isinstance(value, str):
@@ -395,7 +398,7 @@ class Store:
         try:
             for path, text in texts:
                 atomic_write(path, text)
-            history.commit(self.repo, [p for p, _ in texts], message, actor)
+            history.commit(self.repo, [p for p, _ in texts], message, actor, self.lock_timeout)
         except (MemstoreError, OSError):
             self._undo(entries)
             journal.unlink(missing_ok=True)
@@ -709,7 +712,10 @@ class Store:
             record: dict[str, Any] = json.loads(journal.read_text(encoding="utf-8"))
             entries: list[dict[str, str | None]] = record["files"]
             message, actor = str(record["message"]), str(record["actor"])
-        except (ValueError, KeyError, TypeError, OSError) as e:
+            check_identity(actor)
+            if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
+                raise ValueError("a path that is not <type>/<name>.md")
+        except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
             log.warning("ignoring unreadable journal %s: %s", journal, e)
             journal.unlink(missing_ok=True)
             return
@@ -723,7 +729,7 @@ class Store:
             paths = [self.root / str(e["path"]) for e in entries]
             if history.dirty(self.repo, paths):
                 log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(self.repo, paths, message, actor)
+                history.commit(self.repo, paths, message, actor, self.lock_timeout)
         elif "new" in states:
             log.warning("undoing a change its writer did not finish: %s", message)
             self._undo(entries)
