@@ -1,0 +1,28 @@
+"""Eight agent processes and a human with git, all on one store at once: every write that
+reported success is there afterwards, once (see bench/stress.py for the bigger run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import stress
+
+PROCS, OPS, HUMAN_OPS = 8, 25, 5
+
+
+def test_eight_agents_and_a_human_at_once_lose_nothing_and_commit_each_change_once(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    stress.new_store(root)
+    records = stress.run(root, PROCS, OPS, HUMAN_OPS, seed=11)
+    counts = stress.verify(root, records)
+    assert counts.problems == []
+    assert counts.attempted == PROCS * OPS + HUMAN_OPS
+    assert counts.lost == 0
+    assert counts.commits_present == counts.commits_expected  # one commit per change
+    assert counts.files_present == counts.files_expected
+    assert counts.tokens_present == counts.tokens_expected > 0  # no edit overwrote another
+    assert set(counts.by_kind) == {"add", "edit", "confirm", "deprecate"}
+    # Refusals are conflicts or moves someone else made first, never errors, and rare.
+    assert counts.refused <= counts.attempted // 5
