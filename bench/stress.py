@@ -205,6 +205,7 @@ class Counts:
     tokens_expected: int = 0
     tokens_present: int = 0
     by_kind: dict[str, int] = field(default_factory=dict[str, int])
+    refused_why: dict[str, int] = field(default_factory=dict[str, int])
     problems: list[str] = field(default_factory=list[str])
 
 
@@ -220,6 +221,7 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
     counts.succeeded = len(ok)
     counts.refused = len(records) - len(ok)
     counts.by_kind = dict(Counter(r["op"] for r in ok))
+    counts.refused_why = dict(Counter(f"{r['op']}: {r['why']}" for r in records if not r["ok"]))
     problems = counts.problems
 
     log = _git(root, "log", "--format=%an%x1f%s").stdout.splitlines()
@@ -393,17 +395,22 @@ def _main() -> None:
             finish(root)
         elapsed = time.perf_counter() - started
         counts = verify(root, records)
-        if kills:
-            # Ops in flight when killed may have landed (finished by the next writer): at
-            # least every reported op is there, and nothing else is half there.
-            counts.commits_expected = max(counts.commits_expected, counts.commits_present)
-            counts.files_expected = max(counts.files_expected, counts.files_present)
         counts.problems += after_kills
-    report = {"command": " ".join(sys.argv), "seconds": round(elapsed, 1), "kills": kills}
+    report: dict[str, Any] = {"command": " ".join(sys.argv), "seconds": round(elapsed, 1)}
+    report["kills"] = kills
     report |= dict(recoveries)
     report |= asdict(counts)
+    if kills:
+        # An op in flight when its writer was killed never reported success, yet may have
+        # landed whole (finished by git alone or by the next writer); it never lands in part.
+        report["in_flight_commits_landed"] = counts.commits_present - counts.commits_expected
+        report["in_flight_files_landed"] = counts.files_present - counts.files_expected
     print(json.dumps(report, indent=2))
-    sys.exit(1 if counts.problems or counts.lost else 0)
+    short = (
+        counts.commits_present < counts.commits_expected
+        or counts.files_present < counts.files_expected
+    )
+    sys.exit(1 if counts.problems or counts.lost or short else 0)
 
 
 if __name__ == "__main__":
