@@ -226,10 +226,20 @@ LOCK_POLL = 0.05
 
 
 def _lock_in_the_way(repo: git.Repo, detail: str) -> Path | None:
-    """The git lock file named in a "File exists" error, if it is inside the git directory."""
+    """The git lock file a failed command ran into, if it is inside the git directory.
+
+    git names it in its "File exists" message; when that message is translated (another
+    locale), the lock files a commit takes are looked for instead.
+    """
     match = _LOCK_RE.search(detail)
     if match is None:
-        return None
+        git_dir, common = Path(repo.git_dir), Path(repo.common_dir)
+        candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "HEAD.lock"]
+        try:
+            candidates.append(common / f"{repo.active_branch.path}.lock")
+        except (TypeError, ValueError):
+            pass  # a detached HEAD has no branch lock
+        return next((c for c in candidates if c.exists()), None)
     lock = Path(match.group(1))
     git_dirs = {Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()}
     parent = lock.parent.resolve()

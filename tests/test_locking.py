@@ -242,3 +242,10 @@ def test_reads_do_not_take_gits_index_lock(store: Store) -> None:
         assert store.lint() == []
         assert lock.exists()
     lock.unlink()
+
+
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_git_lock_is_found_even_when_gits_message_is_translated(store: Store, lock: str) -> None:
+    (store.root / ".git" / lock).write_text("", encoding="utf-8")
+    found = history._lock_in_the_way(store.repo, "fatal: Kann '…' nicht erstellen: Datei existiert")  # pyright: ignore[reportPrivateUsage]
+    assert found is not None and found.name == Path(lock).name
