@@ -245,7 +245,13 @@ def test_reads_do_not_take_gits_index_lock(store: Store) -> None:
 
 
 @pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
-def test_a_git_lock_is_found_even_when_gits_message_is_translated(store: Store, lock: str) -> None:
-    (store.root / ".git" / lock).write_text("", encoding="utf-8")
-    found = history._lock_in_the_way(store.repo, "fatal: Kann '…' nicht erstellen: Datei existiert")  # pyright: ignore[reportPrivateUsage]
-    assert found is not None and found.name == Path(lock).name
+def test_a_stale_git_lock_is_found_when_git_speaks_another_language(
+    store: Store, lock: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGUAGE", "de")  # "Konnte '…/index.lock' nicht erstellen: …"
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    stale = store.root / ".git" / lock
+    stale.write_text("", encoding="utf-8")
+    store.add("x", type="fact", description="d")
+    assert not stale.exists()
+    assert git(store.root, "status", "--porcelain") == ""
