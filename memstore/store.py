@@ -371,7 +371,7 @@ class Store:
                 ) from e
         try:
             (self.cache / HOLDER).write_text(
-                f"pid {os.getpid()} ({self.identity or 'no identity'})\n", encoding="utf-8"
+                f"pid {os.getpid()} ({self._agent or 'git user.name'})\n", encoding="utf-8"
             )
             self._recover()
             yield
