@@ -208,6 +208,6 @@ def _committed_as(store: Store, path: Path, memory: Memory) -> bool:
         return False
     try:
         old = parse(committed)
-    except InvalidMemory:
+    except (InvalidMemory, InvalidName):
         return False
     return old.status == memory.status and old.confirmed_by == memory.confirmed_by

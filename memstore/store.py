@@ -23,6 +23,7 @@ from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
     InvalidMemory,
+    InvalidName,
     MemoryExists,
     MemoryNotFound,
     MemstoreError,
@@ -281,7 +282,9 @@ class Store:
             raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
         try:
             return parse(text), data
-        except InvalidMemory as e:
+        except (InvalidMemory, InvalidName) as e:
+            # A bad name inside a file is a broken file, not a bad argument: one such file
+            # must not stop `list` from serving the others.
             raise InvalidMemory(f"{self.rel(path)}: {e}") from e
 
     def read(self, name: str) -> Versioned:

@@ -392,6 +392,17 @@ BROKEN: dict[str, tuple[str, bytes, str]] = {
         .encode(),
         "own owner",
     ),
+    "traversal name inside": (
+        "fact/evil.md",
+        _valid("evil").replace("name: evil", "name: ../evil").encode(),
+        "invalid name '../evil'",
+    ),
+    "traversal link inside": (
+        "fact/linky.md",
+        _valid("linky").replace("tags: []", "tags: []\nlinks: ['../../etc/passwd']").encode(),
+        "invalid links entry",
+    ),
+    "device name inside": ("fact/nul.md", _valid("nul").encode(), "Windows reserves"),
     "leftover temp": ("fact/.good.md.abc123.tmp", b"half a fi", "temp file"),
 }
 
@@ -426,6 +437,7 @@ def test_every_other_command_keeps_serving_the_valid_memories(littered: Store) -
     names = {m.name for m in littered.list()}
     assert {"windows", "someone-else"} <= names  # a CRLF file and a misnamed one still parse
     assert "listy" not in names and "bomb" not in names and "huge" not in names
+    assert "evil" not in names and "../evil" not in names and "linky" not in names
     littered.add("new-one", type="fact", description="still writable")
     as_agent(littered, "bob").confirm("new-one", "checked")
     assert littered.read("new-one").memory.status == "confirmed"
