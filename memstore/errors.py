@@ -65,3 +65,19 @@ class SecretFound(InvalidMemory):
         super().__init__(message)
         self.findings = findings
         """(field, pattern name) of each credential-like string found."""
+
+
+class InvalidLedgerEntry(MemstoreError):
+    """A ledger action, target, evidence, note or TTL that the ledger does not accept."""
+
+
+class LedgerCorrupt(MemstoreError):
+    """The ledger file has a line that cannot be read or trusted, or lost committed lines."""
+
+
+class ClaimHeld(MemstoreError):
+    """Another identity holds a valid claim on the action."""
+
+
+class AlreadyExecuted(MemstoreError):
+    """The ledger already records the action as done."""

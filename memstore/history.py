@@ -401,3 +401,72 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
             claimed = claims[0].strip().strip("'\"") if claims else None
             found[target] = Confirmation(target, sha, author, claimed)
     return found
+
+
+def head(repo: git.Repo) -> str | None:
+    """The sha of the commit HEAD points at, or None before the first commit."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}").strip() or None
+    except git.GitCommandError:
+        return None
+
+
+def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
+    """Whether commit `older` is reachable from commit `newer` (both full shas)."""
+    for sha in (older, newer):
+        if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise GitError(f"not a full commit id: {sha!r}")
+    try:
+        repo.git.merge_base("--is-ancestor", older, newer)
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None) -> list[str]:
+    """Every line a commit reachable from `until` (and not from `since`) added to `path`,
+    oldest first. Merge commits show no diff here, so a union merge adds nothing of its own.
+
+    One `git log -p`; its cost grows with the number of commits times the file's size, so
+    callers pass `since` to read only what is new.
+    """
+    for sha in (until, since):
+        if sha is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise GitError(f"not a full commit id: {sha!r}")
+    span = f"{since}..{until}" if since else until
+    try:
+        out = repo.git.log(
+            "--reverse",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--format=%x1e",
+            "-p",
+            "--unified=0",
+            span,
+            "--",
+            _rel(repo, path),
+        )
+    except git.GitCommandError as e:
+        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+    lines: list[str] = []
+    in_hunk = False
+    for line in out.split("\n"):
+        if line.startswith(_REC) or line.startswith("diff --git "):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
+            lines.append(line[1:])
+    return lines
+
+
+def attribute(repo: git.Repo, path: Path, name: str) -> str | None:
+    """The value git's attributes give `path` for `name` (e.g. `merge`), or None if unset."""
+    try:
+        out = repo.git.check_attr(name, "--", _rel(repo, path))
+    except git.GitCommandError as e:
+        raise GitError(f"git check-attr failed: {(e.stderr or str(e)).strip()}") from e
+    value = str(out).rsplit(": ", 1)[-1].strip()
+    return None if value in ("unspecified", "unset", "") else value

@@ -1,0 +1,636 @@
+"""The handoff ledger: format, hash links, check/claim/record, concurrency, restores, merges."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memstore import ledger
+from memstore.errors import (
+    AlreadyExecuted,
+    ClaimHeld,
+    InvalidLedgerEntry,
+    LedgerCorrupt,
+    MemstoreError,
+)
+from memstore.ledger import State
+from memstore.store import Store
+from tests.conftest import GIT_ENV, as_agent, git
+
+T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
+URL = "https://blog.example.com/post-1"
+
+
+def lines_of(store: Store) -> list[str]:
+    return store.ledger_path.read_text(encoding="utf-8").splitlines()
+
+
+def commit_count(store: Store) -> int:
+    return int(git(store.root, "rev-list", "--count", "HEAD").strip())
+
+
+def pure_view(*events: ledger.Event, committed: tuple[str, ...] = ()) -> ledger.View:
+    data = "".join(ledger.render(e) + "\n" for e in events).encode("utf-8")
+    return ledger.view(data, committed)
+
+
+def chain(count: int) -> list[ledger.Event]:
+    events: list[ledger.Event] = []
+    for i in range(count):
+        prev = (events[-1].hash,) if events else ()
+        events.append(
+            ledger.new_event(
+                actor="alice",
+                action="publish",
+                target=f"post-{i}",
+                status=ledger.DONE,
+                at=T0 + timedelta(seconds=i),
+                prev=prev,
+                evidence=f"https://example.com/{i}",
+            )
+        )
+    return events
+
+
+# -- the line format ---------------------------------------------------------------------------
+
+
+def test_a_line_is_one_json_object_with_keys_in_a_fixed_order_and_round_trips() -> None:
+    event = chain(1)[0]
+    line = ledger.render(event)
+    assert "\n" not in line
+    assert list(json.loads(line)) == [
+        "id",
+        "at",
+        "actor",
+        "action",
+        "target",
+        "status",
+        "evidence",
+        "prev",
+        "hash",
+    ]
+    assert ledger.parse_line(line) == event
+    assert event.at == "2026-11-30T09:00:00.000Z"
+
+
+def test_changing_any_value_of_a_line_breaks_its_hash() -> None:
+    event = chain(1)[0]
+    data = json.loads(ledger.render(event))
+    for key, value in (("status", "failed"), ("target", "post-9"), ("actor", "mallory")):
+        edited = json.dumps({**data, key: value})
+        with pytest.raises(LedgerCorrupt, match="does not match its hash"):
+            ledger.parse_line(edited)
+
+
+def test_a_line_with_an_unknown_field_or_no_hash_is_corrupt() -> None:
+    data = json.loads(ledger.render(chain(1)[0]))
+    with pytest.raises(LedgerCorrupt, match="unknown field"):
+        ledger.parse_line(json.dumps({**data, "extra": 1}))
+    del data["hash"]
+    with pytest.raises(LedgerCorrupt, match="hash"):
+        ledger.parse_line(json.dumps(data))
+    with pytest.raises(LedgerCorrupt, match="not JSON"):
+        ledger.parse_line('{"id": ')
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "   ", "two\nlines", "tab\there", "x" * 201, None, 42],
+    ids=["empty", "blank", "multi-line", "control", "too-long", "none", "number"],
+)
+def test_an_action_or_target_must_be_one_short_line(value: object) -> None:
+    with pytest.raises(InvalidLedgerEntry, match="action"):
+        ledger.check_text(value, "action")
+
+
+def test_an_action_is_stripped_and_may_hold_unicode_up_to_200_characters() -> None:
+    assert ledger.check_text("  publish  ", "action") == "publish"
+    assert ledger.check_text("é" * 200, "target") == "é" * 200
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["", "example.com/post", "ftp://example.com/x", "https://", "http:///path", "https://a b"],
+)
+def test_evidence_must_be_an_http_url_with_a_host(url: str) -> None:
+    with pytest.raises(InvalidLedgerEntry, match="http"):
+        ledger.check_evidence(url)
+
+
+def test_evidence_with_a_password_in_it_is_refused() -> None:
+    with pytest.raises(InvalidLedgerEntry, match="password"):
+        ledger.check_evidence("https://deploy:hunter2@ci.example.com/run/1")
+
+
+def test_durations_and_since_values_parse() -> None:
+    assert [ledger.parse_duration(t) for t in ("90", "90s", "30m", "2h", "1d")] == [
+        90,
+        90,
+        1800,
+        7200,
+        86400,
+    ]
+    with pytest.raises(InvalidLedgerEntry, match="duration"):
+        ledger.parse_duration("soon")
+    assert ledger.parse_since("2h", T0) == T0 - timedelta(hours=2)
+    assert ledger.parse_since("2026-11-30", T0) == datetime(2026, 11, 30, tzinfo=UTC)
+    with pytest.raises(InvalidLedgerEntry, match="since"):
+        ledger.parse_since("yesterday", T0)
+
+
+# -- hash links without git --------------------------------------------------------------------
+
+
+def test_an_intact_chain_verifies_with_one_head() -> None:
+    result = ledger.verify(pure_view(*chain(4)), "union")
+    assert result.ok and result.heads == 1 and result.events == 4
+
+
+def test_verify_detects_an_edited_line() -> None:
+    events = chain(3)
+    data = json.loads(ledger.render(events[1]))
+    data["evidence"] = "https://example.com/forged"
+    text = "\n".join([ledger.render(events[0]), json.dumps(data), ledger.render(events[2])])
+    result = ledger.verify(ledger.view(text.encode() + b"\n", ()), "union")
+    assert not result.ok
+    assert any("line 2" in p and "hash" in p for p in result.problems)
+
+
+def test_verify_detects_a_line_deleted_in_the_middle() -> None:
+    events = chain(3)
+    result = ledger.verify(pure_view(events[0], events[2]), "union")
+    assert not result.ok
+    assert any("line 2" in p and "deleted" in p for p in result.problems)
+
+
+def test_an_edited_line_resealed_with_a_new_hash_breaks_the_next_lines_link() -> None:
+    events = chain(3)
+    forged = ledger.new_event(
+        actor="alice",
+        action="publish",
+        target="post-1",
+        status=ledger.FAILED,
+        at=T0,
+        prev=events[1].prev,
+        note="never happened",
+    )
+    result = ledger.verify(pure_view(events[0], forged, events[2]), "union")
+    assert any("line 3" in p and "deleted" in p for p in result.problems)
+
+
+def test_a_claim_expires_after_its_ttl_on_a_moved_clock() -> None:
+    empty = pure_view()
+    claim = ledger.claim(empty, "alice", "deploy", "api", ttl=600, now=T0)
+    held = pure_view(claim)
+    assert ledger.check(held, "deploy", "api", T0 + timedelta(seconds=599)).state == (
+        State.IN_PROGRESS
+    )
+    with pytest.raises(ClaimHeld, match="alice"):
+        ledger.claim(held, "bob", "deploy", "api", ttl=600, now=T0 + timedelta(seconds=599))
+    later = T0 + timedelta(seconds=600)
+    answer = ledger.check(held, "deploy", "api", later)
+    assert answer.state == State.NOT_EXECUTED
+    assert any("expired" in w for w in answer.warnings)
+    assert ledger.claim(held, "bob", "deploy", "api", ttl=600, now=later).actor == "bob"
+
+
+def test_a_torn_last_line_fails_check_closed_instead_of_answering_not_executed() -> None:
+    events = chain(2)
+    data = (ledger.render(events[0]) + "\n" + ledger.render(events[1])[:40]).encode()
+    view = ledger.view(data, ())
+    with pytest.raises(LedgerCorrupt, match="damaged at line 2"):
+        ledger.check(view, "publish", "post-1", T0)
+    # what the readable lines prove stays provable
+    assert ledger.check(view, "publish", "post-0", T0).state == State.EXECUTED
+    with pytest.raises(LedgerCorrupt, match="nothing was written"):
+        ledger.require_intact(view)
+
+
+# -- check, claim, release, record on a store --------------------------------------------------
+
+
+def test_check_claim_record_walks_not_executed_in_progress_executed(store: Store) -> None:
+    assert store.ledger_check("publish", "post-1").state == State.NOT_EXECUTED
+    claim = store.ledger_claim("publish", "post-1", ttl=600)
+    answer = store.ledger_check("publish", "post-1")
+    assert (answer.state, answer.actor, answer.until) == (State.IN_PROGRESS, "alice", claim.expires)
+    done = store.ledger_record("publish", "post-1", evidence=URL, note="went live")
+    answer = as_agent(store, "bob").ledger_check("publish", "post-1")
+    assert (answer.state, answer.actor, answer.at, answer.evidence) == (
+        State.EXECUTED,
+        "alice",
+        done.at,
+        URL,
+    )
+    assert done.prev == (claim.hash,)
+
+
+def test_each_append_is_one_commit_authored_by_the_stores_identity(store: Store) -> None:
+    before = commit_count(store)
+    bob = as_agent(store, "bob")
+    bob.ledger_claim("publish", "post-1")
+    bob.ledger_record("publish", "post-1", evidence=URL)
+    assert commit_count(store) == before + 2
+    log = git(store.root, "log", "-2", "--format=%an|%s").splitlines()
+    assert log == [f"bob|ledger: done publish post-1 — {URL}", log[1]]
+    assert log[1].startswith("bob|ledger: claimed publish post-1 — until ")
+    assert [json.loads(x)["actor"] for x in lines_of(store)] == ["bob", "bob"]
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_claim_is_refused_when_done_or_validly_claimed_by_someone_else(store: Store) -> None:
+    store.ledger_claim("deploy", "api", ttl=600, now=T0)
+    bob = as_agent(store, "bob")
+    with pytest.raises(ClaimHeld, match="claimed by alice"):
+        bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=60))
+    refreshed = store.ledger_claim("deploy", "api", ttl=600, now=T0 + timedelta(seconds=60))
+    check = bob.ledger_check("deploy", "api", now=T0 + timedelta(seconds=601))
+    assert (check.state, check.until) == (State.IN_PROGRESS, refreshed.expires)
+    store.ledger_record("deploy", "api", evidence=URL, now=T0 + timedelta(seconds=90))
+    with pytest.raises(AlreadyExecuted, match="already executed by alice"):
+        bob.ledger_claim("deploy", "api", now=T0 + timedelta(days=30))
+
+
+def test_an_expired_claim_can_be_taken_by_someone_else(store: Store) -> None:
+    store.ledger_claim("deploy", "api", ttl=60, now=T0)
+    bob = as_agent(store, "bob")
+    event = bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=61))
+    assert bob.ledger_check("deploy", "api", now=T0 + timedelta(seconds=62)).actor == "bob"
+    assert event.actor == "bob"
+
+
+def test_release_and_failure_end_your_claim_but_not_someone_elses(store: Store) -> None:
+    store.ledger_claim("deploy", "api", now=T0)
+    bob = as_agent(store, "bob")
+    with pytest.raises(InvalidLedgerEntry, match="bob holds no valid claim"):
+        bob.ledger_release("deploy", "api", now=T0)
+    bob.ledger_record("deploy", "api", note="tried anyway", failed=True, now=T0)
+    assert store.ledger_check("deploy", "api", now=T0).state == State.IN_PROGRESS
+    store.ledger_release("deploy", "api", now=T0 + timedelta(seconds=1))
+    assert store.ledger_check("deploy", "api", now=T0).state == State.NOT_EXECUTED
+    bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=2))
+    bob.ledger_record("deploy", "api", note="503", failed=True, now=T0 + timedelta(seconds=3))
+    answer = store.ledger_check("deploy", "api", now=T0 + timedelta(seconds=4))
+    assert answer.state == State.NOT_EXECUTED
+    assert any("failed" in w and "503" in w for w in answer.warnings)
+
+
+def test_recording_done_twice_is_kept_and_check_warns_it_may_have_run_twice(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-1", evidence=URL)
+    as_agent(store, "bob").ledger_record("publish", "post-1", evidence=URL + "?again")
+    answer = store.ledger_check("publish", "post-1")
+    assert answer.state == State.EXECUTED and answer.actor == "alice"
+    assert any("2 times" in w for w in answer.warnings)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("", "post-1", URL, None, False), "action"),
+        (("publish", "a\nb", URL, None, False), "target"),
+        (("publish", "x" * 201, URL, None, False), "at most 200"),
+        (("publish", "post-1", None, None, False), "evidence"),
+        (("publish", "post-1", "ftp://example.com/x", None, False), "http"),
+        (("publish", "post-1", "javascript:alert(1)", None, False), "http"),
+        (("publish", "post-1", None, None, True), "needs a note"),
+        (("publish", "post-1", None, "x" * 3000, True), "note"),
+    ],
+)
+def test_bad_input_is_refused_and_leaves_file_and_history_unchanged(
+    store: Store, args: tuple[str, str, str | None, str | None, bool], match: str
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    before, commits = store.ledger_path.read_bytes(), commit_count(store)
+    with pytest.raises(InvalidLedgerEntry, match=match):
+        store.ledger_record(*args)
+    for call in (
+        lambda: store.ledger_claim("publish", "post-1", ttl=0),
+        lambda: store.ledger_claim("", "post-1"),
+        lambda: store.ledger_check("publish", ""),
+        lambda: store.ledger_list(since="whenever"),
+    ):
+        with pytest.raises(InvalidLedgerEntry):
+            call()
+    assert store.ledger_path.read_bytes() == before
+    assert commit_count(store) == commits
+
+
+def test_list_filters_by_action_target_actor_and_since(store: Store) -> None:
+    store.ledger_record("publish", "post-1", evidence=URL, now=T0)
+    as_agent(store, "bob").ledger_record("deploy", "api", evidence=URL, now=T0 + timedelta(hours=1))
+    store.ledger_claim("publish", "post-2", now=T0 + timedelta(hours=2))
+    assert [e.target for e in store.ledger_list(action="publish")] == ["post-1", "post-2"]
+    assert [e.target for e in store.ledger_list(actor="bob")] == ["api"]
+    assert [e.target for e in store.ledger_list(target="post-2")] == ["post-2"]
+    assert [e.target for e in store.ledger_list(since="2026-11-30T10:00:00Z")] == ["api", "post-2"]
+
+
+def test_init_marks_the_ledger_merge_union_and_verify_warns_without_it(store: Store) -> None:
+    assert "ledger.jsonl text eol=lf merge=union" in (store.root / ".gitattributes").read_text(
+        encoding="utf-8"
+    )
+    store.ledger_record("publish", "post-1", evidence=URL)
+    assert store.ledger_verify().warnings == ()
+    (store.root / ".gitattributes").write_text("*.md text eol=lf\n", encoding="utf-8")
+    assert any("merge=union" in w for w in store.ledger_verify().warnings)
+
+
+def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: Store) -> None:
+    store.ledger_record("publish", "post-1", evidence=URL)
+    view = store._ledger_view()  # pyright: ignore[reportPrivateUsage]
+    orphan = ledger.new_event(
+        actor="alice",
+        action="publish",
+        target="post-2",
+        status=ledger.DONE,
+        at=T0,
+        prev=view.heads,
+        evidence=URL,
+    )
+    ledger.append(store.ledger_path, orphan)  # as if the process died before committing
+    assert any("not committed" in w for w in store.ledger_verify().warnings)
+    store.ledger_record("publish", "post-3", evidence=URL)
+    assert store.ledger_verify() == ledger.Verification(True, 3, 3, 1, 3)
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+# -- restores and tampering, with git ----------------------------------------------------------
+
+
+def test_check_after_a_restore_to_an_older_version_still_answers_executed_and_warns(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_claim("publish", "post-2")
+    older = git(store.root, "show", "HEAD~2:ledger.jsonl")
+    store.ledger_path.write_text(older, encoding="utf-8")  # the backup from before post-1
+    commits = commit_count(store)
+
+    answer = as_agent(store, "bob").ledger_check("publish", "post-1")
+    assert (answer.state, answer.actor, answer.evidence) == (State.EXECUTED, "alice", URL)
+    assert answer.warnings[0].startswith("WARNING: the working ledger.jsonl lacks 2 line(s)")
+    assert as_agent(store, "bob").ledger_check("publish", "post-2").state == State.IN_PROGRESS
+    with pytest.raises(LedgerCorrupt, match="lacks 2 line"):
+        as_agent(store, "bob").ledger_claim("publish", "post-3")
+    assert store.ledger_path.read_text(encoding="utf-8") == older
+    assert commit_count(store) == commits
+    problems = store.ledger_verify().problems
+    assert len(problems) == 2 and all("working ledger lacks it" in p for p in problems)
+
+
+def test_a_restore_that_was_committed_by_hand_is_still_caught_from_git_history(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_path.write_text(lines_of(store)[0] + "\n", encoding="utf-8")
+    git(store.root, "commit", "-qam", "restore ledger from backup")
+    answer = store.ledger_check("publish", "post-1")
+    assert answer.state == State.EXECUTED
+    assert "lacks 1 line(s)" in answer.warnings[0]
+    assert not store.ledger_verify().ok
+
+
+def test_an_edited_line_is_reported_and_check_stays_truthful_or_fails_closed(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_record("publish", "post-2", evidence=URL)
+    lines = lines_of(store)
+    lines[1] = lines[1].replace('"done"', '"failed"')
+    store.ledger_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    problems = store.ledger_verify().problems
+    assert any(p.startswith("line 2: its content does not match its hash") for p in problems)
+    answer = store.ledger_check("publish", "post-1")  # git still has the original line
+    assert answer.state == State.EXECUTED
+    with pytest.raises(LedgerCorrupt, match="cannot tell whether 'publish post-9'"):
+        store.ledger_check("publish", "post-9")
+
+
+def test_a_line_deleted_in_the_middle_is_reported_by_verify(store: Store) -> None:
+    for i in range(3):
+        store.ledger_record("publish", f"post-{i}", evidence=URL)
+    lines = lines_of(store)
+    store.ledger_path.write_text(lines[0] + "\n" + lines[2] + "\n", encoding="utf-8")
+    result = store.ledger_verify()
+    assert not result.ok
+    assert any("post-1" in p and "lacks it" in p for p in result.problems)
+    assert store.ledger_check("publish", "post-1").state == State.EXECUTED
+
+
+def test_garbage_never_committed_makes_check_fail_closed(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    with store.ledger_path.open("a", encoding="utf-8") as f:
+        f.write('{"id": "half a line\n')
+    with pytest.raises(LedgerCorrupt, match="line 2"):
+        store.ledger_check("publish", "post-1")
+    with pytest.raises(LedgerCorrupt):
+        store.ledger_record("publish", "post-1", evidence=URL)
+
+
+# -- union merges ------------------------------------------------------------------------------
+
+
+def test_a_union_merge_of_two_branches_verifies_and_the_next_append_joins_both(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    git(store.root, "checkout", "-q", "-b", "other")
+    bob = as_agent(store, "bob")
+    bob.ledger_record("publish", "post-b1", evidence=URL)
+    bob.ledger_claim("deploy", "api")
+    git(store.root, "checkout", "-q", "main")
+    store.ledger_record("publish", "post-a1", evidence=URL)
+    store.ledger_record("publish", "post-a2", evidence=URL)
+
+    git(store.root, "merge", "-q", "--no-edit", "other")
+    assert "<<<<" not in store.ledger_path.read_text(encoding="utf-8")
+    assert len(lines_of(store)) == 5
+    result = store.ledger_verify()
+    assert result.ok, result.problems
+    assert result.heads == 2
+    assert store.ledger_check("publish", "post-b1").state == State.EXECUTED
+    assert store.ledger_check("deploy", "api").actor == "bob"
+
+    joined = store.ledger_record("publish", "post-3", evidence=URL)
+    assert len(joined.prev) == 2
+    result = store.ledger_verify()
+    assert result.ok and result.heads == 1
+
+
+def test_deleting_a_branch_tip_after_a_merge_and_join_is_detected(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    git(store.root, "checkout", "-q", "-b", "other")
+    as_agent(store, "bob").ledger_record("publish", "post-b1", evidence=URL)
+    git(store.root, "checkout", "-q", "main")
+    store.ledger_record("publish", "post-a1", evidence=URL)
+    git(store.root, "merge", "-q", "--no-edit", "other")
+    store.ledger_record("publish", "post-3", evidence=URL)
+    kept = [x for x in lines_of(store) if "post-b1" not in x]
+    data = ("\n".join(kept) + "\n").encode()
+    result = ledger.verify(ledger.view(data, ()), "union")  # the file alone, without git
+    assert any("deleted" in p for p in result.problems)
+
+
+# -- several processes at once -----------------------------------------------------------------
+
+WRITER = """
+import sys
+from pathlib import Path
+from memstore.store import Store
+root, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = Store(root, agent=name, lock_timeout=120)
+for i in range(count):
+    store.ledger_record("publish", f"{name}-{i}", evidence=f"https://example.com/{name}/{i}")
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **GIT_ENV, "MEMSTORE_LOCK_TIMEOUT": "120"}
+
+
+def _wait_all(procs: list[subprocess.Popen[str]], deadline: float) -> list[tuple[int, str]]:
+    """Each process's exit code and stderr, waiting at most until `deadline`."""
+    results: list[tuple[int, str]] = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        results.append((proc.returncode, err))
+    return results
+
+
+def test_eight_concurrent_writers_lose_and_tear_no_line(store: Store) -> None:
+    writers, each = 8, 4
+    start = commit_count(store)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store.root), f"w{k}", str(each)],
+            env=_env(),
+            text=True,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(writers)
+    ]
+    results = _wait_all(procs, time.monotonic() + 100)
+    assert [code for code, _ in results] == [0] * writers, results
+    lines = lines_of(store)
+    assert len(lines) == writers * each
+    targets = {ledger.parse_line(x).target for x in lines}
+    assert targets == {f"w{k}-{i}" for k in range(writers) for i in range(each)}
+    assert commit_count(store) == start + writers * each
+    result = store.ledger_verify()
+    assert result.ok and result.heads == 1 and result.committed == writers * each
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_eight_processes_racing_for_one_claim_leave_exactly_one_winner(store: Store) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memstore", "--store", str(store.root), "--agent", f"agent{k}"]
+            + ["ledger", "claim", "deploy", "api", "--ttl", "10m"],
+            env=_env(),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(8)
+    ]
+    results = _wait_all(procs, time.monotonic() + 100)
+    codes = [code for code, _ in results]
+    assert sorted(codes) == [0] + [3] * 7, results
+    assert all("claimed by agent" in err for code, err in results if code == 3)
+    winner = f"agent{codes.index(0)}"
+    claims = [ledger.parse_line(x) for x in lines_of(store)]
+    assert [c.actor for c in claims] == [winner]
+    assert store.ledger_check("deploy", "api").actor == winner
+
+
+def test_errors_are_memstore_errors() -> None:
+    for cls in (InvalidLedgerEntry, LedgerCorrupt, ClaimHeld, AlreadyExecuted):
+        assert issubclass(cls, MemstoreError)
+
+
+# -- the history cache -------------------------------------------------------------------------
+
+
+def test_the_history_cache_reads_only_new_commits_and_follows_head(store: Store) -> None:
+    cache = store.cache / "ledger-history.json"
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_check("publish", "post-0")
+    first = json.loads(cache.read_text(encoding="utf-8"))
+    assert first["head"] == git(store.root, "rev-parse", "HEAD").strip()
+    assert len(first["lines"]) == 1
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_check("publish", "post-1")
+    assert len(json.loads(cache.read_text(encoding="utf-8"))["lines"]) == 2
+
+
+def test_a_reset_of_history_rebuilds_the_cache_instead_of_reporting_lost_lines(
+    store: Store,
+) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    assert store.ledger_verify().ok
+    git(store.root, "reset", "-q", "--hard", "HEAD~1")
+    assert store.ledger_verify().ok
+    assert store.ledger_check("publish", "post-1").state == State.NOT_EXECUTED
+
+
+def test_a_broken_or_forged_cache_is_ignored_and_rebuilt(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    cache = store.cache / "ledger-history.json"
+    for text in ("not json", '{"head": "--output=/tmp/x", "lines": []}', "[]"):
+        cache.write_text(text, encoding="utf-8")
+        assert store.ledger_check("publish", "post-0").state == State.EXECUTED
+        assert store.ledger_verify().ok
+
+
+def test_a_store_in_a_subfolder_of_a_project_reads_its_ledger_history_by_path(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    (project / "README.md").write_text("project\n", encoding="utf-8")
+    git(project, "add", "README.md")
+    git(project, "commit", "-qm", "start")
+    store = Store.init(project / "memory", agent="alice")
+    store.ledger_record("publish", "post-0", evidence=URL)
+    store.ledger_record("publish", "post-1", evidence=URL)
+    store.ledger_path.write_text(lines_of(store)[0] + "\n", encoding="utf-8")
+    answer = store.ledger_check("publish", "post-1")
+    assert answer.state == State.EXECUTED
+    assert "memory/ledger.jsonl lacks 1 line(s)" in answer.warnings[0]
+    assert (
+        git(project, "check-attr", "merge", "--", "memory/ledger.jsonl").strip().endswith("union")
+    )
+
+
+def test_appending_after_a_last_line_without_newline_keeps_lines_apart(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence=URL)
+    text = store.ledger_path.read_text(encoding="utf-8")
+    store.ledger_path.write_text(text.rstrip("\n"), encoding="utf-8")  # an editor's save
+    store.ledger_record("publish", "post-1", evidence=URL)
+    assert len(lines_of(store)) == 2
+    assert store.ledger_verify().ok
+
+
+def test_the_example_lines_in_the_docs_verify() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ledger.md").read_text(
+        encoding="utf-8"
+    )
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    result = ledger.verify(ledger.view(example.encode("utf-8"), ()), "union")
+    assert result.ok and result.events == 2
