@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore.errors import Conflict, InvalidTransition
+from memstore import ledger
+from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, InvalidTransition
 from memstore.history import git_processes
 from memstore.memory import parse
 from memstore.store import JOURNAL, Store
@@ -43,6 +44,9 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "human@example.com",
 }
 SUBJECT = re.compile(r"^memory: (add|edit|confirm|deprecate|restore) (\w+)/([a-z0-9-]+)")
+LEDGER_SUBJECT = re.compile(r"^ledger: (claimed|done) publish (\S+)")
+JOBS = 30
+"""Ledger targets the agents race for: each is claimed, published and recorded done once."""
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -52,7 +56,18 @@ def _emit(record: dict[str, Any]) -> None:
 def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -> dict[str, Any]:
     """One random operation; returns what was asked and whether it succeeded."""
     memories = store.list()
-    kind = rng.choices(["add", "edit", "confirm", "deprecate"], weights=[3, 4, 2, 1])[0]
+    kind = rng.choices(["add", "edit", "confirm", "deprecate", "ledger"], weights=[3, 4, 2, 1, 2])[
+        0
+    ]
+    if kind == "ledger":
+        # check → claim → act → record: of agents racing for a job, exactly one may win.
+        target = f"job-{rng.randrange(JOBS)}"
+        try:
+            store.ledger_claim("publish", target, ttl=600)
+        except (ClaimHeld, AlreadyExecuted) as e:
+            return {"op": "ledger", "name": target, "ok": False, "why": type(e).__name__}
+        store.ledger_record("publish", target, evidence=f"https://example.com/{target}")
+        return {"op": "ledger", "name": target, "ok": True, "lines": 2}
     drafts = [m for m in memories if m.status == "draft" and m.owner != agent]
     mine = [m for m in memories if m.owner == agent and m.status != "deprecated"]
     if kind == "edit" and memories:
@@ -204,6 +219,10 @@ class Counts:
     files_present: int = 0
     tokens_expected: int = 0
     tokens_present: int = 0
+    ledger_lines_expected: int = 0
+    ledger_lines_present: int = 0
+    ledger_done_twice: int = 0
+    """Jobs recorded done more than once: a repeated side effect (must be 0)."""
     by_kind: dict[str, int] = field(default_factory=dict[str, int])
     refused_why: dict[str, int] = field(default_factory=dict[str, int])
     problems: list[str] = field(default_factory=list[str])
@@ -226,13 +245,16 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
 
     log = _git(root, "log", "--format=%an%x1f%s").stdout.splitlines()
     counts.commits_present = len(log)
-    counts.commits_expected = base_commits + len(ok)
+    counts.commits_expected = base_commits + sum(r.get("lines", 1) for r in ok)
     committed: Counter[tuple[str, str, str]] = Counter()
     for line in log:
         author, _, subject = line.partition("\x1f")
         match = SUBJECT.match(subject)
         if match:
             committed[(author, match.group(1), match.group(3))] += 1
+        elif match := LEDGER_SUBJECT.match(subject):
+            if match.group(1) == "done":  # one op is a claim and a done record
+                committed[(author, "ledger", match.group(2))] += 1
         elif subject.startswith("hand edit "):
             committed[(author, "add", subject.removeprefix("hand edit "))] += 1
     asked = Counter((r["agent"], r["op"], r["name"]) for r in ok)
@@ -261,6 +283,16 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
             counts.lost += 1
             problems.append(f"token {r['token']} missing from {r['name']}")
 
+    counts.ledger_lines_expected = sum(r.get("lines", 0) for r in ok)
+    ledger_path = root / ledger.LEDGER_FILE
+    lines = ledger.read_lines(ledger_path.read_bytes() if ledger_path.exists() else b"")
+    counts.ledger_lines_present = len(lines)
+    problems.extend(f"ledger line {x.number}: {x.error}" for x in lines if x.error)
+    done = Counter(x.event.target for x in lines if x.event and x.event.status == ledger.DONE)
+    counts.ledger_done_twice = sum(1 for n in done.values() if n > 1)
+    verification = Store(root, agent="checker").ledger_verify()
+    problems.extend(f"ledger verify: {x}" for x in verification.problems)
+
     status = _git(root, "status", "--porcelain", "--untracked-files=all").stdout
     if status.strip():
         problems.append(f"uncommitted changes:\n{status}")
@@ -280,8 +312,17 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
 
 
 def check_files_whole(root: Path) -> list[str]:
-    """Problems with any memory file right after a kill: empty, not UTF-8, or not parsing."""
+    """Problems with any memory file or ledger line right after a kill: empty, not UTF-8, not
+    parsing, or a torn line."""
     problems: list[str] = []
+    ledger_path = root / ledger.LEDGER_FILE
+    if ledger_path.exists():
+        data = ledger_path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            problems.append("ledger.jsonl ends in a torn line")
+        problems += [
+            f"ledger line {x.number}: {x.error}" for x in ledger.read_lines(data) if x.error
+        ]
     for path in memory_files(root):
         data = path.read_bytes()
         try:

@@ -721,8 +721,17 @@ class Store:
             check_identity(actor)
             if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
                 raise ValueError("a path that is not <type>/<name>.md")
+            appended: dict[str, Any] | None = record.get("append")
+            size, data = 0, b""
+            if appended is not None:
+                size, data = int(appended["size"]), str(appended["data"]).encode("utf-8")
         except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
             log.warning("ignoring unreadable journal %s: %s", journal, e)
+            journal.unlink(missing_ok=True)
+            return
+        if appended is not None:
+            history.remove_stale_locks(self.repo)
+            self._recover_append(size, data, message, actor)
             journal.unlink(missing_ok=True)
             return
         for entry in entries:
@@ -740,6 +749,34 @@ class Store:
             log.warning("undoing a change its writer did not finish: %s", message)
             self._undo(entries)
         journal.unlink(missing_ok=True)
+
+    def _journal_append(self, data: str, message: str, actor: str) -> Path:
+        """Journal an append of `data` to the ledger before it is made; returns the journal."""
+        path = self.root / ledger.LEDGER_FILE
+        size = path.stat().st_size if path.is_file() else 0
+        record: dict[str, Any] = {
+            "message": message,
+            "actor": actor,
+            "files": [],
+            "append": {"size": size, "data": data},
+        }
+        journal = self.cache / JOURNAL
+        atomic_write(journal, json.dumps(record, ensure_ascii=False))
+        return journal
+
+    def _recover_append(self, size: int, data: bytes, message: str, actor: str) -> None:
+        """Commit a ledger line its writer appended but did not commit; cut a torn one off."""
+        path = self.root / ledger.LEDGER_FILE
+        if not path.is_file() or path.is_symlink():
+            return
+        tail = path.read_bytes()[size:]
+        if tail.startswith(data):
+            if history.dirty(self.repo, [path]):
+                log.warning("committing a change its writer did not finish: %s", message)
+                history.commit(self.repo, [path], message, actor, self.lock_timeout)
+        elif tail and data.startswith(tail):
+            log.warning("undoing a change its writer did not finish: %s (a torn line)", message)
+            os.truncate(path, size)
 
     def _state(self, entry: dict[str, str | None]) -> str:
         """`new` (the journal's new content), `old` (untouched), or `other` for one file."""
@@ -830,14 +867,20 @@ class Store:
 
     def _ledger_append(self, event: ledger.Event, view: ledger.View) -> None:
         """Append `event` and commit it as its actor. Call with the lock held."""
+        # The journal lets the next writer commit the line if this process dies before it does.
+        data = ("" if view.ends_with_newline else "\n") + ledger.render(event) + "\n"
+        message = ledger.commit_message(event)
+        journal = self._journal_append(data, message, event.actor)
         ledger.append(self.ledger_path, event, newline_first=not view.ends_with_newline)
         try:
-            history.commit(self.repo, [self.ledger_path], ledger.commit_message(event), event.actor)
+            history.commit(self.repo, [self.ledger_path], message, event.actor, self.lock_timeout)
         except MemstoreError:
             log.error(
                 "ledger event %s written but not committed; the next append commits it", event.id
             )
             raise
+        finally:
+            journal.unlink(missing_ok=True)
 
     def ledger_check(
         self, action: str, target: str, *, now: datetime | None = None

@@ -1,5 +1,6 @@
 """Writers killed with SIGKILL at random points, fifty times: after every kill each memory file
-is whole; afterwards the store is consistent and every reported write is there."""
+and ledger line is whole; afterwards the store is consistent and every reported write is
+there."""
 
 from __future__ import annotations
 
@@ -23,4 +24,6 @@ def test_writers_killed_at_random_leave_whole_files_and_lose_no_reported_write(
     assert counts.lost == 0 and counts.succeeded > 0
     assert counts.commits_present >= counts.commits_expected
     assert counts.tokens_present == counts.tokens_expected
+    assert counts.ledger_lines_present >= counts.ledger_lines_expected  # ledger verify is clean
+    assert counts.ledger_done_twice == 0
     assert sum(recoveries.values()) > 0  # the kills did land inside writes

@@ -43,17 +43,14 @@ def live_git(cwd: Path) -> Iterator[None]:
         proc.wait(timeout=10)
 
 
-@pytest.fixture
-def crashed(store: Store) -> Store:
-    """A store where bob's two-file deprecate was killed (-9) after writing both files and the
-    journal, while waiting for git's index lock: what a kill during `git commit` leaves."""
-    store.add("old-way", type="fact", description="the old way", body="old")
-    store.add("new-way", type="fact", description="the new way", body="new")
+def kill_inside_commit(store: Store, code: str) -> None:
+    """Run `code` in another process and kill it (-9) while it waits inside `git commit` for
+    git's index lock: after its files (and journal) are written, before they are committed."""
     lock = store.root / ".git" / "index.lock"
     with live_git(store.root):
         lock.write_text("", encoding="utf-8")
         proc = subprocess.Popen(
-            [sys.executable, "-c", BLOCKED, str(store.root)],
+            [sys.executable, "-c", code, str(store.root)],
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, **GIT_ENV},
@@ -66,6 +63,14 @@ def crashed(store: Store) -> Store:
         proc.wait(timeout=10)
         proc.stderr.close()
     assert (store.root / ".memstore" / JOURNAL).exists()
+
+
+@pytest.fixture
+def crashed(store: Store) -> Store:
+    """A store where bob's two-file deprecate was killed inside its commit."""
+    store.add("old-way", type="fact", description="the old way", body="old")
+    store.add("new-way", type="fact", description="the new way", body="new")
+    kill_inside_commit(store, BLOCKED)
     assert "status: deprecated" in (store.root / "fact" / "old-way.md").read_text("utf-8")
     return store
 
@@ -158,6 +163,40 @@ def test_a_journal_that_is_not_memstores_own_is_ignored(
     assert len(subjects(store)) == 2 and snapshot(store)[2].keys() - before[2].keys() == {
         "fact/x.md"
     }
+
+
+RECORD = """
+import sys
+from pathlib import Path
+from memstore.store import Store
+store = Store(Path(sys.argv[1]), agent="deployer", lock_timeout=600)
+store.ledger_record("publish", "post-1", evidence="https://example.com/post-1")
+"""
+
+
+def test_a_ledger_line_appended_but_not_committed_is_committed_as_its_actor(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence="https://example.com/post-0")
+    kill_inside_commit(store, RECORD)
+    assert "post-1" in (store.root / "ledger.jsonl").read_text("utf-8")
+    store.add("later", type="fact", description="the next write")
+    log = subjects(store)
+    assert log[0].startswith("alice memory: add fact/later")
+    assert log[1].startswith("deployer ledger: done publish post-1")
+    assert store.ledger_check("publish", "post-1").state == "EXECUTED"
+    assert store.ledger_verify().ok
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_torn_ledger_line_is_cut_off_by_the_next_writer(store: Store) -> None:
+    store.ledger_record("publish", "post-0", evidence="https://example.com/post-0")
+    kill_inside_commit(store, RECORD)
+    path = store.root / "ledger.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: whole.rindex(b"post-1")])  # as if the write had been cut short
+    store.add("later", type="fact", description="the next write")
+    assert path.read_bytes() == git(store.root, "show", "HEAD:ledger.jsonl").encode()
+    assert store.ledger_verify().ok
+    assert store.ledger_check("publish", "post-1").state == "NOT_EXECUTED"
 
 
 # -- versions and conflicts ---------------------------------------------------------------------
