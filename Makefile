@@ -32,5 +32,10 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pyright
 
+## Benchmarks (scripts, not tests): LoCoMo retrieval quality, then latency at 1k and 10k memories.
+bench: $(STAMP)
+	$(BIN)/python bench/locomo.py
+	$(BIN)/python bench/latency.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -14,7 +14,8 @@ import click
 from memstore import __version__, ledger
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
-from memstore.memory import Memory
+from memstore.index import Hit, index_line
+from memstore.memory import Memory, render
 from memstore.store import Store
 
 
@@ -473,6 +474,152 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     hook.write_text(HOOK.format(python=sys.executable, store=store.root), encoding="utf-8")
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     click.echo(f"installed {hook}")
+
+
+# -- search --
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    data = asdict(hit)
+    for key, value in list(data.items()):
+        if isinstance(value, tuple):
+            data[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    return data
+
+
+def _hit_line(hit: Hit) -> str:
+    mark = f"[{hit.status}{', expired' if hit.expired else ''}]"
+    via = f"  (via {hit.via})" if hit.via else ""
+    tags = "  #" + " #".join(hit.tags) if hit.tags else ""
+    return (
+        f"{hit.score:7.2f}  {hit.name}  {hit.type} {mark}  {hit.updated[:10]}  "
+        f"{hit.description}{tags}{via}"
+    )
+
+
+@main.command()
+@click.argument("query", nargs=-1)
+@click.option("--type", "type_", metavar="TYPE", help="Only this type.")
+@click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated"]))
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
+@click.option("--owner", metavar="NAME", help="Only memories owned by NAME.")
+@click.option("--since", metavar="DATE", help="Only memories updated on or after DATE.")
+@click.option("--limit", "-n", type=click.IntRange(min=1), help="At most N results.")
+@click.option(
+    "--budget",
+    type=click.Choice(["tiny", "normal", "deep"]),
+    help="3, 10 or 20 results (when --limit is not given; default normal).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Keep only the leading whole results that fit in about N tokens (chars/4).",
+)
+@click.option("--include-deprecated", is_flag=True, help="Also show deprecated and expired ones.")
+@click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
+@click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
+@click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: tuple[str, ...],
+    type_: str | None,
+    status: str | None,
+    tags: tuple[str, ...],
+    owner: str | None,
+    since: str | None,
+    limit: int | None,
+    budget: str | None,
+    max_tokens: int | None,
+    include_deprecated: bool,
+    graph: bool,
+    explain: bool,
+    index_view: bool,
+    as_json: bool,
+) -> None:
+    """Find memories by relevance (BM25 over name, description, tags and body), best first.
+
+    Every result shows its status: a draft is a hypothesis, only confirmed is a fact.
+    Deprecated and expired memories are left out unless --include-deprecated. QUERY may use
+    Whoosh syntax (AND, OR, NOT, "a phrase", field:value).
+
+    \b
+    Example:
+      memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
+      memstore search deploy --index --max-tokens 200
+    """
+    hits = _store(ctx).search(
+        " ".join(query),
+        type=type_,
+        status=status,
+        tags=tags,
+        owner=owner,
+        since=since,
+        limit=limit,
+        budget=budget,
+        max_tokens=max_tokens,
+        include_deprecated=include_deprecated,
+        explain=explain,
+        graph=graph,
+        index_view=index_view,
+    )
+    if as_json:
+        _echo_json([_hit_json(h) for h in hits])
+        return
+    for hit in hits:
+        click.echo(index_line(hit) if index_view else _hit_line(hit))
+        for line in hit.explain:
+            click.echo(f"         {line}")
+    if not hits:
+        click.echo("no memories match", err=True)
+
+
+@main.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of the memories.")
+@click.pass_context
+def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
+    """Print the memories NAMES in the order given, each as its file (front matter and body).
+
+    Use it after `search --index` to read only the memories worth reading.
+
+    \b
+    Example:
+      memstore get use-zod disable-hpa-checkout --json
+    """
+    memories = _store(ctx).get_many(list(names))
+    if as_json:
+        _echo_json([_memory_json(m) for m in memories])
+        return
+    for i, memory in enumerate(memories):
+        if i:
+            click.echo("")
+        click.echo(f"==> {memory.type}/{memory.name}.md <==")
+        click.echo(render(memory), nl=False)
+
+
+@main.command()
+@click.pass_context
+def reindex(ctx: click.Context) -> None:
+    """Rebuild the search index from the memory files (progress on stderr).
+
+    Searches catch up with changed files on their own; use this after the cache folder was
+    copied around, or to be sure.
+
+    \b
+    Example:
+      memstore --store memory reindex
+    """
+
+    def progress(done: int, total: int) -> None:
+        click.echo(f"indexed {done}/{total} files", err=True)
+
+    result = _store(ctx).reindex(progress)
+    click.echo(f"reindexed {result.indexed} memories")
+    for path in result.skipped:
+        click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)
 
 
 # -- ledger ---------------------------------------------------------------------------------------

@@ -67,6 +67,14 @@ class SecretFound(InvalidMemory):
         """(field, pattern name) of each credential-like string found."""
 
 
+class InvalidQuery(MemstoreError):
+    """A search with an option out of range (budget, date, limit)."""
+
+
+class IndexUnavailable(MemstoreError):
+    """The search index could not be opened, even after retries."""
+
+
 class InvalidLedgerEntry(MemstoreError):
     """A ledger action, target, evidence, note or TTL that the ledger does not accept."""
 

@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from memstore.errors import (
     InvalidLedgerEntry,
     InvalidMemory,
     InvalidName,
+    InvalidQuery,
     LedgerCorrupt,
     MemoryExists,
     MemoryNotFound,
@@ -34,6 +36,7 @@ from memstore.errors import (
     NotAStore,
     StoreLocked,
 )
+from memstore.index import BUDGETS, Hit, Index, Progress, Stamp, Sync, fit_tokens
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
     DEFAULT_TYPES,
@@ -57,6 +60,8 @@ from memstore.status import Status, transition, unconfirm
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".memstore"
+RESCAN_SECONDS = 2.0
+"""Without a watcher, how old a search's view of in-place edits may be."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
 JOURNAL = "pending.json"
@@ -410,6 +415,7 @@ class Store:
             journal.unlink(missing_ok=True)
             raise
         journal.unlink(missing_ok=True)
+        self._index_written(changes)
 
     def add(
         self,
@@ -819,6 +825,206 @@ class Store:
                 f"{where} has changes that are not committed (a hand edit in progress?); "
                 f"commit them (git commit -- {where}) or discard them, then retry"
             )
+
+    # -- search -------------------------------------------------------------------------------
+
+    _search_index: Index | None = None
+    _seen_dirs: tuple[tuple[str, int], ...] | None = None
+    """The folders' modification times at this process's last catch-up."""
+    _scanned_at: float = 0.0
+    watched: bool = False
+    """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
+
+    @property
+    def index(self) -> Index:
+        """The store's search index in the cache folder (built on first use)."""
+        if self._search_index is None:
+            self._search_index = Index(self.cache / "index", self._index_locked)
+        return self._search_index
+
+    @contextmanager
+    def _index_locked(self) -> Generator[None]:
+        # Its own lock, so searches catching up never wait for a git commit; writers take the
+        # store lock first, then this one.
+        self.cache.mkdir(exist_ok=True)
+        lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
+        try:
+            with lock:
+                yield
+        except Timeout as e:
+            raise StoreLocked(
+                f"search index busy: could not take {lock.lock_file} within "
+                f"{self.lock_timeout:g}s; another memstore process is indexing — try again"
+            ) from e
+
+    def _folders(self) -> list[os.DirEntry[str]]:
+        with os.scandir(self.root) as entries:
+            return sorted(
+                (
+                    e
+                    for e in entries
+                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+                ),
+                key=lambda e: e.name,
+            )
+
+    def _scan(self) -> dict[str, Stamp]:
+        """Every memory file (store-relative path) and its stamp, found as `_files` finds them."""
+        found: dict[str, Stamp] = {}
+        for folder in self._folders():
+            with os.scandir(folder.path) as entries:
+                for e in entries:
+                    if (
+                        e.name.endswith(".md")
+                        and not e.name.startswith(".")
+                        and e.is_file(follow_symlinks=False)
+                    ):
+                        st = e.stat(follow_symlinks=False)
+                        found[f"{folder.name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        return found
+
+    def _dir_stamps(self) -> tuple[tuple[str, int], ...]:
+        # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
+        # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
+        folders = self._folders()
+        root = (".", self.root.stat().st_mtime_ns)
+        return (root, *((f.name, f.stat(follow_symlinks=False).st_mtime_ns) for f in folders))
+
+    def _load(self, rel: str) -> tuple[Memory | None, Stamp]:
+        path = self.root / rel
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None, (0, 0, 0)
+        return self._read(path)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _index_written(self, changes: list[tuple[Path, Memory]]) -> None:
+        """Index files memstore just wrote; a failure leaves the work to the next catch-up."""
+        entries: list[tuple[str, Memory, Stamp]] = []
+        for path, memory in changes:
+            try:
+                st = path.stat()
+                same = path.read_bytes() == render(memory).encode("utf-8")
+            except OSError:
+                continue
+            if same:  # else someone changed it already: the catch-up will index that version
+                entries.append((self.rel(path), memory, (st.st_mtime_ns, st.st_size, st.st_ino)))
+        try:
+            self.index.update(entries)
+        except (StoreLocked, OSError) as e:
+            log.warning("search index not updated (%s); the next search catches up", e)
+
+    def catch_up(self, progress: Progress | None = None) -> Sync:
+        """Re-index the files added, changed, renamed or deleted since the index last saw them.
+
+        A missing, outdated or half-written index is rebuilt.
+
+        Raises:
+            StoreLocked: when another process holds the index lock past the timeout.
+        """
+        seen, at = self._dir_stamps(), time.monotonic()
+        result = self.index.sync(self._scan(), self._load, progress)
+        self._seen_dirs, self._scanned_at = seen, at
+        return result
+
+    def reindex(self, progress: Progress | None = None) -> Sync:
+        """Rebuild the search index from every file; `progress(done, total)` reports the pace.
+
+        Raises:
+            StoreLocked: when another process holds the index lock past the timeout.
+        """
+        seen, at = self._dir_stamps(), time.monotonic()
+        result = self.index.rebuild(self._scan(), self._load, progress)
+        self._seen_dirs, self._scanned_at = seen, at
+        return result
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        tags: tuple[str, ...] | list[str] = (),
+        owner: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        budget: str | None = None,
+        max_tokens: int | None = None,
+        include_deprecated: bool = False,
+        explain: bool = False,
+        graph: bool = False,
+        index_view: bool = False,
+    ) -> list[Hit]:
+        """The memories that best match `query` and every filter, best first.
+
+        Tags filter with AND. Deprecated and expired memories are left out unless
+        `include_deprecated`. `budget` (tiny/normal/deep) sets the limit when `limit` is not
+        given; `max_tokens` then keeps only the leading whole results that fit (counted as the
+        index line when `index_view`). `graph` adds memories linked to the matches.
+
+        Raises:
+            InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
+        """
+        if type is not None and type not in self.types:
+            raise InvalidQuery(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        if status is not None and status not in {s.value for s in Status}:
+            raise InvalidQuery(
+                f"unknown status {status!r}; statuses are: {', '.join(s.value for s in Status)}"
+            )
+        if budget is not None and budget not in BUDGETS:
+            raise InvalidQuery(f"unknown budget {budget!r}; budgets are: {', '.join(BUDGETS)}")
+        if limit is None:
+            limit = BUDGETS[budget or "normal"]
+        if limit < 1:
+            raise InvalidQuery(f"limit must be at least 1, got {limit}")
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidQuery(f"max_tokens must be at least 1, got {max_tokens}")
+        if since is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:]+Z?)?", since):
+            raise InvalidQuery(f"invalid date {since!r}: use YYYY-MM-DD (e.g. 2026-11-30)")
+        # A folder's mtime moves with every file created, deleted, renamed or replaced in it;
+        # an edit in place does not move it, so without a watcher a full scan also runs when
+        # the last one is older than RESCAN_SECONDS.
+        stale = not self.watched and time.monotonic() - self._scanned_at > RESCAN_SECONDS
+        if stale or self._seen_dirs is None or self._dir_stamps() != self._seen_dirs:
+            try:
+                self.catch_up()
+            except StoreLocked as e:
+                log.warning("searching the index as it is: %s", e)
+        hits = self.index.search(
+            query,
+            type=type,
+            status=status,
+            tags=tuple(tags),
+            owner=owner,
+            since=since,
+            limit=limit,
+            include_deprecated=include_deprecated,
+            explain=explain,
+            graph=graph,
+        )
+        if max_tokens is not None:
+            hits = fit_tokens(hits, max_tokens, index_view)
+        return hits
+
+    def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
+        """The memories named, in the order given (e.g. names picked from an index view).
+
+        Raises:
+            MemoryNotFound: naming every name that is not in the store.
+            InvalidName, InvalidMemory.
+        """
+        found: list[Memory] = []
+        missing: list[str] = []
+        for name in names:
+            try:
+                found.append(self.get(name))
+            except MemoryNotFound:
+                missing.append(name)
+        if missing:
+            raise MemoryNotFound(
+                f"no memory named {', '.join(repr(n) for n in missing)} in {self.root}"
+            )
+        return found
 
     # -- ledger -------------------------------------------------------------------------------
 

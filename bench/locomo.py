@@ -1,0 +1,258 @@
+"""Retrieval benchmark on the LoCoMo development split: plain Whoosh BM25 vs memstore search.
+
+Protocol (../shared/eval/README.md): each dialogue turn is one memory; each QA item with
+category != 5 and non-empty evidence is a query, sent verbatim; retrieval is scoped to the
+question's conversation; metrics Hit@5, Recall@5, Recall@10, MRR@10.
+
+    .venv/bin/python bench/locomo.py [--data ../shared/eval/locomo-dev.json]
+
+The data is read in place and never copied into the repository (CC BY-NC 4.0). Stores are
+built in a temporary folder: files written directly, one reindex per conversation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.fields import ID, TEXT, Schema
+from whoosh.filedb.filestore import RamStorage
+from whoosh.query import Or, Term
+
+from memstore.memory import Memory, render
+from memstore.store import Store
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
+
+
+@dataclass
+class Turn:
+    name: str
+    dia_id: str
+    speaker: str
+    text: str
+    date: str
+    session: int
+    caption: str = ""
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    queries: list[tuple[str, set[str], int]] = field(default_factory=list)
+    """(question, relevant memory names, category)"""
+
+
+def slug(sample_id: str, dia_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", f"{sample_id}-{dia_id}".lower()).strip("-")
+
+
+def load(path: Path) -> list[Conversation]:
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    conversations: list[Conversation] = []
+    for sample in data:
+        conv = sample["conversation"]
+        sid = sample["sample_id"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in conv:
+            date = conv.get(f"session_{n}_date_time", "")
+            for t in conv[f"session_{n}"]:
+                turns.append(
+                    Turn(
+                        name=slug(sid, t["dia_id"]),
+                        dia_id=t["dia_id"],
+                        speaker=t["speaker"],
+                        text=t["text"],
+                        date=date,
+                        session=n,
+                        caption=t.get("blip_caption", ""),
+                    )
+                )
+            n += 1
+        known = {t.dia_id for t in turns}
+        c = Conversation(sid, turns)
+        for qa in sample["qa"]:
+            if qa.get("category") == 5 or not qa.get("evidence"):
+                continue
+            ids: set[str] = set()
+            for ev in qa["evidence"]:
+                for part in re.split(r"[;,\s]+", ev):
+                    if part in known:
+                        ids.add(part)
+            if ids:
+                c.queries.append((qa["question"], {slug(sid, i) for i in ids}, qa["category"]))
+        conversations.append(c)
+    return conversations
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Scores:
+    hit5: list[float] = field(default_factory=list)
+    r5: list[float] = field(default_factory=list)
+    r10: list[float] = field(default_factory=list)
+    mrr10: list[float] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+
+    def add(self, ranked: list[str], relevant: set[str], seconds: float) -> None:
+        self.hit5.append(1.0 if relevant & set(ranked[:5]) else 0.0)
+        self.r5.append(len(relevant & set(ranked[:5])) / len(relevant))
+        self.r10.append(len(relevant & set(ranked[:10])) / len(relevant))
+        rr = 0.0
+        for i, name in enumerate(ranked[:10], 1):
+            if name in relevant:
+                rr = 1.0 / i
+                break
+        self.mrr10.append(rr)
+        self.latency.append(seconds)
+
+    def row(self, label: str) -> str:
+        lat = sorted(self.latency)
+        p50 = statistics.median(lat) * 1000
+        p95 = lat[int(0.95 * (len(lat) - 1))] * 1000
+        return (
+            f"| {label} | {statistics.fmean(self.hit5):.3f} | {statistics.fmean(self.r5):.3f} | "
+            f"{statistics.fmean(self.r10):.3f} | {statistics.fmean(self.mrr10):.3f} | "
+            f"{p50:.1f} | {p95:.1f} |"
+        )
+
+
+# -- systems ----------------------------------------------------------------------------------
+
+
+def body_of(t: Turn) -> str:
+    return f"{t.speaker} ({t.date}): {t.text}"
+
+
+def baseline(conv: Conversation) -> Callable[[str], list[str]]:
+    """Plain Whoosh BM25F over the body, stemming analyzer, OR of the question's words."""
+    schema = Schema(name=ID(stored=True), body=TEXT(analyzer=StemmingAnalyzer()))
+    ix = RamStorage().create_index(schema)
+    w = ix.writer()
+    for t in conv.turns:
+        w.add_document(name=t.name, body=body_of(t))
+    w.commit()
+    searcher = ix.searcher()
+    analyzer = StemmingAnalyzer()
+
+    def search(question: str) -> list[str]:
+        words = dict.fromkeys(t.text for t in analyzer(question))
+        q = Or([Term("body", w) for w in words])
+        return [h["name"] for h in searcher.search(q, limit=10)]
+
+    return search
+
+
+def build_store(root: Path, conv: Conversation, *, links: bool, captions: bool) -> Store:
+    """One store per conversation: each turn a memory, as an agent would have saved it."""
+    store = Store.init(root, agent="bench")
+    folder = root / "fact"
+    folder.mkdir()
+    by_session: dict[int, list[Turn]] = {}
+    for t in conv.turns:
+        by_session.setdefault(t.session, []).append(t)
+    for turns in by_session.values():
+        for i, t in enumerate(turns):
+            text = f"{t.speaker}: {t.text}"
+            body = body_of(t)
+            if captions and t.caption:
+                body += f" [shares a photo: {t.caption}]"
+            neighbours = []
+            if links:
+                neighbours = [x.name for x in (turns[i - 1 : i] + turns[i + 1 : i + 2])]
+            memory = Memory(
+                name=t.name,
+                description=text[:150],
+                type="fact",
+                status="draft",
+                owner=t.speaker.lower(),
+                created="2026-01-01T00:00:00Z",
+                updated="2026-01-01T00:00:00Z",
+                tags=(t.speaker.lower(), f"session-{t.session}"),
+                links=tuple(neighbours),
+                body=body,
+            )
+            (folder / f"{t.name}.md").write_text(render(memory), encoding="utf-8", newline="\n")
+    return store
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = ap.parse_args()
+    conversations = load(args.data)
+    n_queries = sum(len(c.queries) for c in conversations)
+    n_turns = sum(len(c.turns) for c in conversations)
+    variants: dict[str, dict[str, Any]] = {
+        "memstore search (default)": {},
+        "memstore, turns linked to their neighbours (no --graph)": {"links": True},
+        "memstore + graph (turns linked to their neighbours)": {"graph": True, "links": True},
+    }
+    results = {"plain Whoosh BM25 (body, StemmingAnalyzer, OR)": Scores()}
+    results.update({label: Scores() for label in variants})
+    ingest: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for conv in conversations:
+            search = baseline(conv)
+            for question, relevant, _ in conv.queries:
+                t0 = time.perf_counter()
+                ranked = search(question)
+                results["plain Whoosh BM25 (body, StemmingAnalyzer, OR)"].add(
+                    ranked, relevant, time.perf_counter() - t0
+                )
+            for label, options in variants.items():
+                root = Path(tmp) / f"{conv.sample_id}-{len(ingest)}"
+                t0 = time.perf_counter()
+                store = build_store(root, conv, links=options.get("links", False), captions=False)
+                store.reindex()
+                ingest.append((time.perf_counter() - t0) / len(conv.turns))
+                store.search("warm up")
+                for question, relevant, _ in conv.queries:
+                    t0 = time.perf_counter()
+                    hits = store.search(question, limit=10, graph=options.get("graph", False))
+                    results[label].add([h.name for h in hits], relevant, time.perf_counter() - t0)
+                store.index.close()
+    print(f"# LoCoMo dev: {len(conversations)} conversations, {n_turns} turns, {n_queries} queries")
+    print(
+        f"# machine: {platform.processor() or platform.machine()}, Python {sys.version.split()[0]}"
+    )
+    print("| system | Hit@5 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for label, scores in results.items():
+        print(scores.row(label))
+    base = results["plain Whoosh BM25 (body, StemmingAnalyzer, OR)"].r10
+    rng = random.Random(1)
+    for label in variants:
+        diffs = [a - b for a, b in zip(results[label].r10, base, strict=True)]
+        boot = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
+        better = sum(d > 0 for d in diffs)
+        worse = sum(d < 0 for d in diffs)
+        print(
+            f"# {label}: Recall@10 - baseline = {statistics.fmean(diffs):+.3f} "
+            f"(paired bootstrap 95% CI {boot[50]:+.3f} .. {boot[1949]:+.3f}); "
+            f"better on {better} queries, worse on {worse}"
+        )
+    print(
+        "# memstore ingest (write files + reindex): "
+        f"{statistics.median(ingest) * 1000:.2f} ms/memory"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Re-index memory files changed outside memstore (editors, git) while a server runs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from watchfiles import Change, watch
+
+from memstore.errors import MemstoreError
+from memstore.store import CACHE_DIR, Store
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_MS = 200
+"""How long a burst of changes (a `git checkout`) may settle before one catch-up runs."""
+
+
+def relevant(change: Change, path: str, root: Path) -> bool:
+    """Whether a change can affect the index: not the cache, not git, not a temp file."""
+    del change
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return False
+    if not parts or parts[0] == CACHE_DIR or parts[0] == ".git":
+        return False
+    return not (parts[-1].startswith(".") and parts[-1].endswith(".tmp"))
+
+
+class Watcher:
+    """A background thread that catches the index up whenever files under the store change.
+
+    `start()` returns once the file system is being watched; `stop()` ends the thread.
+    Also a context manager: `with Watcher(store): ...`.
+    """
+
+    def __init__(self, store: Store, debounce_ms: int = DEBOUNCE_MS) -> None:
+        self.store = store
+        self.debounce_ms = debounce_ms
+        self.stop_event = threading.Event()
+        self.ready = threading.Event()
+        self.catch_ups = 0
+        """How many catch-ups the watcher has run."""
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def start(self, timeout: float = 10.0) -> Watcher:
+        """Start watching and catch up once; returns when changes from now on will be seen."""
+        self._thread = threading.Thread(target=self.run, name="memstore-watch", daemon=True)
+        self._thread.start()
+        self.ready.wait(timeout)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask the thread to end and wait for it."""
+        self.stop_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.store.watched = False
+
+    def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until `predicate()` holds, re-checking after each catch-up; False on timeout."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
+    def __enter__(self) -> Watcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def run(self) -> None:
+        """Watch until `stop_event` is set (blocking; `start()` runs it in a thread)."""
+        root = self.store.root
+        changes = watch(
+            root,
+            watch_filter=lambda change, path: relevant(change, path, root),
+            debounce=self.debounce_ms,
+            step=50,
+            stop_event=self.stop_event,
+            rust_timeout=200,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        )
+        for batch in changes:
+            # The first yield (a change, or the empty timeout set) means the watch is in place;
+            # the catch-up then covers anything changed before it was.
+            if batch or not self.ready.is_set():
+                self._catch_up()
+            if not self.ready.is_set():
+                self.store.watched = True
+                self.ready.set()
+        self.ready.set()
+
+    def _catch_up(self) -> None:
+        try:
+            result = self.store.catch_up()
+        except (MemstoreError, OSError) as e:
+            log.warning("could not re-index after a change: %s", e)
+            return
+        with self._changed:
+            self.catch_ups += 1
+            self._changed.notify_all()
+        if result.indexed or result.removed:
+            log.info("re-indexed %d and removed %d file(s)", result.indexed, result.removed)

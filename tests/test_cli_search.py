@@ -1,0 +1,99 @@
+"""`memstore search`, `get` and `reindex` on the command line."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from test_index import write_memory
+
+from memstore.cli import main
+from memstore.store import Store
+
+
+def run(store: Store, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["--store", str(store.root), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_search_prints_each_result_with_its_status(store: Store) -> None:
+    write_memory(store, "hpa-off", "Disable HPA on checkout", status="confirmed", tags=("k8s",))
+    write_memory(store, "hpa-why", "Why HPA flapped", type="incident")
+    code, out, _ = run(store, "search", "hpa")
+    assert code == 0
+    lines = out.splitlines()
+    assert "hpa-off  fact [confirmed]" in lines[0] and "#k8s" in lines[0]
+    assert "hpa-why  incident [draft]" in lines[1]
+
+
+def test_search_json_lists_name_type_status_description_and_score(store: Store) -> None:
+    write_memory(store, "hpa-off", "Disable HPA on checkout")
+    code, out, _ = run(store, "search", "hpa", "--json")
+    assert code == 0
+    (hit,) = json.loads(out)
+    assert {k: hit[k] for k in ("name", "type", "status", "description")} == {
+        "name": "hpa-off",
+        "type": "fact",
+        "status": "draft",
+        "description": "Disable HPA on checkout",
+    }
+    assert hit["score"] > 0
+
+
+def test_search_explain_prints_the_parts_under_each_result(store: Store) -> None:
+    write_memory(store, "no-force", "Never force push", type="warning")
+    code, out, _ = run(store, "search", "force", "--explain")
+    assert code == 0
+    assert [line.strip().split()[0] for line in out.splitlines()[1:]] == [
+        "bm25",
+        "matched",
+        "boost",
+    ]
+
+
+def test_search_index_view_and_budget(store: Store) -> None:
+    for i in range(5):
+        write_memory(store, f"note-{i}", f"Widget note {i}")
+    code, out, _ = run(store, "search", "widget", "--index", "--budget", "tiny")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split()[1:4] == ["fact", "draft", "2026-11-01"]
+    assert "Widget" not in out
+
+
+def test_search_marks_deprecated_and_expired_when_included(store: Store) -> None:
+    write_memory(store, "old", "Widget rule", status="deprecated")
+    write_memory(store, "gone", "Widget promo", extra={"expires": "2020-01-01"})
+    code, out, err = run(store, "search", "widget")
+    assert code == 0 and out == "" and "no memories match" in err
+    _, out, _ = run(store, "search", "widget", "--include-deprecated")
+    assert "old  fact [deprecated]" in out
+    assert "gone  fact [draft, expired]" in out
+
+
+def test_search_refuses_a_bad_date(store: Store) -> None:
+    code, _, err = run(store, "search", "x", "--since", "last-week")
+    assert code == 1 and "Error: invalid date 'last-week'" in err
+
+
+def test_get_prints_several_memories_in_order(store: Store) -> None:
+    write_memory(store, "a", "First", body="Body A")
+    write_memory(store, "b", "Second")
+    code, out, _ = run(store, "get", "b", "a")
+    assert code == 0
+    assert out.index("==> fact/b.md <==") < out.index("==> fact/a.md <==")
+    assert "Body A" in out
+    code, out, _ = run(store, "get", "a", "b", "--json")
+    assert [m["name"] for m in json.loads(out)] == ["a", "b"]
+    code, _, err = run(store, "get", "a", "nope")
+    assert code == 1 and "Error: no memory named 'nope'" in err
+
+
+def test_reindex_reports_progress_on_stderr(store: Store) -> None:
+    write_memory(store, "a", "First")
+    (store.root / "fact" / "bad.md").write_text("no front matter", encoding="utf-8")
+    code, out, err = run(store, "reindex")
+    assert code == 0
+    assert out == "reindexed 1 memories\n"
+    assert "indexed 2/2 files" in err and "skipped fact/bad.md" in err

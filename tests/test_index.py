@@ -1,0 +1,227 @@
+"""The index stays in step with the files: memstore writes, hand edits, git, crashes, processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import GIT_ENV, as_agent, git
+
+from memstore.index import tokens
+from memstore.memory import Memory, render
+from memstore.store import Store
+
+
+def write_memory(
+    store: Store, name: str, description: str, body: str = "", **fields: object
+) -> Path:
+    """Write a memory file by hand, as an editor or `git pull` would."""
+    memory = Memory(
+        name=name,
+        description=description,
+        type=str(fields.pop("type", "fact")),
+        status=str(fields.pop("status", "draft")),
+        owner=str(fields.pop("owner", "alice")),
+        created="2026-11-01T10:00:00Z",
+        updated=str(fields.pop("updated", "2026-11-01T10:00:00Z")),
+        body=body,
+        **fields,  # pyright: ignore[reportArgumentType]
+    )
+    path = store.root / memory.type / f"{name}.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(render(memory), encoding="utf-8", newline="\n")
+    return path
+
+
+def names(store: Store, query: str, **options: object) -> list[str]:
+    return [h.name for h in store.search(query, **options)]  # pyright: ignore[reportArgumentType]
+
+
+def test_cjk_text_is_indexed_as_character_bigrams() -> None:
+    assert tokens("CDNキャッシュ") == ["cdn", "キャ", "ャッ", "ッシ", "シュ"]
+    assert tokens("値") == ["値"]
+
+
+def test_english_words_are_stemmed_so_variants_meet() -> None:
+    assert len(set(tokens("autoscaling autoscaler autoscaled autoscalers"))) == 1
+    assert tokens("the deploying of deployments") == ["deploy", "deploy"]
+
+
+def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:
+    assert names(store, "zod") == []
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    assert names(store, "zod") == ["use-zod"]
+
+
+def test_a_write_by_another_store_is_seen_by_an_open_one(store: Store) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    assert names(store, "schemas") == ["use-zod"]
+    other = as_agent(store, "bob")
+    other.add("zod-errors", type="fact", description="zod schemas report every error at once")
+    other.confirm("use-zod", "checked")
+    hits = store.search("schemas")
+    assert {h.name: h.status for h in hits} == {"use-zod": "confirmed", "zod-errors": "draft"}
+
+
+def test_a_hand_edit_made_while_nothing_ran_is_found_after_restart(store: Store) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    assert names(store, "pool") == ["pool-size"]
+    text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:  # in place, like many editors
+        f.write(text)
+    assert names(Store(store.root), "pgbouncer") == ["pool-size"]
+
+
+def test_an_open_store_without_a_watcher_rescans_for_edits_in_place(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    assert names(store, "pool") == ["pool-size"]
+    text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    monkeypatch.setattr("memstore.store.RESCAN_SECONDS", 0.0)  # as if the interval had passed
+    assert names(store, "pgbouncer") == ["pool-size"]
+
+
+def test_deleted_and_renamed_files_vanish_from_results(store: Store) -> None:
+    gone = write_memory(store, "old-cache", "Cache TTL is five minutes")
+    moved = write_memory(store, "cache-keys", "Cache keys include the tenant")
+    assert sorted(names(store, "cache")) == ["cache-keys", "old-cache"]
+    gone.unlink()
+    (store.root / "decision").mkdir()
+    moved.rename(store.root / "decision" / "cache-keys.md")
+    hits = Store(store.root).search("cache")
+    assert [(h.name, h.path) for h in hits] == [("cache-keys", "decision/cache-keys.md")]
+
+
+def test_checking_out_another_branch_is_picked_up(store: Store) -> None:
+    store.add("on-main", type="fact", description="Branch main knows about widgets")
+    git(store.root, "checkout", "-q", "-b", "feature")
+    write_memory(store, "on-feature", "Branch feature knows about widgets too")
+    git(store.root, "add", ".")
+    git(store.root, "commit", "-q", "-m", "feature memory")
+    assert sorted(names(store, "widgets")) == ["on-feature", "on-main"]
+    git(store.root, "checkout", "-q", "main")
+    assert names(store, "widgets") == ["on-main"]
+
+
+def test_a_malformed_file_is_skipped_with_a_warning_naming_it(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_memory(store, "good-one", "Widgets are blue")
+    (store.root / "fact" / "broken.md").write_text(
+        "---\nname: [oops\n---\nwidgets", encoding="utf-8"
+    )
+    with caplog.at_level(logging.WARNING):
+        assert names(store, "widgets") == ["good-one"]
+    assert "fact/broken.md" in caplog.text
+
+
+def test_an_index_left_half_written_is_rebuilt(store: Store) -> None:
+    write_memory(store, "kept", "Widgets are blue")
+    assert store.catch_up().rebuilt
+    (store.cache / "index" / "DIRTY").touch()
+    result = Store(store.root).catch_up()
+    assert result.rebuilt and result.indexed == 1
+    assert not (store.cache / "index" / "DIRTY").exists()
+
+
+CRASHER = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from memstore import index
+    from memstore.store import Store
+
+    def die(self, files):  # the index is committed, the manifest not yet written
+        os._exit(9)
+
+    index.Index._write_manifest = die
+    Store(Path(sys.argv[1]), agent="crasher").add(
+        "late-note", type="fact", description="Written by a process that then died"
+    )
+    """
+)
+
+
+def test_a_process_killed_in_the_middle_of_an_index_write_leaves_it_rebuilt(store: Store) -> None:
+    write_memory(store, "kept", "Widgets are blue")
+    assert names(store, "widgets") == ["kept"]
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run([sys.executable, "-c", CRASHER, str(store.root)], env=env, check=False)
+    assert done.returncode == 9
+    assert (store.cache / "index" / "DIRTY").exists()
+    result = Store(store.root).catch_up()
+    assert result.rebuilt and result.indexed == 2
+    assert names(Store(store.root), "written") == ["late-note"]
+
+
+def test_a_corrupt_index_is_rebuilt_not_trusted(store: Store) -> None:
+    write_memory(store, "kept", "Widgets are blue")
+    store.catch_up()
+    for toc in (store.cache / "index").glob("*.toc"):
+        toc.write_bytes(b"garbage")
+    (store.cache / "index" / "manifest.json").write_text("{", encoding="utf-8")
+    assert names(Store(store.root), "widgets") == ["kept"]
+
+
+def test_reindex_rebuilds_everything_and_reports_progress(store: Store) -> None:
+    for i in range(3):
+        write_memory(store, f"m-{i}", f"Memory number {i}")
+    seen: list[tuple[int, int]] = []
+    result = store.reindex(lambda done, total: seen.append((done, total)))
+    assert result.rebuilt and result.indexed == 3
+    assert seen[-1] == (3, 3)
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from memstore.store import Store
+
+    root, me = Path(sys.argv[1]), sys.argv[2]
+    store = Store(root, agent=me)
+    if me == "reader":
+        while not (root / "done").exists():
+            store.search("widget note")
+            Store(root).search("shared")
+        sys.exit(0)
+    for i in range(6):
+        store.add(f"{me}-{i}", type="fact", description=f"shared widget note {i} by {me}")
+        assert store.search("widget"), "a search found nothing"
+        if i == 2:
+            store.reindex()
+        Store(root).search("widget note")
+    """
+)
+
+
+def test_processes_writing_and_reading_one_index_at_once_get_no_error(store: Store) -> None:
+    env = {**os.environ, **GIT_ENV}
+
+    def spawn(agent: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.root), agent],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    reader = spawn("reader")
+    writers = [spawn("agent-a"), spawn("agent-b")]
+    for proc in writers:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err and "WARNING" not in err, err
+    (store.root / "done").touch()
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0 and "Traceback" not in err, err
+    assert len(Store(store.root).search("widget", limit=50)) == 12

@@ -1,0 +1,170 @@
+"""Queries: filters, status-aware ranking, CJK, explain, budgets, links and fetching by name."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+from conftest import as_agent
+from test_index import names, write_memory
+
+from memstore.errors import InvalidQuery, MemoryNotFound
+from memstore.index import BUDGETS, approx_tokens
+from memstore.store import Store
+
+
+def test_deprecated_memories_are_left_out_unless_asked_for(store: Store) -> None:
+    store.add("use-joi", type="decision", description="Validate input with joi")
+    as_agent(store, "bob").deprecate("use-joi", "replaced by zod")
+    assert store.search("validate input") == []
+    hits = store.search("validate input", include_deprecated=True)
+    assert [(h.name, h.status) for h in hits] == [("use-joi", "deprecated")]
+    assert names(store, "validate", status="deprecated") == ["use-joi"]
+
+
+def test_expired_memories_are_left_out_unless_asked_for_and_marked(store: Store) -> None:
+    write_memory(store, "promo-price", "Promo price is 9 EUR", extra={"expires": "2020-01-31"})
+    write_memory(store, "promo-next", "Promo price next year", extra={"expires": "2999-01-31"})
+    assert names(store, "promo") == ["promo-next"]
+    hits = store.search("promo", include_deprecated=True)
+    assert {h.name: h.expired for h in hits} == {"promo-price": True, "promo-next": False}
+
+
+def test_confirmed_ranks_above_draft_on_equal_text(store: Store) -> None:
+    write_memory(store, "a-draft", "Rotate the signing key every month")
+    write_memory(store, "b-confirmed", "Rotate the signing key every month", status="confirmed")
+    assert names(store, "rotate signing key") == ["b-confirmed", "a-draft"]
+
+
+def test_warnings_and_corrections_get_a_modest_boost(store: Store) -> None:
+    write_memory(store, "a-fact", "Force push rewrites history on main")
+    write_memory(store, "b-warning", "Force push rewrites history on main", type="warning")
+    write_memory(store, "c-better", "Force push to main rewrites shared history; force push")
+    hits = store.search("force push main history")
+    assert hits[0].name in ("b-warning", "c-better")
+    assert [h.name for h in hits].index("b-warning") < [h.name for h in hits].index("a-fact")
+    by_name = {h.name: h.score for h in hits}
+    assert by_name["b-warning"] / by_name["a-fact"] == pytest.approx(1.15, abs=0.01)
+
+
+def test_a_japanese_query_finds_japanese_text(store: Store) -> None:
+    write_memory(store, "cdn-stale-price", "CDNキャッシュの無効化漏れで古い価格が表示された障害")
+    write_memory(store, "other", "データベースの接続数を増やした")
+    assert names(store, "キャッシュ") == ["cdn-stale-price"]
+    assert names(store, "接続数") == ["other"]
+
+
+def test_stemming_matches_word_variants(store: Store) -> None:
+    write_memory(store, "hpa-off", "Disabled the HPA autoscaler on checkout")
+    assert names(store, "autoscaling") == ["hpa-off"]
+    assert names(store, "disabling") == ["hpa-off"]
+
+
+def test_every_result_shows_its_status(store: Store) -> None:
+    write_memory(store, "one", "Widgets are blue")
+    write_memory(store, "two", "Widgets are red", status="confirmed")
+    assert {h.status for h in store.search("widgets")} == {"draft", "confirmed"}
+
+
+def test_filters_combine_and_tags_are_anded(store: Store) -> None:
+    write_memory(store, "a", "Deploy note", tags=("k8s", "prod"), owner="bob")
+    write_memory(store, "b", "Deploy note", tags=("k8s",), type="runbook")
+    write_memory(store, "c", "Deploy note", tags=("prod",), updated="2026-11-20T00:00:00Z")
+    assert sorted(names(store, "deploy", tags=["k8s"])) == ["a", "b"]
+    assert names(store, "deploy", tags=["k8s", "prod"]) == ["a"]
+    assert names(store, "deploy", type="runbook") == ["b"]
+    assert names(store, "deploy", owner="bob") == ["a"]
+    assert names(store, "deploy", since="2026-11-15") == ["c"]
+    assert names(store, "deploy", tags=["nobody-has-it"]) == []
+    assert names(store, "deploy", type="runbook", owner="bob") == []
+
+
+def test_an_empty_query_lists_the_newest_first(store: Store) -> None:
+    write_memory(store, "old", "Old note", updated="2026-01-01T00:00:00Z")
+    write_memory(store, "new", "New note", updated="2026-06-01T00:00:00Z")
+    assert names(store, "") == ["new", "old"]
+
+
+def test_explain_shows_bm25_each_boost_and_the_matched_terms(store: Store) -> None:
+    write_memory(store, "no-force", "Never force push to main", type="warning", status="confirmed")
+    (hit,) = store.search("force push", explain=True)
+    assert hit.explain[0].startswith("bm25 ")
+    assert "matched forc push in name, description" in hit.explain  # stems, per field
+    assert "boost status confirmed x1.2" in hit.explain
+    assert "boost type warning x1.15" in hit.explain
+    bm25 = float(hit.explain[0].split()[1])
+    assert hit.score == pytest.approx(bm25 * 1.2 * 1.15, rel=1e-3)
+    assert store.search("force push")[0].explain == ()
+
+
+def test_budgets_cut_to_3_10_and_20_results(store: Store) -> None:
+    for i in range(25):
+        write_memory(store, f"note-{i:02}", f"Widget note number {i}")
+    for budget, size in BUDGETS.items():
+        assert len(store.search("widget", budget=budget)) == size
+    assert len(store.search("widget")) == 10
+    assert len(store.search("widget", budget="tiny", limit=5)) == 5
+    with pytest.raises(InvalidQuery, match="huge"):
+        store.search("widget", budget="huge")
+
+
+def test_a_token_cap_keeps_only_whole_results_that_fit(store: Store) -> None:
+    for i in range(10):
+        write_memory(store, f"note-{i}", f"Widget note number {i} " + "padding " * i)
+    full = store.search("widget")
+    costs = [approx_tokens(h) for h in full]
+    cap = sum(costs[:3]) + costs[3] - 1
+    kept = store.search("widget", max_tokens=cap)
+    assert kept == full[:3]
+    assert sum(len(json.dumps(asdict(h), ensure_ascii=False)) for h in kept) / 4 <= cap
+    index = store.search("widget", max_tokens=cap, index_view=True)
+    assert len(index) > 3  # index lines are cheaper
+
+
+def test_graph_adds_linked_memories_with_decaying_scores(store: Store) -> None:
+    write_memory(store, "hpa-off", "Disable HPA on checkout", links=("scaling-spec",))
+    write_memory(store, "scaling-spec", "Specification for pods", body="see [[capacity-plan]]")
+    write_memory(store, "capacity-plan", "Quarterly numbers")
+    write_memory(store, "postmortem-7", "Outage review", body="caused by [[hpa-off]]")
+    write_memory(store, "unrelated", "Something else")
+    assert names(store, "checkout") == ["hpa-off"]
+    hits = store.search("checkout", graph=True, explain=True)
+    by_name = {h.name: h for h in hits}
+    assert set(by_name) == {"hpa-off", "scaling-spec", "postmortem-7", "capacity-plan"}
+    top = by_name["hpa-off"].score
+    assert by_name["scaling-spec"].score == pytest.approx(top * 0.5, rel=1e-3)
+    assert by_name["postmortem-7"].via == "hpa-off"
+    assert by_name["capacity-plan"].via == "scaling-spec"
+    assert by_name["capacity-plan"].score == pytest.approx(top * 0.25, rel=1e-3)
+    assert any("hop 2" in line for line in by_name["capacity-plan"].explain)
+
+
+def test_graph_does_not_bring_back_deprecated_memories(store: Store) -> None:
+    write_memory(store, "hpa-off", "Disable HPA on checkout", links=("old-spec",))
+    write_memory(store, "old-spec", "Old spec", status="deprecated")
+    assert names(store, "hpa", graph=True) == ["hpa-off"]
+
+
+def test_get_many_returns_memories_in_the_order_asked(store: Store) -> None:
+    for name in ("a", "b", "c"):
+        write_memory(store, name, f"Memory {name}")
+    assert [m.name for m in store.get_many(["c", "a", "b"])] == ["c", "a", "b"]
+    with pytest.raises(MemoryNotFound, match="'x', 'y'"):
+        store.get_many(["a", "x", "y"])
+
+
+def test_a_bad_date_limit_type_or_status_is_refused_with_the_allowed_values(store: Store) -> None:
+    with pytest.raises(InvalidQuery, match="yesterday"):
+        store.search("x", since="yesterday")
+    with pytest.raises(InvalidQuery, match="at least 1"):
+        store.search("x", limit=0)
+    with pytest.raises(InvalidQuery, match="unknown type 'decisions'; types are: decision, "):
+        store.search("x", type="decisions")
+    with pytest.raises(InvalidQuery, match="unknown status 'done'"):
+        store.search("x", status="done")
+
+
+def test_a_question_mark_is_not_a_wildcard(store: Store) -> None:
+    write_memory(store, "pool", "We use pgbouncer for pooling")
+    assert names(store, "what do we use for pooling?") == ["pool"]

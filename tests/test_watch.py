@@ -1,0 +1,58 @@
+"""The watcher re-indexes files changed by hand while a server runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_index import names, write_memory
+from watchfiles import Change
+
+from memstore.store import Store
+from memstore.watch import Watcher, relevant
+
+
+def edit_in_place(path: Path, old: str, new: str) -> None:
+    """Rewrite a file in place (same inode, folder untouched), as many editors do."""
+    text = path.read_text(encoding="utf-8")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text.replace(old, new))
+
+
+def test_a_hand_edit_is_found_while_the_watcher_runs(store: Store) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    assert names(store, "pool") == ["pool-size"]
+    with Watcher(store) as watcher:
+        edit_in_place(path, "size is 20", "size is pgbouncer")
+        assert watcher.wait(lambda: names(store, "pgbouncer") == ["pool-size"], timeout=5)
+
+
+def test_files_created_and_deleted_while_watching_come_and_go(store: Store) -> None:
+    old = write_memory(store, "old-note", "Widgets were green")
+    assert names(store, "widgets") == ["old-note"]
+    with Watcher(store) as watcher:
+        write_memory(store, "new-note", "Widgets are blue")
+        old.unlink()
+        assert watcher.wait(lambda: names(store, "widgets") == ["new-note"], timeout=5)
+
+
+def test_the_watcher_catches_up_when_it_starts(store: Store) -> None:
+    write_memory(store, "early", "Written before the watcher")
+    with Watcher(store) as watcher:
+        assert watcher.catch_ups >= 1
+        assert names(store, "watcher") == ["early"]
+
+
+def test_the_watcher_ignores_the_cache_git_and_temp_files(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    assert relevant(Change.modified, str(root / "fact" / "a.md"), root)
+    assert not relevant(Change.modified, str(root / ".memstore" / "index" / "x.seg"), root)
+    assert not relevant(Change.added, str(root / ".git" / "index"), root)
+    assert not relevant(Change.added, str(root / "fact" / ".a.md.x1y2.tmp"), root)
+    assert not relevant(Change.added, str(tmp_path / "elsewhere.md"), root)
+
+
+def test_stopping_the_watcher_ends_its_thread(store: Store) -> None:
+    watcher = Watcher(store).start()
+    thread = watcher._thread  # pyright: ignore[reportPrivateUsage]
+    watcher.stop()
+    assert thread is not None and not thread.is_alive()
