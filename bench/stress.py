@@ -72,7 +72,7 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
     mine = [m for m in memories if m.owner == agent and m.status != "deprecated"]
     if kind == "edit" and memories:
         target = rng.choice(memories).name
-        token = f"tok-{prefix}-{i}"
+        token = f"tok{prefix}n{i}"
         for attempt in range(20):
             current = store.read(target)
             body = (current.memory.body + "\n" + token).strip("\n")
@@ -102,7 +102,7 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
             return {"op": "deprecate", "name": target, "ok": False, "why": type(e).__name__}
         return {"op": "deprecate", "name": target, "ok": True}
     name = f"{prefix}-{i}"
-    token = f"tok-{prefix}-{i}-add"
+    token = f"tok{prefix}n{i}add"
     store.add(name, type="fact", description=f"fact {i} by {agent}", body=token)
     return {"op": "add", "name": name, "ok": True, "token": token}
 
@@ -114,6 +114,8 @@ def worker(root: Path, agent: str, prefix: str, ops: int, seed: int) -> None:
     rng = random.Random(seed)
     _emit({"op": "ready", "agent": agent})
     for i in range(ops):
+        if rng.random() < 0.3:  # readers search (and catch the index up) while others write
+            store.search(f"fact tok{prefix}n{rng.randrange(i + 1)}", limit=5)
         record = _one_op(store, agent, prefix, rng, i)
         _emit({"agent": agent, **record})
 
@@ -138,7 +140,7 @@ def human(root: Path, ops: int, seed: int) -> None:
         text = (
             f"---\nname: {name}\ndescription: written by hand {i}\ntype: fact\nstatus: draft\n"
             f"owner: human\ncreated: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n"
-            f"tags: []\n---\n\ntok-human-{i}\n"
+            f"tags: []\n---\n\ntokhumann{i}\n"
         )
         (root / "fact").mkdir(exist_ok=True)
         tmp = root / "fact" / f".{name}.md.swp"
@@ -166,7 +168,7 @@ def human(root: Path, ops: int, seed: int) -> None:
         else:
             _emit({"agent": "human", "op": "add", "name": name, "ok": False, "why": "git busy"})
             continue
-        _emit({"agent": "human", "op": "add", "name": name, "ok": True, "token": f"tok-human-{i}"})
+        _emit({"agent": "human", "op": "add", "name": name, "ok": True, "token": f"tokhumann{i}"})
 
 
 def new_store(root: Path) -> Store:
@@ -223,6 +225,12 @@ class Counts:
     ledger_lines_present: int = 0
     ledger_done_twice: int = 0
     """Jobs recorded done more than once: a repeated side effect (must be 0)."""
+    index_expected: int = 0
+    index_present: int = 0
+    """Memories a fresh process's search index lists after its catch-up."""
+    index_tokens_checked: int = 0
+    index_tokens_found: int = 0
+    """Edit tokens that a search finds in the right memory (the index has the latest text)."""
     by_kind: dict[str, int] = field(default_factory=dict[str, int])
     refused_why: dict[str, int] = field(default_factory=dict[str, int])
     problems: list[str] = field(default_factory=list[str])
@@ -292,6 +300,20 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
     counts.ledger_done_twice = sum(1 for n in done.values() if n > 1)
     verification = Store(root, agent="checker").ledger_verify()
     problems.extend(f"ledger verify: {x}" for x in verification.problems)
+
+    searcher = Store(root, agent="checker")
+    searcher.catch_up()
+    listed = {h.name for h in searcher.search("", include_deprecated=True, limit=100_000)}
+    counts.index_expected, counts.index_present = len(bodies), len(listed)
+    if listed != set(bodies):
+        problems.append(f"index lists {sorted(listed ^ set(bodies))[:5]} wrongly")
+    for r in [r for r in ok if "token" in r][:: max(1, len(ok) // 60)]:
+        counts.index_tokens_checked += 1
+        hits = searcher.search(r["token"], include_deprecated=True, limit=5)
+        if r["name"] in [h.name for h in hits]:
+            counts.index_tokens_found += 1
+        else:
+            problems.append(f"search for {r['token']} does not find {r['name']}")
 
     status = _git(root, "status", "--porcelain", "--untracked-files=all").stdout
     if status.strip():

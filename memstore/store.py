@@ -717,6 +717,7 @@ class Store:
         """
         for stray in self.cache.glob(f".{JOURNAL}.*.tmp"):
             stray.unlink(missing_ok=True)
+        self._remove_dead_index_temp_files()
         journal = self.cache / JOURNAL
         if not journal.exists():
             return
@@ -755,6 +756,19 @@ class Store:
             log.warning("undoing a change its writer did not finish: %s", message)
             self._undo(entries)
         journal.unlink(missing_ok=True)
+
+    def _remove_dead_index_temp_files(self) -> None:
+        """Remove the index's `.manifest.<pid>.<thread>.tmp` files of processes that died.
+
+        A killed indexer leaves one behind; the index itself is rebuilt (its DIRTY marker), but
+        the file would stay. Needs /proc to tell a dead pid.
+        """
+        if not Path("/proc").is_dir():
+            return
+        for stray in (self.cache / "index").glob(".manifest.*.tmp"):
+            pid = stray.name.split(".")[2]
+            if pid.isdigit() and not Path("/proc", pid).exists():
+                stray.unlink(missing_ok=True)
 
     def _journal_append(self, data: str, message: str, actor: str) -> Path:
         """Journal an append of `data` to the ledger before it is made; returns the journal."""

@@ -26,4 +26,7 @@ def test_writers_killed_at_random_leave_whole_files_and_lose_no_reported_write(
     assert counts.tokens_present == counts.tokens_expected
     assert counts.ledger_lines_present >= counts.ledger_lines_expected  # ledger verify is clean
     assert counts.ledger_done_twice == 0
+    # A search index left half-written by a kill is rebuilt; a fresh process's catches up.
+    assert counts.index_present == counts.index_expected == counts.files_present
+    assert counts.index_tokens_found == counts.index_tokens_checked > 0
     assert sum(recoveries.values()) > 0  # the kills did land inside writes

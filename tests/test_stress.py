@@ -25,6 +25,8 @@ def test_eight_agents_and_a_human_at_once_lose_nothing_and_commit_each_change_on
     assert counts.tokens_present == counts.tokens_expected > 0  # no edit overwrote another
     assert counts.ledger_lines_present == counts.ledger_lines_expected > 0  # no torn, no lost line
     assert counts.ledger_done_twice == 0  # of agents racing for a job, one claimed and did it
+    assert counts.index_present == counts.index_expected == counts.files_present  # converged
+    assert counts.index_tokens_found == counts.index_tokens_checked > 0  # with the latest text
     assert set(counts.by_kind) == {"add", "edit", "confirm", "deprecate", "ledger"}
     # Refusals are conflicts, moves someone else made first, or jobs another agent already
     # claimed or did: never errors.
