@@ -98,7 +98,10 @@ def version_of(data: bytes) -> str:
 def atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The pid in the name tells a temp file of a killed writer from one being written.
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -715,9 +718,7 @@ class Store:
         (roll forward). Only some written: put the old content back (roll back). A file that
         holds neither version was changed by someone else since, and is left alone.
         """
-        for stray in self.cache.glob(f".{JOURNAL}.*.tmp"):
-            stray.unlink(missing_ok=True)
-        self._remove_dead_index_temp_files()
+        self._remove_dead_temp_files()
         journal = self.cache / JOURNAL
         if not journal.exists():
             return
@@ -757,16 +758,17 @@ class Store:
             self._undo(entries)
         journal.unlink(missing_ok=True)
 
-    def _remove_dead_index_temp_files(self) -> None:
-        """Remove the index's `.manifest.<pid>.<thread>.tmp` files of processes that died.
+    def _remove_dead_temp_files(self) -> None:
+        """Remove the temp files that killed processes left in the cache folder.
 
-        A killed indexer leaves one behind; the index itself is rebuilt (its DIRTY marker), but
-        the file would stay. Needs /proc to tell a dead pid.
+        `atomic_write` names them `.<file>.<pid>.<random>.tmp`, the index its manifest's
+        `.manifest.<pid>.<thread>.tmp`: the pid is third from the end. Needs /proc to tell a
+        dead pid.
         """
         if not Path("/proc").is_dir():
             return
-        for stray in (self.cache / "index").glob(".manifest.*.tmp"):
-            pid = stray.name.split(".")[2]
+        for stray in [*self.cache.glob(".*.tmp"), *(self.cache / "index").glob(".*.tmp")]:
+            pid = stray.name.split(".")[-3]
             if pid.isdigit() and not Path("/proc", pid).exists():
                 stray.unlink(missing_ok=True)
 

@@ -297,3 +297,28 @@ def test_cli_edit_without_a_version_replaces_only_the_fields_given(store: Store)
     assert result.exit_code == 0, result.output
     memory = store.read("x").memory
     assert memory.tags == ("a", "b") and memory.body == "bob's body stays"
+
+
+def test_cache_temp_files_of_dead_processes_are_removed_and_live_ones_kept(store: Store) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead, live = done.stdout.strip(), str(os.getpid())
+    cache = store.root / ".memstore"
+    (cache / "index").mkdir(exist_ok=True)
+    left = [
+        cache / f".ledger-history.json.{dead}.x1y2.tmp",
+        cache / "index" / f".manifest.{dead}.7.tmp",
+    ]
+    kept = [
+        cache / f".ledger-history.json.{live}.x1y2.tmp",
+        cache / "index" / f".manifest.{live}.7.tmp",
+    ]
+    for path in left + kept:
+        path.write_text("partial", encoding="utf-8")
+    store.add("x", type="fact", description="any write")
+    assert [p.exists() for p in left] == [False, False]
+    assert [p.exists() for p in kept] == [True, True]
