@@ -3,9 +3,13 @@ record that reported success is there afterwards, once (see bench/stress.py for 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from bench import stress
+from tests.conftest import git
 
 PROCS, OPS, HUMAN_OPS = 8, 25, 5
 
@@ -39,3 +43,38 @@ def test_eight_agents_and_a_human_at_once_lose_nothing_and_commit_each_change_on
         "ledger: ClaimHeld",
         "ledger: AlreadyExecuted",
     }
+
+
+def test_cli_processes_started_at_once_each_land_one_commit(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    stress.new_store(root)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "MEMSTORE_LOCK_TIMEOUT": "60"}
+    cli = [sys.executable, "-m", "memstore", "--store", str(root)]
+    procs = [
+        subprocess.Popen(
+            [
+                *cli,
+                "--agent",
+                f"p{n}",
+                "add",
+                f"cli-{n}",
+                "--type",
+                "fact",
+                "-d",
+                f"from {n}",
+                "--body",
+                f"tokcli{n}",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
+    ]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, results
+    assert len(stress.memory_files(root)) == 8
+    log = git(root, "log", "--format=%an %s").splitlines()
+    assert sorted(line.split()[0] for line in log[:8]) == [f"p{n}" for n in range(8)]
+    assert git(root, "status", "--porcelain") == ""
