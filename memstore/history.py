@@ -257,6 +257,16 @@ def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float, waited: bool) -
     """
     if not lock.exists():
         return waited
+    if not Path("/proc").is_dir():
+        # No way to see processes here: a person's git may be running, so wait, then explain.
+        if time.monotonic() >= deadline:
+            raise GitError(
+                f"git's lock {lock} is in the way, and memstore cannot tell here whether a git "
+                f"process still runs: if no git command is running in this repository, delete "
+                f"{lock} and retry"
+            )
+        time.sleep(LOCK_POLL)
+        return True
     holders = git_processes(repo)
     if not holders:
         try:
