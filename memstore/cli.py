@@ -822,3 +822,23 @@ def ledger_verify(ctx: click.Context) -> None:
         f"ok: {result.events} events on {result.lines} lines, {result.heads} head(s), "
         f"{result.committed} committed to git"
     )
+
+
+# -- reliability --------------------------------------------------------------------------------
+
+
+@main.command()
+@click.pass_context
+def recover(ctx: click.Context) -> None:
+    """Finish or undo a write that a killed memstore process left, and remove stale lock files.
+
+    Any write does this first; `recover` does only this. A write whose files were all written
+    is committed as its author; a partial one is undone; git lock files left by a killed git
+    are removed when no git process runs. `lint` reports a write waiting for this.
+
+    \b
+    Example:
+      memstore --store memory recover
+    """
+    left = _store(ctx).recover()
+    click.echo(f"recovered: {left}" if left else "nothing to recover")

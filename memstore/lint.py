@@ -135,6 +135,15 @@ def lint_store(store: Store) -> list[Problem]:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(store.rel(path), message))
     problems.extend(_history_problems(store, memories))
+    left = store.pending()
+    if left is not None:
+        problems.append(
+            Problem(
+                ".memstore/pending.json",
+                f"a write was cut short ({left}); `memstore recover` (or any write) finishes or "
+                "undoes it",
+            )
+        )
     return problems
 
 

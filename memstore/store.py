@@ -758,6 +758,39 @@ class Store:
             self._undo(entries)
         journal.unlink(missing_ok=True)
 
+    def pending(self) -> str | None:
+        """The commit message of a write a killed process left unfinished, else None.
+
+        Only a journal no live writer holds counts: the lock is tried, never waited for.
+        """
+        journal = self.cache / JOURNAL
+        if not journal.is_file() or self.cache.is_symlink():
+            return None
+        lock = FileLock(self.cache / "lock")
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            return None  # a writer is at work; its journal is not left over
+        try:
+            data: Any = json.loads(journal.read_text(encoding="utf-8"))
+            return str(data["message"]).splitlines()[0]
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return "(an unreadable journal)"
+        finally:
+            lock.release()
+
+    def recover(self) -> str | None:
+        """Finish or undo what a killed writer left, as any write would first; returns what it
+        was (its commit message), or None when nothing was pending.
+
+        Raises:
+            StoreLocked, GitError.
+        """
+        left = self.pending()
+        with self.locked():
+            history.remove_stale_locks(self.repo)
+        return left
+
     def _remove_dead_temp_files(self) -> None:
         """Remove the temp files that killed processes left in the cache folder.
 

@@ -95,6 +95,23 @@ def test_a_change_killed_before_its_commit_is_committed_by_the_next_writer(
     git(crashed.root, "fsck", "--strict")
 
 
+def test_lint_reports_a_cut_short_write_and_recover_finishes_it(crashed: Store) -> None:
+    problems = [p for p in crashed.lint() if p.path == ".memstore/pending.json"]
+    assert len(problems) == 1 and "memory: deprecate fact/old-way" in problems[0].message
+    result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
+    assert result.exit_code == 0 and "recovered: memory: deprecate fact/old-way" in result.output
+    assert subjects(crashed)[0].startswith("bob memory: deprecate fact/old-way")
+    assert crashed.lint() == []
+    result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
+    assert result.exit_code == 0 and "nothing to recover" in result.output
+
+
+def test_recover_removes_a_stale_git_lock(store: Store) -> None:
+    (store.root / ".git" / "index.lock").write_text("", encoding="utf-8")
+    assert store.recover() is None
+    assert not (store.root / ".git" / "index.lock").exists()
+
+
 def test_a_change_only_partly_written_is_undone_by_the_next_writer(crashed: Store) -> None:
     # As if killed between its two files: the successor still holds its committed content.
     (crashed.root / "fact" / "new-way.md").write_bytes(
