@@ -476,6 +476,55 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     click.echo(f"installed {hook}")
 
 
+# -- server --
+
+
+@main.command()
+@click.option(
+    "--grouped",
+    is_flag=True,
+    help="List one tool per family (memory, ledger) taking an op, for a smaller tools/list.",
+)
+@click.pass_context
+def serve(ctx: click.Context, grouped: bool) -> None:
+    """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT).
+
+    An MCP client starts this command; stdout carries the protocol, logs go to stderr.
+
+    \b
+    Example:
+      MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
+    """
+    from memstore.server import build_server  # only `serve` pays for importing the SDK
+
+    build_server(_store(ctx), grouped=grouped).run("stdio")
+
+
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
+
+
+@main.command(name="config")
+@click.argument("client", type=click.Choice(CLIENTS))
+@click.option("--grouped", is_flag=True, help="Configure `serve --grouped`.")
+@click.pass_context
+def config_(ctx: click.Context, client: str, grouped: bool) -> None:
+    """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
+
+    The identity is --agent (or $MEMSTORE_AGENT), else the client's name.
+
+    \b
+    Example:
+      memstore --store ~/work/memory --agent deploy-bot config claude-desktop
+    """
+    from memstore.clients import WHERE, client_config
+
+    config = _config(ctx)
+    store = Store(config.store)  # refuse to print a configuration for a directory that is no store
+    click.echo(f"# paste into {WHERE[client]}", err=True)
+    agent = config.agent or client
+    click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
+
+
 # -- search --
 
 

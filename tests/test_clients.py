@@ -1,0 +1,37 @@
+"""`memstore config CLIENT` prints a configuration that starts this store's server."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore.cli import main
+from memstore.store import Store
+
+
+@pytest.mark.parametrize("client", ["claude-code", "claude-desktop", "cursor"])
+def test_json_clients_get_absolute_paths_and_the_agent(store: Store, client: str) -> None:
+    done = CliRunner().invoke(main, ["--store", str(store.root), "--agent", "qa", "config", client])
+    assert done.exit_code == 0, done.output
+    entry = json.loads(done.stdout)["mcpServers"]["memstore"]
+    assert entry["command"] == sys.executable and Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["-m", "memstore", "--store", str(store.root), "serve"]
+    assert entry["env"] == {"MEMSTORE_AGENT": "qa"}
+
+
+def test_codex_gets_toml_and_the_agent_defaults_to_the_clients_name(store: Store) -> None:
+    done = CliRunner().invoke(main, ["--store", str(store.root), "config", "codex", "--grouped"])
+    assert done.exit_code == 0, done.output
+    entry = tomllib.loads(done.stdout)["mcp_servers"]["memstore"]
+    assert entry["args"][-2:] == ["serve", "--grouped"]
+    assert entry["env"] == {"MEMSTORE_AGENT": "codex"}
+
+
+def test_config_for_a_directory_that_is_no_store_is_an_error(tmp_path: Path) -> None:
+    done = CliRunner().invoke(main, ["--store", str(tmp_path / "none"), "config", "cursor"])
+    assert done.exit_code == 1 and "Error: no store at" in done.output

@@ -1,0 +1,172 @@
+"""End to end: real `memstore serve` processes over stdio, driven by the real `mcp` client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+
+from memstore.cli import main
+from memstore.store import Store
+from tests.conftest import git
+
+pytestmark = pytest.mark.anyio
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@asynccontextmanager
+async def serve(store: Path, agent: str) -> AsyncIterator[Client]:
+    """A `memstore serve` process on `store` acting as `agent`, as a client's config starts it."""
+    env = {
+        "MEMSTORE_AGENT": agent,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memstore", "--store", str(store), "serve"], env=env
+    )
+    async with Client(params, read_timeout_seconds=30) as client:
+        yield client
+
+
+async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    async with serve(root, "agent-a") as a, serve(root, "agent-b") as b:
+        saved = await a.call_tool(
+            "memory_store",
+            {
+                "name": "hpa-disabled",
+                "type": "decision",
+                "description": "HPA is off on the api service: it fought the VPA",
+                "body": "Re-enable only with VPA in recommend mode.",
+                "tags": ["k8s"],
+            },
+        )
+        assert not saved.is_error, text(saved)
+
+        seen = await b.call_tool("memory_get", {"names": ["hpa-disabled"]})
+        assert "DRAFT by agent-a" in text(seen)
+        assert seen.structured_content is not None
+        assert seen.structured_content["memories"][0]["status"] == "draft"
+
+        mine = await a.call_tool(
+            "memory_promote", {"name": "hpa-disabled", "to": "confirmed", "reason": "sure"}
+        )
+        assert mine.is_error and "nobody confirms their own memory" in text(mine)
+
+        confirmed = await b.call_tool(
+            "memory_promote",
+            {"name": "hpa-disabled", "to": "confirmed", "reason": "checked the HPA manifest"},
+        )
+        assert not confirmed.is_error, text(confirmed)
+        assert "CONFIRMED by agent-b (owner agent-a)" in text(confirmed)
+
+        bad = await a.call_tool(
+            "memory_store", {"name": "../../etc/x", "type": "fact", "description": "x"}
+        )
+        assert bad.is_error and "invalid name" in text(bad)
+
+        still = await a.call_tool("memory_recall", {"query": "HPA api service"})
+        assert "hpa-disabled · decision · CONFIRMED (owner agent-a)" in text(still)
+
+        deploy = {"action": "deploy", "target": "api@1.4.1"}
+        first = await a.call_tool("ledger_check", deploy)
+        assert text(first).startswith("NOT_EXECUTED")
+        claimed = await a.call_tool("ledger_claim", deploy)
+        assert not claimed.is_error, text(claimed)
+        no_url = await a.call_tool("ledger_record", {**deploy, "evidence": "trust me"})
+        assert no_url.is_error and "not an http(s) URL" in text(no_url)
+        done = await a.call_tool(
+            "ledger_record", {**deploy, "evidence": "https://ci.example.com/runs/981"}
+        )
+        assert not done.is_error, text(done)
+        again = await b.call_tool("ledger_check", deploy)
+        assert text(again).startswith("EXECUTED")
+        assert again.structured_content is not None
+        assert again.structured_content["check"]["actor"] == "agent-a"
+
+    authors = git(root, "log", "--format=%an").split()
+    assert {"agent-a", "agent-b"} <= set(authors)
+    assert git(root, "status", "--porcelain") == ""
+    assert "confirmed_by: agent-b" in (root / "decision" / "hpa-disabled.md").read_text("utf-8")
+    ledger_lines = (root / "ledger.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line)["status"] for line in ledger_lines] == ["claimed", "done"]
+
+
+async def test_garbage_on_the_wire_neither_crashes_nor_hangs_the_server(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw"}}
+    lines = [
+        "not json at all",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {',
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "memory_get", "arguments": {"names": [1, None]}},
+            }
+        ),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ]
+    env = {**os.environ, "MEMSTORE_AGENT": "raw", "GIT_CONFIG_GLOBAL": os.devnull}
+    command = [sys.executable, "-m", "memstore", "--store", str(root), "serve"]
+    async with await anyio.open_process(command, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send(("\n".join(lines) + "\n").encode("utf-8"))
+        answers: dict[int, dict[str, object]] = {}
+        buffer = b""
+        with anyio.fail_after(20):
+            while 4 not in answers:
+                buffer += await process.stdout.receive()
+                *complete, buffer = buffer.split(b"\n")
+                for line in complete:
+                    message = json.loads(line)
+                    if isinstance(message.get("id"), int):
+                        answers[message["id"]] = message
+        await process.stdin.aclose()
+        with anyio.fail_after(20):
+            await process.wait()
+    bad_arguments = answers[3]["result"]
+    assert isinstance(bad_arguments, dict) and bad_arguments["isError"] is True
+    listed = answers[4]["result"]
+    assert isinstance(listed, dict) and listed["tools"]
+    assert process.returncode == 0
+
+
+async def test_the_printed_client_config_starts_a_working_server(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    printed = CliRunner().invoke(main, ["--store", str(root), "--agent", "cfg", "config", "cursor"])
+    entry = json.loads(printed.stdout)["mcpServers"]["memstore"]
+    env = {
+        **entry["env"],
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    async with Client(params, read_timeout_seconds=30) as client:
+        saved = await client.call_tool(
+            "memory_store", {"name": "via-config", "type": "fact", "description": "it works"}
+        )
+    assert saved.structured_content is not None
+    assert saved.structured_content["memory"]["owner"] == "cfg"
