@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from mcp import Client
+from mcp.types import TextContent
 
 from memstore import secrets
 from memstore.cli import main
 from memstore.errors import InvalidMemory, SecretFound
+from memstore.server import build_server
 from memstore.store import Store
 from tests.conftest import as_agent
 from tests.state import snapshot
@@ -158,3 +161,23 @@ def test_cli_refuses_with_the_pattern_and_allows_with_the_flag(store: Store) -> 
     assert "password or secret assignment" in result.output and "hunter22" not in result.output
     result = runner.invoke(main, [*args, "-d", "db", "--body", secret, "--allow-secret"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.anyio
+async def test_an_agent_storing_a_credential_through_mcp_gets_a_readable_refusal(
+    store: Store,
+) -> None:
+    before = snapshot(store)
+    arguments = {
+        "name": "db",
+        "type": "fact",
+        "description": "db access",
+        "body": "postgres://app:" + "s3cretpw@db.internal/app",
+    }
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
+        result = await client.call_tool("memory_store", arguments)
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "password in a URL" in block.text and "s3cretpw" not in block.text
+    assert snapshot(store) == before
