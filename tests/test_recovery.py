@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from mcp import Client
 
 from memstore.cli import main
 from memstore.errors import Conflict
+from memstore.server import build_server
 from memstore.store import JOURNAL, Store
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.state import snapshot
@@ -339,3 +341,25 @@ def test_cache_temp_files_of_dead_processes_are_removed_and_live_ones_kept(store
     store.add("x", type="fact", description="any write")
     assert [p.exists() for p in left] == [False, False]
     assert [p.exists() for p in kept] == [True, True]
+
+
+@pytest.mark.anyio
+async def test_an_agent_promoting_a_version_it_did_not_review_gets_a_conflict(
+    store: Store,
+) -> None:
+    store.add("x", type="fact", description="d", body="what bob reviews")
+    seen = store.read("x").version
+    store.edit("x", body="changed after the review started")
+    before = snapshot(store)
+    async with Client(build_server(as_agent(store, "bob"), watch=False)) as client:
+        stale = await client.call_tool(
+            "memory_promote", {"name": "x", "to": "confirmed", "reason": "ok", "version": seen}
+        )
+        assert stale.is_error and "changed since you read it" in str(stale.content[0])
+        assert snapshot(store) == before
+        fresh = store.read("x").version
+        done = await client.call_tool(
+            "memory_promote", {"name": "x", "to": "confirmed", "reason": "ok", "version": fresh}
+        )
+        assert not done.is_error
+    assert store.read("x").memory.confirmed_by == "bob"
