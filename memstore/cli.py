@@ -13,7 +13,7 @@ import click
 
 from memstore import __version__, briefing, hooks, ledger, stats, workflow
 from memstore.config import Config, resolve
-from memstore.errors import AlreadyExecuted, ClaimHeld, MemstoreError
+from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
 from memstore.memory import Memory, render
 from memstore.store import Store
@@ -26,6 +26,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemstoreError as e:
+            if isinstance(e, Conflict) and e.detail:
+                click.echo(e.detail.rstrip("\n"), err=True)
             raise click.ClickException(str(e)) from e
 
 
@@ -132,6 +134,11 @@ def init(ctx: click.Context, directory: str | None) -> None:
 @click.option("--tags", metavar="A,B", help="Comma-separated tags.")
 @click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
 @click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -141,6 +148,7 @@ def add(
     tags: str | None,
     links: str | None,
     body: str | None,
+    allow_secret: bool,
 ) -> None:
     """Save a new memory NAME as a draft owned by you, and commit it.
 
@@ -164,6 +172,7 @@ def add(
         body=body,
         tags=_split(tags) or (),
         links=_split(links) or (),
+        allow_secret=allow_secret,
     )
     click.echo(f"added {_summary(memory)}")
 
@@ -242,6 +251,11 @@ def list_(
     metavar="VERSION",
     help="Refuse the edit if the memory is no longer at this version (from `show`).",
 )
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -251,15 +265,22 @@ def edit(
     tags: str | None,
     links: str | None,
     expect_version: str | None,
+    allow_secret: bool,
 ) -> None:
     """Change a memory's description, body, tags or links, and commit it.
 
     Changing the description or body of a confirmed memory sends it back to draft, so someone
     other than its owner must confirm it again; tag and link edits keep its status.
 
+    With --expect-version (the version `show` printed), the edit is refused with a diff if the
+    memory changed since you read it. Without it, the fields you give replace the current ones
+    (the others keep whatever is on disk): fine for a person at a terminal, while agents and
+    scripts should pass the version.
+
     \b
     Example:
       memstore edit use-zod --tags api,validation,typescript
+      memstore edit use-zod --expect-version 3f2a9c1b7d4e --body - < new-body.md
     """
     if body == "-":
         body = _stdin_text(only_if_piped=False)
@@ -272,6 +293,7 @@ def edit(
         tags=_split(tags),
         links=_split(links),
         expected_version=expect_version,
+        allow_secret=allow_secret,
     )
     click.echo(f"edited {_summary(memory)}")
 
@@ -279,15 +301,32 @@ def edit(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def confirm(ctx: click.Context, name: str, reason: str) -> None:
+def confirm(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
     """Confirm draft NAME. You cannot confirm a memory you own.
+
+    Pass --expect-version with the version you reviewed, so a change made since is not
+    confirmed unseen.
 
     \b
     Example:
       memstore --agent bob confirm use-zod --reason "verified in src/types.ts"
     """
-    memory = _store(ctx).confirm(name, reason)
+    memory = _store(ctx).confirm(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
     click.echo(f"confirmed {_summary(memory)}")
 
 
@@ -295,30 +334,67 @@ def confirm(ctx: click.Context, name: str, reason: str) -> None:
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
 @click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def deprecate(ctx: click.Context, name: str, reason: str, superseded_by: str | None) -> None:
+def deprecate(
+    ctx: click.Context,
+    name: str,
+    reason: str,
+    superseded_by: str | None,
+    expect_version: str | None,
+    allow_secret: bool,
+) -> None:
     """Deprecate NAME, keeping the file and the reason; optionally name its successor.
 
     \b
     Example:
       memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
     """
-    memory = _store(ctx).deprecate(name, reason, superseded_by)
+    memory = _store(ctx).deprecate(
+        name,
+        reason,
+        superseded_by,
+        expected_version=expect_version,
+        allow_secret=allow_secret,
+    )
     click.echo(f"deprecated {_summary(memory)}")
 
 
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
+@click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+@click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
 @click.pass_context
-def restore(ctx: click.Context, name: str, reason: str) -> None:
+def restore(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
     """Bring deprecated NAME back as a draft (someone else must confirm it again).
 
     \b
     Example:
       memstore restore use-joi --reason "zod migration reverted"
     """
-    memory = _store(ctx).restore(name, reason)
+    memory = _store(ctx).restore(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
     click.echo(f"restored {_summary(memory)}")
 
 
@@ -995,3 +1071,23 @@ def ledger_verify(ctx: click.Context) -> None:
         f"ok: {result.events} events on {result.lines} lines, {result.heads} head(s), "
         f"{result.committed} committed to git"
     )
+
+
+# -- reliability --------------------------------------------------------------------------------
+
+
+@main.command()
+@click.pass_context
+def recover(ctx: click.Context) -> None:
+    """Finish or undo a write that a killed memstore process left, and remove stale lock files.
+
+    Any write does this first; `recover` does only this. A write whose files were all written
+    is committed as its author; a partial one is undone; git lock files left by a killed git
+    are removed when no git process runs. `lint` reports a write waiting for this.
+
+    \b
+    Example:
+      memstore --store memory recover
+    """
+    left = _store(ctx).recover()
+    click.echo(f"recovered: {left}" if left else "nothing to recover")

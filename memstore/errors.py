@@ -38,7 +38,16 @@ class StoreLocked(MemstoreError):
 
 
 class Conflict(MemstoreError):
-    """The memory changed since the writer read it."""
+    """The memory changed since the writer read it.
+
+    `current_version` is the version now on disk; `detail` shows what changed since the version
+    the writer read (a diff), or the current file when that version is not in the history.
+    """
+
+    def __init__(self, message: str, current_version: str = "", detail: str = "") -> None:
+        super().__init__(message)
+        self.current_version = current_version
+        self.detail = detail
 
 
 class NotAStore(MemstoreError):
@@ -47,6 +56,15 @@ class NotAStore(MemstoreError):
 
 class GitError(MemstoreError):
     """A git operation failed."""
+
+
+class SecretFound(InvalidMemory):
+    """Text to be saved looks like a credential (a key, a token, a password)."""
+
+    def __init__(self, message: str, findings: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.findings = findings
+        """(field, pattern name) of each credential-like string found."""
 
 
 class InvalidQuery(MemstoreError):

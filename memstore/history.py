@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from memstore.errors import GitError
+
+logger = logging.getLogger(__name__)
 
 _SEP = "\x1f"
 _REC = "\x1e"
@@ -92,7 +96,12 @@ def changed_paths(repo: git.Repo, under: Path) -> set[str]:
     """Paths under `under` (relative to the repository) that differ from HEAD or are untracked."""
     try:
         out = repo.git.status(
-            "--porcelain=v1", "-z", "--untracked-files=all", "--", _rel(repo, under) or "."
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--",
+            _rel(repo, under) or ".",
+            env=_READ_ONLY,
         )
     except git.GitCommandError as e:
         raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
@@ -111,41 +120,229 @@ def changed_paths(repo: git.Repo, under: Path) -> set[str]:
     return paths
 
 
-def commit(repo: git.Repo, paths: list[Path], message: str, author: str) -> str:
+def commit(
+    repo: git.Repo, paths: list[Path], message: str, author: str, lock_wait: float = 10.0
+) -> str:
     """Commit exactly `paths` (their working-tree content) and return the new commit's sha.
 
     Whatever else is staged or changed in the repository stays as it was: `git commit --only`
     builds the commit from HEAD plus these paths and leaves the rest of the index alone.
+    A git lock file (`index.lock`, a ref's `.lock`) in the way is waited for while a git
+    process works in the repository, and removed when none does (a killed git left it).
 
     Raises:
-        GitError: with git's message when a command fails.
+        GitError: with git's message when a command fails, or saying what to do about a lock
+            that a live git process holds for longer than `lock_wait` seconds.
     """
     rels = [_rel(repo, p) for p in paths]
+    deadline = time.monotonic() + lock_wait
+    waited = False
+    while True:
+        try:
+            return _commit_once(repo, paths, rels, message, author)
+        except git.GitCommandError as e:
+            detail = (e.stderr or e.stdout or str(e)).strip()
+            lock = _lock_in_the_way(repo, detail)
+            if lock is not None:
+                waited = _clear_git_lock(repo, lock, deadline, waited)
+                continue
+            if re.search(r"nothing (added )?to commit", detail) and not _dirty(repo, rels):
+                # Someone (a human's `git commit -a`) already committed this content.
+                logger.warning("%s already committed by someone else; no new commit", rels)
+                return repo.git.rev_parse("HEAD")
+            raise GitError(f"git commit failed: {detail}") from e
+
+
+def _commit_once(
+    repo: git.Repo, paths: list[Path], rels: list[str], message: str, author: str
+) -> str:
     env = _env(author)
+    existing = [r for r, p in zip(rels, paths, strict=True) if p.exists()]
+    if existing:
+        repo.git.add("--", *existing, env=env)
+    repo.git.execute(
+        [
+            "git",
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--only",
+            "-m",
+            message,
+            "--",
+            *rels,
+        ],
+        env={**os.environ, **env},
+    )
+    return repo.git.rev_parse("HEAD")
+
+
+def _dirty(repo: git.Repo, rels: list[str]) -> bool:
+    out = repo.git.status("--porcelain=v1", "--untracked-files=all", "--", *rels, env=_READ_ONLY)
+    return bool(out.strip())
+
+
+def dirty(repo: git.Repo, paths: list[Path]) -> bool:
+    """Whether any of `paths` differs from HEAD (changed, added or untracked).
+
+    Raises:
+        GitError: when git status fails.
+    """
     try:
-        existing = [r for r, p in zip(rels, paths, strict=True) if p.exists()]
-        if existing:
-            repo.git.add("--", *existing, env=env)
-        repo.git.execute(
-            [
-                "git",
-                "-c",
-                "commit.gpgsign=false",
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--only",
-                "-m",
-                message,
-                "--",
-                *rels,
-            ],
-            env={**os.environ, **env},
-        )
-        return repo.git.rev_parse("HEAD")
+        return _dirty(repo, [_rel(repo, p) for p in paths])
     except git.GitCommandError as e:
-        detail = (e.stderr or e.stdout or str(e)).strip()
-        raise GitError(f"git commit failed: {detail}") from e
+        raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
+
+
+def unstage(repo: git.Repo, paths: list[Path]) -> None:
+    """Reset the index entries of `paths` to HEAD; a failure is logged, not raised."""
+    try:
+        repo.git.reset("-q", "--", *[_rel(repo, p) for p in paths])
+    except git.GitCommandError as e:
+        logger.warning("could not unstage %s: %s", paths, (e.stderr or str(e)).strip())
+
+
+def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
+    """The exact bytes of `path` at `commit_sha`, or None if it did not exist there."""
+    if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
+        raise GitError(f"not a commit id: {commit_sha!r}")
+    try:
+        data: bytes = repo.git.show(
+            f"{commit_sha}:{_rel(repo, path)}",
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+        )
+    except git.GitCommandError:
+        return None
+    return data
+
+
+# Reads must not take git's optional index lock: it would make a concurrent commit fail.
+_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
+_LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+LOCK_POLL = 0.05
+
+
+def _lock_in_the_way(repo: git.Repo, detail: str) -> Path | None:
+    """The git lock file a failed command ran into, if it is inside the git directory.
+
+    git names it in its "File exists" message; when that message is translated (another
+    locale), the lock files a commit takes are looked for instead.
+    """
+    match = _LOCK_RE.search(detail)
+    if match is None:
+        git_dir, common = Path(repo.git_dir), Path(repo.common_dir)
+        candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "HEAD.lock"]
+        try:
+            candidates.append(common / f"{repo.active_branch.path}.lock")
+        except (TypeError, ValueError):
+            pass  # a detached HEAD has no branch lock
+        return next((c for c in candidates if c.exists()), None)
+    lock = Path(match.group(1))
+    git_dirs = {Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()}
+    parent = lock.parent.resolve()
+    if not any(parent == d or d in parent.parents for d in git_dirs):
+        return None
+    return lock
+
+
+def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float, waited: bool) -> bool:
+    """Wait a moment for a live git process to release `lock`, or remove it when no git
+    process runs. Returns whether it has said it is waiting.
+
+    Raises:
+        GitError: when a git process still works in the repository at `deadline`.
+    """
+    if not lock.exists():
+        return waited
+    if not Path("/proc").is_dir():
+        # No way to see processes here: a person's git may be running, so wait, then explain.
+        if time.monotonic() >= deadline:
+            raise GitError(
+                f"git's lock {lock} is in the way, and memstore cannot tell here whether a git "
+                f"process still runs: if no git command is running in this repository, delete "
+                f"{lock} and retry"
+            )
+        time.sleep(LOCK_POLL)
+        return True
+    holders = git_processes(repo)
+    if not holders:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            return waited
+        logger.warning("removed %s, left by a git process that no longer runs", lock)
+        return waited
+    if time.monotonic() >= deadline:
+        who = ", ".join(f"pid {pid} ({cmd})" for pid, cmd in holders[:3])
+        raise GitError(
+            f"git's lock {lock} is in the way and a git process still works in this repository "
+            f"({who}): wait for it to finish and retry; if it is stuck, stop it "
+            f"(kill {holders[0][0]}) and delete {lock}"
+        )
+    if not waited:
+        logger.warning("git busy: %s exists while %s runs; retrying", lock.name, holders[0][1])
+    time.sleep(LOCK_POLL)
+    return True
+
+
+def remove_stale_locks(repo: git.Repo) -> list[Path]:
+    """Remove the lock files a killed `git commit` leaves, when no git process works here.
+
+    `index.lock`, `HEAD.lock` and branch `.lock` files block every later commit;
+    `next-index-PID.lock` (from `git commit --only`) blocks nothing but would pile up. Needs
+    /proc to tell; returns the files removed.
+    """
+    if not Path("/proc").is_dir() or git_processes(repo):
+        return []
+    git_dir = Path(repo.git_dir)
+    candidates = [
+        git_dir / "index.lock",
+        Path(repo.common_dir) / "HEAD.lock",
+        git_dir / "HEAD.lock",
+    ]
+    candidates += Path(repo.common_dir, "refs", "heads").rglob("*.lock")
+    candidates += git_dir.glob("next-index-*.lock")
+    removed: list[Path] = []
+    for lock in dict.fromkeys(candidates):
+        if lock.is_file():
+            lock.unlink(missing_ok=True)
+            logger.warning("removed %s, left by a git process that no longer runs", lock)
+            removed.append(lock)
+    return removed
+
+
+def git_processes(repo: git.Repo) -> list[tuple[int, str]]:
+    """Running git processes whose working folder is inside this repository: (pid, command).
+
+    Reads /proc, so it finds nothing where /proc does not exist. `git cat-file` helpers (kept
+    open by GitPython) are left out: they read objects and never take a lock.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    roots = {Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()}
+    if repo.working_tree_dir:
+        roots.add(Path(repo.working_tree_dir).resolve())
+    found: list[tuple[int, str]] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if (entry / "comm").read_text(encoding="utf-8").strip() != "git":
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue  # gone, or not ours to inspect
+        command = " ".join(a.decode("utf-8", "replace") for a in argv if a)
+        if b"cat-file" in argv:
+            continue
+        if any(cwd == r or r in cwd.parents for r in roots):
+            found.append((int(entry.name), command))
+    return found
 
 
 def log(repo: git.Repo, path: Path, limit: int | None = None) -> list[Revision]:

@@ -7,9 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import history
+from memstore import history, secrets
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.memory import Memory, check_body, check_description, check_tags, parse
+from memstore.memory import (
+    FILE_MAX,
+    Memory,
+    check_body,
+    check_description,
+    check_tags,
+    parse,
+)
 from memstore.stats import OUTCOMES_FILE, outcome_problems
 from memstore.status import Status
 from memstore.workflow import rule_problems
@@ -33,6 +40,8 @@ class Problem:
 
 def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory | None, list[str]]:
     """Parse one memory file and list what is wrong with it on its own."""
+    if path.stat().st_size > FILE_MAX:
+        return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
     data = path.read_bytes()
     if not data.strip():
         return None, ["empty file: a memory needs YAML front matter and a body"]
@@ -101,8 +110,17 @@ def lint_store(store: Store) -> list[Problem]:
             if path.is_symlink():
                 problems.append(Problem(rel, "a symlink: memstore does not follow it"))
                 continue
-            memory, found = check_file(path, folder.name, store.types)
+            if not path.is_file():
+                problems.append(Problem(rel, "not a regular file: memstore does not read it"))
+                continue
+            try:
+                memory, found = check_file(path, folder.name, store.types)
+            except OSError as e:
+                problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
+                continue
             problems.extend(Problem(rel, message) for message in found)
+            if memory is not None and not store.secrets_allowed:
+                problems.extend(Problem(rel, message) for message in _secrets(store, memory))
             if memory is not None:
                 by_name[memory.name].append(rel)
                 memories[memory.name] = (path, memory)
@@ -121,6 +139,15 @@ def lint_store(store: Store) -> list[Problem]:
                 problems.append(Problem(store.rel(path), message))
     problems.extend(_history_problems(store, memories))
     problems.extend(Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root))
+    left = store.pending()
+    if left is not None:
+        problems.append(
+            Problem(
+                ".memstore/pending.json",
+                f"a write was cut short ({left}); `memstore recover` (or any write) finishes or "
+                "undoes it",
+            )
+        )
     return problems
 
 
@@ -163,6 +190,15 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
     return problems
 
 
+def _secrets(store: Store, memory: Memory) -> list[str]:
+    """A hand-written credential, as the write path would have refused it."""
+    fields = {"description": memory.description, "body": memory.body, "tags": memory.tags}
+    return [
+        f"{f.field} looks like it holds a credential ({f.pattern}: '{f.excerpt}'); remove it"
+        for f in secrets.scan(fields, store.secret_patterns)
+    ]
+
+
 def _pending(rel: str, memory: Memory, identity: str | None) -> list[Problem]:
     if identity is None:
         message = "confirmation not committed, and no identity is set to check it against"
@@ -185,6 +221,6 @@ def _committed_as(store: Store, path: Path, memory: Memory) -> bool:
         return False
     try:
         old = parse(committed)
-    except InvalidMemory:
+    except (InvalidMemory, InvalidName):
         return False
     return old.status == memory.status and old.confirmed_by == memory.confirmed_by

@@ -19,6 +19,15 @@ BODY_MAX = 64 * 1024
 TAGS_MAX = 32
 TAG_RE = re.compile(r"^[\w][\w./:+-]{0,63}$")
 IDENTITY_MAX = 64
+LINKS_MAX = 64
+FILE_MAX = 2 * BODY_MAX
+"""A file larger than this is not read as a memory (lint reports it)."""
+EXTRA_KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+EXTRA_MAX = 16
+# Names Windows reserves for devices: `con.md` cannot be checked out there.
+RESERVED_NAMES = frozenset(
+    ["con", "prn", "aux", "nul"] + [f"{d}{i}" for d in ("com", "lpt") for i in range(10)]
+)
 
 DEFAULT_TYPES = (
     "decision",
@@ -134,7 +143,85 @@ def check_name(name: object, what: str = "name") -> str:
             f"invalid {what} {name!r}: use 1-64 characters of lower-case letters, digits and "
             "'-', starting with a letter or digit (e.g. 'use-zod-for-validation')"
         )
+    if name in RESERVED_NAMES:
+        raise InvalidName(
+            f"invalid {what} {name!r}: Windows reserves it as a device name, so the file could "
+            "not be checked out there; choose another"
+        )
     return name
+
+
+def check_links(links: object) -> tuple[str, ...]:
+    """Return links as a tuple of memory names, at most 64 of them.
+
+    Raises:
+        InvalidMemory, InvalidName: naming the problem.
+    """
+    if not isinstance(links, list | tuple):
+        raise InvalidMemory(f"links must be a list, got {type(links).__name__}")
+    items: list[Any] = list(links)  # pyright: ignore[reportUnknownArgumentType]
+    if len(items) > LINKS_MAX:
+        raise InvalidMemory(f"{len(items)} links given; at most {LINKS_MAX} are allowed")
+    return tuple(dict.fromkeys(check_name(link, "link") for link in items))
+
+
+def check_extra(extra: object) -> dict[str, Any]:
+    """Return extra front-matter fields if each is a new key with plain YAML values.
+
+    Raises:
+        InvalidMemory: for a key memstore owns (`status`, `confirmed_by`, ...), a key that is
+            not snake_case, or a value that is not text, a number, a boolean or a short list.
+    """
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict):
+        raise InvalidMemory(f"extra fields must be a mapping, got {type(extra).__name__}")
+    items: dict[Any, Any] = extra  # pyright: ignore[reportUnknownVariableType]
+    if len(items) > EXTRA_MAX:
+        raise InvalidMemory(f"{len(items)} extra fields given; at most {EXTRA_MAX} are allowed")
+    for key, value in items.items():
+        if not isinstance(key, str) or not EXTRA_KEY_RE.fullmatch(key):
+            raise InvalidMemory(f"invalid extra field name {key!r}: use snake_case, up to 32")
+        if key in KEY_ORDER:
+            raise InvalidMemory(f"extra field {key!r} is one memstore sets itself; pick another")
+        if not _plain(value):
+            raise InvalidMemory(
+                f"extra field {key!r} must be text, a number, a boolean or a list of those "
+                f"(at most {TAGS_MAX} items of {DESCRIPTION_MAX * 10} characters)"
+            )
+    return dict(items)
+
+
+def _plain(value: object, depth: int = 0) -> bool:
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    if isinstance(value, str):
+        return len(value) <= DESCRIPTION_MAX * 10 and not _control(value, allowed="\t\n")
+    if isinstance(value, list) and depth == 0:
+        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return len(items) <= TAGS_MAX and all(_plain(v, 1) for v in items)
+    return False
+
+
+def _control(text: str, allowed: str = "") -> bool:
+    """Whether `text` holds a control character, or a Unicode line or paragraph separator."""
+    return any(
+        (ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029") and c not in allowed
+        for c in text
+    )
+
+
+def check_line(value: str, what: str) -> str:
+    """Return `value` if it is one line of printable text (a reason, a note).
+
+    Raises:
+        InvalidMemory: naming `what`.
+    """
+    if _control(value.strip()):
+        raise InvalidMemory(
+            f"{what} must be one line of printable text, without line breaks or control characters"
+        )
+    return value
 
 
 def check_identity(identity: object) -> str:
@@ -146,7 +233,7 @@ def check_identity(identity: object) -> str:
     if not isinstance(identity, str) or not identity.strip():
         raise InvalidMemory("identity must be a non-empty name")
     value = identity.strip()
-    if len(value) > IDENTITY_MAX or any(c in value for c in "<>\n\r\t\0"):
+    if len(value) > IDENTITY_MAX or any(c in value for c in "<>") or _control(value):
         raise InvalidMemory(
             f"invalid identity {identity!r}: use one line of at most {IDENTITY_MAX} characters "
             "without '<' or '>'"
@@ -162,8 +249,11 @@ def check_description(description: object) -> str:
     """
     if not isinstance(description, str) or not description.strip():
         raise InvalidMemory("description must be a non-empty line of text")
-    if "\n" in description or "\r" in description:
-        raise InvalidMemory("description must be one line; put details in the body")
+    if "\n" in description or "\r" in description or _control(description):
+        raise InvalidMemory(
+            "description must be one line of printable text (no line breaks or control "
+            "characters); put details in the body"
+        )
     if len(description) > DESCRIPTION_MAX:
         raise InvalidMemory(
             f"description is {len(description)} characters; the limit is {DESCRIPTION_MAX} "
@@ -214,6 +304,11 @@ def check_body(body: object) -> str:
         )
     if "\0" in body:
         raise InvalidMemory("body must not contain NUL characters")
+    if _control(body, allowed="\t\n\r"):
+        raise InvalidMemory(
+            "body must not contain control characters other than tab and newline (e.g. the "
+            "ANSI escapes of pasted terminal output: they would rewrite the reader's screen)"
+        )
     return body.replace("\r\n", "\n").strip("\n")
 
 
@@ -267,6 +362,8 @@ def split(text: str) -> tuple[dict[str, Any], str]:
         raise InvalidMemory("front matter is not closed by a '---' line") from e
     try:
         data = yaml.load(head, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except RecursionError as e:
+        raise InvalidMemory("front matter is nested too deeply to be a memory") from e
     except yaml.YAMLError as e:
         # The context mark is where the broken construct starts, the line a person must fix.
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
@@ -276,7 +373,22 @@ def split(text: str) -> tuple[dict[str, Any], str]:
         raise InvalidMemory(f"front matter is not valid YAML{where}: {problem}") from e
     if not isinstance(data, dict):
         raise InvalidMemory("front matter must be a mapping of keys to values")
+    _refuse_aliases(data)  # pyright: ignore[reportUnknownArgumentType]
     return data, body  # pyright: ignore[reportUnknownVariableType]
+
+
+def _refuse_aliases(data: object) -> None:
+    """Raise if a list or mapping appears twice: a YAML alias (`*a`), which memstore never
+    writes, and which could expand exponentially ("billion laughs") once printed."""
+    seen: set[int] = set()
+    stack: list[Any] = [data]
+    while stack:
+        item: Any = stack.pop()
+        if isinstance(item, dict | list):
+            if id(item) in seen:  # pyright: ignore[reportUnknownArgumentType]
+                raise InvalidMemory("front matter uses a YAML alias (*name); write the value out")
+            seen.add(id(item))  # pyright: ignore[reportUnknownArgumentType]
+            stack.extend(item.values() if isinstance(item, dict) else item)  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
 
 
 def parse(text: str) -> Memory:

@@ -387,17 +387,20 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         superseded_by: Annotated[
             str | None, Field(description="successor when deprecating")
         ] = None,
+        version: Annotated[
+            str | None, Field(description="version you reviewed; refused if it changed since")
+        ] = None,
     ) -> CallToolResult:
         """Review a memory: confirm someone else's draft after checking it, deprecate a wrong or
         stale one (kept, with the reason), or restore a deprecated one to draft. You cannot
         confirm your own."""
         target = Status(to)
         if target is Status.CONFIRMED:
-            memory = store.confirm(name, reason)
+            memory = store.confirm(name, reason, expected_version=version)
         elif target is Status.DEPRECATED:
-            memory = store.deprecate(name, reason, superseded_by)
+            memory = store.deprecate(name, reason, superseded_by, expected_version=version)
         else:
-            memory = store.restore(name, reason)
+            memory = store.restore(name, reason, expected_version=version)
         return _written(PAST[target], memory)
 
     @tool(READ)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -9,7 +10,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,12 +20,13 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import briefing, history, ledger, stats, workflow
+from memstore import briefing, history, ledger, secrets, stats, workflow
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
     InvalidLedgerEntry,
     InvalidMemory,
+    InvalidName,
     InvalidQuery,
     LedgerCorrupt,
     MemoryExists,
@@ -38,10 +40,14 @@ from memstore.index import BUDGETS, Hit, Index, Progress, Stamp, Sync, fit_token
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
     DEFAULT_TYPES,
+    FILE_MAX,
     Memory,
     check_body,
     check_description,
+    check_extra,
     check_identity,
+    check_line,
+    check_links,
     check_name,
     check_tags,
     evolve,
@@ -65,6 +71,12 @@ STORE_GITATTRIBUTES = (
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
 )
+APPEND_ONLY_FILES = ("ledger.jsonl", "outcomes.jsonl")
+"""The record files a journal may name for an append (`ledger.LEDGER_FILE`, the outcomes)."""
+JOURNAL = "pending.json"
+"""The change the lock holder is writing; a writer that finds it finishes or undoes it."""
+HOLDER = "holder"
+"""Who holds the store's lock (pid and identity), for the "store busy" message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +107,10 @@ def version_of(data: bytes) -> str:
 def atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The pid in the name tells a temp file of a killed writer from one being written.
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -124,6 +139,46 @@ def _load_types(root: Path) -> tuple[str, ...]:
     return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
 
 
+def _load_secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
+    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
+    """
+    path = root / STORE_CONFIG
+    data: Any = {}
+    if path.is_file():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    policy = mapping.get("secrets", "refuse")
+    if policy not in ("refuse", "allow"):
+        raise InvalidMemory(f"{path}: 'secrets' must be 'refuse' (the default) or 'allow'")
+    extra: Any = mapping.get("secret_patterns") or {}
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in extra.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
+    patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
+    return policy == "allow", secrets.compile_patterns(patterns)
+
+
+_JOURNAL_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
+
+
+def _texts(value: object) -> list[str]:
+    """The text in an extra field's value (a string, or the strings in a list)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return [v for v in items if isinstance(v, str)]
+    return []
+
+
 class Store:
     """One memory directory inside a git repository: reads, the write path, lint and history."""
 
@@ -143,6 +198,7 @@ class Store:
         self.lock_timeout = lock_timeout
         self._agent = check_identity(agent) if agent else None
         self.types = _load_types(self.root)
+        self.secrets_allowed, self.secret_patterns = _load_secret_settings(self.root)
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -207,7 +263,9 @@ class Store:
             if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
                 continue
             for path in sorted(folder.glob("*.md")):
-                if not path.name.startswith(".") and not path.is_symlink():
+                # Not a symlink (it could point outside the store), a regular file (a FIFO
+                # would block the read).
+                if not path.name.startswith(".") and not path.is_symlink() and path.is_file():
                     yield path
 
     def path_for(self, name: str) -> Path:
@@ -218,15 +276,25 @@ class Store:
             MemoryNotFound: when no type folder holds it.
         """
         check_name(name)
+        found: list[Path] = []
         for folder in sorted(self.root.iterdir()):
             if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
                 continue
             path = folder / f"{name}.md"
             if path.is_file() and not path.is_symlink():
-                return path
+                found.append(path)
+        if len(found) > 1:
+            raise InvalidMemory(
+                f"two files claim the name '{name}': "
+                f"{' and '.join(self.rel(p) for p in found)}; keep one (see `memstore lint`)"
+            )
+        if found:
+            return found[0]
         raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
 
     def _read(self, path: Path) -> tuple[Memory, bytes]:
+        if path.stat().st_size > FILE_MAX:
+            raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
         data = path.read_bytes()
         try:
             text = data.decode("utf-8")
@@ -234,7 +302,9 @@ class Store:
             raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
         try:
             return parse(text), data
-        except InvalidMemory as e:
+        except (InvalidMemory, InvalidName) as e:
+            # A bad name inside a file is a broken file, not a bad argument: one such file
+            # must not stop `list` from serving the others.
             raise InvalidMemory(f"{self.rel(path)}: {e}") from e
 
     def read(self, name: str) -> Versioned:
@@ -300,26 +370,63 @@ class Store:
         Raises:
             StoreLocked: naming the lock file when it is not free within the timeout.
         """
+        if self.cache.is_symlink():
+            raise NotAStore(f"{self.cache} is a symlink; memstore keeps its lock only in a folder")
         self.cache.mkdir(exist_ok=True)
         lock = FileLock(self.cache / "lock", timeout=self.lock_timeout)
         try:
-            with lock:
-                yield
-        except Timeout as e:
-            raise StoreLocked(
-                f"store busy: could not take {lock.lock_file} within {self.lock_timeout:g}s; "
-                "another memstore process is writing — try again"
-            ) from e
+            lock.acquire(blocking=False)
+        except Timeout:
+            # Reported, then bounded: a writer that died released its flock with its process.
+            log.warning(
+                "store busy: %s is held by %s; retrying for up to %gs",
+                lock.lock_file,
+                self._holder(),
+                self.lock_timeout,
+            )
+            try:
+                lock.acquire(timeout=self.lock_timeout)
+            except Timeout as e:
+                raise StoreLocked(
+                    f"store busy: could not take {lock.lock_file} within "
+                    f"{self.lock_timeout:g}s (held by {self._holder()}); another memstore "
+                    "process is writing — try again, or raise MEMSTORE_LOCK_TIMEOUT"
+                ) from e
+        try:
+            (self.cache / HOLDER).write_text(
+                f"pid {os.getpid()} ({self._agent or 'git user.name'})\n", encoding="utf-8"
+            )
+            self._recover()
+            yield
+        finally:
+            lock.release()
 
     def _commit(self, changes: list[tuple[Path, Memory]], message: str, actor: str) -> None:
-        """Write each memory's file and commit them as one change. Call with the lock held."""
-        for path, memory in changes:
-            atomic_write(path, render(memory))
+        """Write each memory's file and commit them as one change. Call with the lock held.
+
+        A journal of the change goes first, so a process killed midway leaves the next writer
+        enough to finish it (every file written) or undo it (only some); a failed commit puts
+        the old files back, so a refused write changes nothing.
+        """
+        texts = [(path, render(memory)) for path, memory in changes]
+        self._refuse_uncommitted([path for path, _ in changes])
+        entries: list[dict[str, str | None]] = []
+        for path, text in texts:
+            old = path.read_bytes().decode("utf-8") if path.is_file() else None
+            new = version_of(text.encode("utf-8"))
+            entries.append({"path": self.rel(path), "old": old, "new": new})
+        journal = self.cache / JOURNAL
+        record = {"message": message, "actor": actor, "files": entries}
+        atomic_write(journal, json.dumps(record, ensure_ascii=False))
         try:
-            history.commit(self.repo, [p for p, _ in changes], message, actor)
-        except MemstoreError:
-            log.error("files written but not committed: %s", [self.rel(p) for p, _ in changes])
+            for path, text in texts:
+                atomic_write(path, text)
+            history.commit(self.repo, [p for p, _ in texts], message, actor, self.lock_timeout)
+        except (MemstoreError, OSError):
+            self._undo(entries)
+            journal.unlink(missing_ok=True)
             raise
+        journal.unlink(missing_ok=True)
         self._index_written(changes)
 
     def add(
@@ -332,11 +439,13 @@ class Store:
         tags: tuple[str, ...] | list[str] = (),
         links: tuple[str, ...] | list[str] = (),
         extra: dict[str, Any] | None = None,
+        allow_secret: bool = False,
     ) -> Memory:
         """Save a new memory as a draft owned by the acting identity, and commit it.
 
         Raises:
-            InvalidName, InvalidMemory, MemoryExists, NoIdentity, StoreLocked.
+            InvalidName, InvalidMemory, MemoryExists, NoIdentity, StoreLocked,
+            SecretFound (unless `allow_secret`).
         """
         check_name(name)
         if type not in self.types:
@@ -344,7 +453,13 @@ class Store:
         description = check_description(description)
         body = check_body(body)
         tag_list = check_tags(list(tags))
-        link_list = tuple(check_name(link, "link") for link in links)
+        link_list = check_links(links)
+        extra = check_extra(extra)
+        self._refuse_secrets(
+            {"name": name, "description": description, "body": body, "tags": tag_list}
+            | {f"extra field {k!r}": _texts(v) for k, v in extra.items()},
+            allow_secret,
+        )
         actor = self.require_identity()
         at = now()
         memory = Memory(
@@ -370,7 +485,7 @@ class Store:
                     f"a memory named '{name}' already exists at {self.rel(existing)}; "
                     "choose another name or edit that one"
                 )
-            path = self.root / type / f"{name}.md"
+            path = self._target(type, name)
             self._commit(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
@@ -385,28 +500,30 @@ class Store:
         tags: tuple[str, ...] | list[str] | None = None,
         links: tuple[str, ...] | list[str] | None = None,
         expected_version: str | None = None,
+        allow_secret: bool = False,
     ) -> Memory:
         """Change a memory's description, body, tags or links, and commit it.
 
         A content change (description or body) sends a confirmed memory back to draft.
+        Without `expected_version` the fields given replace the current ones, whatever they are.
 
         Raises:
-            MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`).
+            MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`),
+            SecretFound (unless `allow_secret`).
         """
         if description is not None:
             description = check_description(description)
         if body is not None:
             body = check_body(body)
         tag_list = check_tags(list(tags)) if tags is not None else None
-        link_list = tuple(check_name(x, "link") for x in links) if links is not None else None
+        link_list = check_links(links) if links is not None else None
+        self._refuse_secrets(
+            {"description": description, "body": body, "tags": tag_list}, allow_secret
+        )
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            if expected_version is not None and expected_version != current.version:
-                raise Conflict(
-                    f"'{name}' changed since you read it (you read version {expected_version}, "
-                    f"it is now {current.version}); read it again and reapply your change"
-                )
+            self._check_version(name, current, expected_version)
             old = current.memory
             wanted = {
                 "description": description,
@@ -427,10 +544,21 @@ class Store:
             self._commit([(self.root / current.path, new)], message, actor)
         return new
 
-    def _move(self, name: str, to: Status, reason: str, superseded_by: str | None = None) -> Memory:
+    def _move(
+        self,
+        name: str,
+        to: Status,
+        reason: str,
+        superseded_by: str | None = None,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        check_line(reason, "reason")
+        self._refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
+            self._check_version(name, current, expected_version)
             old = current.memory
             at = now()
             new = transition(
@@ -450,37 +578,319 @@ class Store:
             self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
         return new
 
-    def confirm(self, name: str, reason: str) -> Memory:
+    def confirm(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
         """Move a draft to confirmed; the acting identity must not be its owner.
 
-        Raises:
-            SelfApproval, InvalidTransition, MemoryNotFound.
-        """
-        return self._move(name, Status.CONFIRMED, reason)
+        With `expected_version`, only the version the reviewer read can be confirmed.
 
-    def deprecate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
+        Raises:
+            SelfApproval, InvalidTransition, MemoryNotFound, Conflict.
+        """
+        return self._move(
+            name,
+            Status.CONFIRMED,
+            reason,
+            expected_version=expected_version,
+            allow_secret=allow_secret,
+        )
+
+    def deprecate(
+        self,
+        name: str,
+        reason: str,
+        superseded_by: str | None = None,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
         """Mark a memory deprecated, keeping the file; links both ways to a successor if given.
 
         Raises:
-            InvalidTransition, MemoryNotFound.
+            InvalidTransition, MemoryNotFound, Conflict.
         """
         if superseded_by is not None:
             check_name(superseded_by, "superseded_by")
-        return self._move(name, Status.DEPRECATED, reason, superseded_by)
+        return self._move(
+            name, Status.DEPRECATED, reason, superseded_by, expected_version, allow_secret
+        )
 
-    def restore(self, name: str, reason: str) -> Memory:
+    def restore(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
         """Bring a deprecated memory back as a draft.
 
         Raises:
-            InvalidTransition, MemoryNotFound.
+            InvalidTransition, MemoryNotFound, Conflict.
         """
-        return self._move(name, Status.DRAFT, reason)
+        return self._move(
+            name,
+            Status.DRAFT,
+            reason,
+            expected_version=expected_version,
+            allow_secret=allow_secret,
+        )
 
     # -- lint ---------------------------------------------------------------------------------
 
     def lint(self) -> list[Problem]:
         """Every problem in the store's files and in how their confirmations were committed."""
         return lint_store(self)
+
+    # -- reliability --------------------------------------------------------------------------
+
+    def _target(self, type: str, name: str) -> Path:
+        """The path a new memory is written to, refusing symlinks and anything outside the store.
+
+        Raises:
+            InvalidMemory: when the type folder or the file is a symlink or not a plain folder/file.
+        """
+        folder = self.root / type
+        path = folder / f"{name}.md"
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise InvalidMemory(
+                f"{type}/ in the store is a symlink or not a folder; memstore does not write "
+                "through it: replace it with a plain folder"
+            )
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InvalidMemory(
+                f"{type}/{name}.md is a symlink or not a regular file; memstore does not write "
+                "through it: remove it"
+            )
+        if not path.resolve().is_relative_to(self.root):
+            raise InvalidMemory(f"{type}/{name}.md resolves outside the store {self.root}")
+        return path
+
+    def _refuse_secrets(
+        self, fields: Mapping[str, str | tuple[str, ...] | list[str] | None], allow_secret: bool
+    ) -> None:
+        """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
+        if not allow_secret and not self.secrets_allowed:
+            secrets.refuse(fields, self.secret_patterns)
+
+    def _check_version(self, name: str, current: Versioned, expected: str | None) -> None:
+        """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
+        if expected is None or expected == current.version:
+            return
+        text = (self.root / current.path).read_bytes().decode("utf-8")
+        old = self._text_at_version(self.root / current.path, expected)
+        if old is None:
+            detail = f"version {expected} is not in the history; the file now reads:\n{text}"
+        else:
+            detail = "".join(
+                difflib.unified_diff(
+                    old.splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    f"{current.path} (version {expected}, which you read)",
+                    f"{current.path} (version {current.version}, now)",
+                )
+            )
+        raise Conflict(
+            f"'{name}' changed since you read it (you read version {expected}, it is now "
+            f"{current.version}); read it again and reapply your change",
+            current.version,
+            detail,
+        )
+
+    def _text_at_version(self, path: Path, version: str, depth: int = 50) -> str | None:
+        """The committed content of `path` whose version is `version`, among recent commits."""
+        if not re.fullmatch(r"[0-9a-f]{12}", version):
+            return None
+        for revision in history.log(self.repo, path, limit=depth):
+            data = history.blob(self.repo, revision.commit, path)
+            if data is not None and version_of(data) == version:
+                return data.decode("utf-8", "replace")
+        return None
+
+    def _holder(self) -> str:
+        """Who holds the lock, as its holder wrote it (`pid N (identity)`), or `another process`."""
+        try:
+            return (self.cache / HOLDER).read_text(encoding="utf-8").strip() or "another process"
+        except OSError:
+            return "another process"
+
+    def _recover(self) -> None:
+        """Finish or undo a change whose writer died, as its journal says. Call under the lock.
+
+        Every file written and not yet committed: commit it, as its author and with its message
+        (roll forward). Only some written: put the old content back (roll back). A file that
+        holds neither version was changed by someone else since, and is left alone.
+        """
+        self._remove_dead_temp_files()
+        journal = self.cache / JOURNAL
+        if not journal.exists():
+            return
+        try:
+            record: dict[str, Any] = json.loads(journal.read_text(encoding="utf-8"))
+            entries: list[dict[str, str | None]] = record["files"]
+            message, actor = str(record["message"]), str(record["actor"])
+            check_identity(actor)
+            if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
+                raise ValueError("a path that is not <type>/<name>.md")
+            appended: dict[str, Any] | None = record.get("append")
+            size, data, appended_to = 0, b"", ledger.LEDGER_FILE
+            if appended is not None:
+                size, data = int(appended["size"]), str(appended["data"]).encode("utf-8")
+                appended_to = str(appended.get("file", ledger.LEDGER_FILE))
+                if appended_to not in APPEND_ONLY_FILES:
+                    raise ValueError(f"an append to {appended_to!r}, not a record file")
+        except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
+            log.warning("ignoring unreadable journal %s: %s", journal, e)
+            journal.unlink(missing_ok=True)
+            return
+        if appended is not None:
+            history.remove_stale_locks(self.repo)
+            self._recover_append(size, data, message, actor, appended_to)
+            journal.unlink(missing_ok=True)
+            return
+        for entry in entries:
+            path = self.root / str(entry["path"])
+            for stray in path.parent.glob(f".{path.name}.*.tmp"):
+                stray.unlink(missing_ok=True)
+        history.remove_stale_locks(self.repo)
+        states = [self._state(entry) for entry in entries]
+        if states and all(s == "new" for s in states):
+            paths = [self.root / str(e["path"]) for e in entries]
+            if history.dirty(self.repo, paths):
+                log.warning("committing a change its writer did not finish: %s", message)
+                history.commit(self.repo, paths, message, actor, self.lock_timeout)
+        elif "new" in states:
+            log.warning("undoing a change its writer did not finish: %s", message)
+            self._undo(entries)
+        journal.unlink(missing_ok=True)
+
+    def pending(self) -> str | None:
+        """The commit message of a write a killed process left unfinished, else None.
+
+        Only a journal no live writer holds counts: the lock is tried, never waited for.
+        """
+        journal = self.cache / JOURNAL
+        if not journal.is_file() or self.cache.is_symlink():
+            return None
+        lock = FileLock(self.cache / "lock")
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            return None  # a writer is at work; its journal is not left over
+        try:
+            data: Any = json.loads(journal.read_text(encoding="utf-8"))
+            return str(data["message"]).splitlines()[0]
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return "(an unreadable journal)"
+        finally:
+            lock.release()
+
+    def recover(self) -> str | None:
+        """Finish or undo what a killed writer left, as any write would first; returns what it
+        was (its commit message), or None when nothing was pending.
+
+        Raises:
+            StoreLocked, GitError.
+        """
+        left = self.pending()
+        with self.locked():
+            history.remove_stale_locks(self.repo)
+        return left
+
+    def _remove_dead_temp_files(self) -> None:
+        """Remove the temp files that killed processes left in the cache folder.
+
+        `atomic_write` names them `.<file>.<pid>.<random>.tmp`, the index its manifest's
+        `.manifest.<pid>.<thread>.tmp`: the pid is third from the end. Needs /proc to tell a
+        dead pid.
+        """
+        if not Path("/proc").is_dir():
+            return
+        for stray in [*self.cache.glob(".*.tmp"), *(self.cache / "index").glob(".*.tmp")]:
+            pid = stray.name.split(".")[-3]
+            if pid.isdigit() and not Path("/proc", pid).exists():
+                stray.unlink(missing_ok=True)
+
+    def _journal_append(
+        self, data: str, message: str, actor: str, file: str = ledger.LEDGER_FILE
+    ) -> Path:
+        """Journal an append of `data` to a record file (the ledger, or the outcomes) before it
+        is made; returns the journal."""
+        path = self.root / file
+        size = path.stat().st_size if path.is_file() else 0
+        record: dict[str, Any] = {
+            "message": message,
+            "actor": actor,
+            "files": [],
+            "append": {"size": size, "data": data, "file": file},
+        }
+        journal = self.cache / JOURNAL
+        atomic_write(journal, json.dumps(record, ensure_ascii=False))
+        return journal
+
+    def _recover_append(
+        self, size: int, data: bytes, message: str, actor: str, file: str = ledger.LEDGER_FILE
+    ) -> None:
+        """Commit a record line its writer appended but did not commit; cut a torn one off."""
+        path = self.root / file
+        if not path.is_file() or path.is_symlink():
+            return
+        tail = path.read_bytes()[size:]
+        if tail.startswith(data):
+            if history.dirty(self.repo, [path]):
+                log.warning("committing a change its writer did not finish: %s", message)
+                history.commit(self.repo, [path], message, actor, self.lock_timeout)
+        elif tail and data.startswith(tail):
+            log.warning("undoing a change its writer did not finish: %s (a torn line)", message)
+            os.truncate(path, size)
+
+    def _state(self, entry: dict[str, str | None]) -> str:
+        """`new` (the journal's new content), `old` (untouched), or `other` for one file."""
+        path = self.root / str(entry["path"])
+        if not path.is_file():
+            return "old" if entry["old"] is None else "other"
+        data = path.read_bytes()
+        if version_of(data) == entry["new"]:
+            return "new"
+        old = entry["old"]
+        return "old" if old is not None and data == old.encode("utf-8") else "other"
+
+    def _undo(self, entries: list[dict[str, str | None]]) -> None:
+        """Put back the old content of each journal entry whose file holds the new, uncommitted
+        content."""
+        for entry in entries:
+            path = self.root / str(entry["path"])
+            if self._state(entry) != "new":
+                continue
+            committed = history.blob(self.repo, "HEAD", path)
+            if committed is not None and version_of(committed) == entry["new"]:
+                continue  # the commit landed after all
+            old = entry["old"]
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, old)
+            history.unstage(self.repo, [path])
+
+    def _refuse_uncommitted(self, paths: list[Path]) -> None:
+        """Raise Conflict if a file to be written has changes nobody committed yet.
+
+        Such a change is someone's work in progress (a hand edit, a file not yet added):
+        writing over it would lose it, or sweep it into this identity's commit.
+        """
+        existing = [p for p in paths if p.exists()]
+        if existing and history.dirty(self.repo, existing):
+            where = ", ".join(self.rel(p) for p in existing)
+            raise Conflict(
+                f"{where} has changes that are not committed (a hand edit in progress?); "
+                f"commit them (git commit -- {where}) or discard them, then retry"
+            )
 
     # -- search -------------------------------------------------------------------------------
 
@@ -806,12 +1216,14 @@ class Store:
         """Append whether correction `name` was heeded or recurred, and commit it.
 
         Raises:
-            MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome).
+            MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
+            SecretFound (the evidence looks like a credential).
         """
         values = [o.value for o in stats.Outcome]
         if outcome not in values:
             raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
         note = stats.check_note(evidence)
+        self._refuse_secrets({"evidence": note}, allow_secret=False)
         actor = self.require_identity()
         with self.locked():
             memory = self.get(name)
@@ -835,15 +1247,20 @@ class Store:
                     f.seek(-1, os.SEEK_END)
                     if f.read(1) != b"\n":  # a hand edit dropped the last newline
                         line = "\n" + line
-            # O_APPEND so a line is never interleaved with another writer's, lock or not.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
             message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
-            history.commit(self.repo, [path], message, actor)
+            # The journal lets the next writer commit the line if this process dies first.
+            journal = self._journal_append(line, message, actor, stats.OUTCOMES_FILE)
+            try:
+                # O_APPEND so a line is never interleaved with another writer's, lock or not.
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                history.commit(self.repo, [path], message, actor, self.lock_timeout)
+            finally:
+                journal.unlink(missing_ok=True)
         return record
 
     def outcomes(self) -> list[stats.OutcomeRecord]:
@@ -1075,14 +1492,20 @@ class Store:
 
     def _ledger_append(self, event: ledger.Event, view: ledger.View) -> None:
         """Append `event` and commit it as its actor. Call with the lock held."""
+        # The journal lets the next writer commit the line if this process dies before it does.
+        data = ("" if view.ends_with_newline else "\n") + ledger.render(event) + "\n"
+        message = ledger.commit_message(event)
+        journal = self._journal_append(data, message, event.actor)
         ledger.append(self.ledger_path, event, newline_first=not view.ends_with_newline)
         try:
-            history.commit(self.repo, [self.ledger_path], ledger.commit_message(event), event.actor)
+            history.commit(self.repo, [self.ledger_path], message, event.actor, self.lock_timeout)
         except MemstoreError:
             log.error(
                 "ledger event %s written but not committed; the next append commits it", event.id
             )
             raise
+        finally:
+            journal.unlink(missing_ok=True)
 
     def ledger_check(
         self, action: str, target: str, *, now: datetime | None = None

@@ -10,10 +10,11 @@ from click.testing import CliRunner
 
 from memstore import stats
 from memstore.cli import main
-from memstore.errors import InvalidMemory, MemoryNotFound
+from memstore.errors import InvalidMemory, MemoryNotFound, SecretFound
 from memstore.stats import HeedRate, Outcome, OutcomeRecord, heed_rates, wilson
 from memstore.store import Store
 from tests.conftest import as_agent, git
+from tests.test_recovery import kill_inside_commit
 
 
 @pytest.mark.parametrize(
@@ -198,3 +199,31 @@ def test_concurrent_outcomes_are_neither_torn_nor_lost(store: Store) -> None:
     commits = git(store.root, "log", "--format=%an", "--", "outcomes.jsonl").split()
     assert len(commits) == 12
     assert git(store.root, "status", "--porcelain") == ""
+
+
+OUTCOME = """
+import sys
+from pathlib import Path
+from memstore.store import Store
+store = Store(Path(sys.argv[1]), agent="coder", lock_timeout=600)
+store.record_outcome("no-publish-on-bump", "recurred", "published by hand")
+"""
+
+
+def test_an_outcome_killed_before_its_commit_is_committed_as_its_actor(store: Store) -> None:
+    rule_store(store)
+    store.record_outcome("no-publish-on-bump", "heeded")
+    kill_inside_commit(store, OUTCOME)
+    assert "recurred" in store.outcomes_path.read_text(encoding="utf-8")
+    store.add("later", type="fact", description="the next write")
+    log = git(store.root, "log", "--format=%an %s", "-n2").splitlines()
+    assert log[1] == "coder outcome: no-publish-on-bump recurred — published by hand"
+    assert [r.outcome for r in store.outcomes()] == [Outcome.HEEDED, Outcome.RECURRED]
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_credential_in_outcome_evidence_is_refused(store: Store) -> None:
+    rule_store(store)
+    with pytest.raises(SecretFound):
+        store.record_outcome("no-publish-on-bump", "heeded", "token=ghp_" + "a" * 36)
+    assert store.outcomes() == []

@@ -1,0 +1,257 @@
+"""Lock waits are bounded and reported; a dead holder blocks nobody; git's own lock files left
+by a killed git are recovered, and a live git's are waited for or explained."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from memstore import history
+from memstore.errors import GitError, StoreLocked
+from memstore.store import Store
+from tests.conftest import GIT_ENV, as_agent, git
+from tests.state import snapshot
+
+HOLD = """
+import sys
+from pathlib import Path
+from memstore.store import Store
+store = Store(Path(sys.argv[1]), agent="holder")
+with store.locked():
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@contextmanager
+def holder(store: Store) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the store's lock until its stdin closes (or it is killed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(store.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_a_busy_store_says_so_then_times_out_naming_the_lock_file(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = snapshot(store)
+    impatient = Store(store.root, agent="alice", lock_timeout=0.3)
+    with holder(store) as proc, caplog.at_level(logging.WARNING):
+        started = time.monotonic()
+        with pytest.raises(StoreLocked) as e:
+            impatient.add("x", type="fact", description="d")
+        waited = time.monotonic() - started
+    assert 0.3 <= waited < 5
+    lock = str(store.root / ".memstore" / "lock")
+    assert lock in str(e.value) and "store busy" in str(e.value)
+    assert f"pid {proc.pid} (holder)" in str(e.value)
+    assert any("store busy" in r.message and "retrying" in r.message for r in caplog.records)
+    assert snapshot(store) == before
+
+
+def test_a_waiting_writer_goes_ahead_once_the_holder_lets_go(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    waiting = Store(store.root, agent="alice", lock_timeout=30)
+    with holder(store) as proc, caplog.at_level(logging.WARNING), ThreadPoolExecutor() as pool:
+        writer = pool.submit(waiting.add, "x", type="fact", description="d")
+        wait_for(lambda: any("store busy" in r.message for r in caplog.records))
+        assert proc.stdin is not None
+        proc.stdin.close()  # the holder releases the lock and exits
+        writer.result(timeout=30)
+    assert store.read("x").memory.owner == "alice"
+
+
+def test_a_lock_held_by_a_process_killed_with_sigkill_blocks_nobody(store: Store) -> None:
+    with holder(store) as proc:
+        with pytest.raises(StoreLocked):
+            Store(store.root, agent="alice", lock_timeout=0.2).add(
+                "x", type="fact", description="d"
+            )
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        started = time.monotonic()
+        Store(store.root, agent="alice", lock_timeout=5).add("x", type="fact", description="d")
+        assert time.monotonic() - started < 5
+    assert git(store.root, "log", "-1", "--format=%an %s").startswith("alice memory: add fact/x")
+
+
+def test_cli_reports_a_busy_store_on_stderr_and_exits_1(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTORE_LOCK_TIMEOUT", "0.3")
+    with holder(store):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memstore",
+                "--store",
+                str(store.root),
+                "--agent",
+                "alice",
+                "add",
+                "x",
+                "--type",
+                "fact",
+                "-d",
+                "d",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **GIT_ENV},
+            timeout=30,
+        )
+    assert result.returncode == 1 and result.stdout == ""
+    assert "store busy" in result.stderr and "retrying" in result.stderr
+    assert f"Error: store busy: could not take {store.root / '.memstore' / 'lock'}" in result.stderr
+
+
+def test_threads_of_one_process_take_turns(store: Store) -> None:
+    def write(agent: str) -> None:
+        mine = as_agent(store, agent)
+        for i in range(5):
+            mine.add(f"{agent}-{i}", type="fact", description=f"fact {i}")
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for future in [pool.submit(write, a) for a in ("alice", "bob", "carol")]:
+            future.result(timeout=60)
+    assert len(store.list()) == 15
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+# -- git's own lock files -----------------------------------------------------------------------
+
+
+@contextmanager
+def live_git(cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A git process working in `cwd` until we close its stdin."""
+    proc = subprocess.Popen(
+        ["git", "hash-object", "--stdin"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        yield proc
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_git_lock_left_by_a_killed_git_is_removed_and_the_write_goes_ahead(
+    store: Store, lock: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stale = store.root / ".git" / lock
+    stale.write_text("", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        store.add("x", type="fact", description="d")
+    assert not stale.exists()
+    assert any("left by a git process that no longer runs" in r.message for r in caplog.records)
+    assert git(store.root, "status", "--porcelain") == ""
+    assert "memory: add fact/x" in git(store.root, "log", "-1", "--format=%s")
+
+
+def test_a_git_lock_held_by_a_live_git_fails_saying_what_to_do_and_changes_nothing(
+    store: Store,
+) -> None:
+    store.add("x", type="fact", description="d")
+    before = snapshot(store)
+    lock = store.root / ".git" / "index.lock"
+    with live_git(store.root) as proc:
+        lock.write_text("", encoding="utf-8")
+        impatient = Store(store.root, agent="alice", lock_timeout=0.3)
+        with pytest.raises(GitError) as e:
+            impatient.edit("x", body="new body")
+        with pytest.raises(GitError):
+            impatient.add("y", type="fact", description="d")
+        assert lock.exists()  # never removed under a live git
+    message = str(e.value)
+    assert str(lock) in message and f"kill {proc.pid}" in message and "delete" in message
+    assert f"pid {proc.pid} (git hash-object --stdin)" in message
+    lock.unlink()
+    assert snapshot(store) == before  # the edited file was put back, the new one removed
+    store.edit("x", body="new body")  # and once git is gone, all is well
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_writer_waits_while_a_live_git_finishes(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    lock = store.root / ".git" / "index.lock"
+    patient = Store(store.root, agent="alice", lock_timeout=30)
+    with ThreadPoolExecutor() as pool:
+        with live_git(store.root), caplog.at_level(logging.WARNING):
+            lock.write_text("", encoding="utf-8")
+            writer = pool.submit(patient.add, "x", type="fact", description="d")
+            wait_for(lambda: any("git busy" in r.message for r in caplog.records))
+            lock.unlink()  # the live git finishes its work
+        writer.result(timeout=30)
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_git_processes_finds_git_working_in_the_repository_only(
+    store: Store, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with live_git(store.root / ".git") as inside, live_git(elsewhere) as outside:
+        pids = [pid for pid, _ in history.git_processes(store.repo)]
+    assert inside.pid in pids and outside.pid not in pids
+
+
+def test_reads_do_not_take_gits_index_lock(store: Store) -> None:
+    # `git status` refreshes the index under index.lock unless told not to; lint runs it while
+    # other processes commit.
+    store.add("x", type="fact", description="d")
+    lock = store.root / ".git" / "index.lock"
+    with live_git(store.root):
+        lock.write_text("", encoding="utf-8")
+        assert store.lint() == []
+        assert lock.exists()
+    lock.unlink()
+
+
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_stale_git_lock_is_found_when_git_speaks_another_language(
+    store: Store, lock: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGUAGE", "de")  # "Konnte '…/index.lock' nicht erstellen: …"
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    stale = store.root / ".git" / lock
+    stale.write_text("", encoding="utf-8")
+    store.add("x", type="fact", description="d")
+    assert not stale.exists()
+    assert git(store.root, "status", "--porcelain") == ""

@@ -1,0 +1,183 @@
+"""Credentials are refused in every field unless allowed per call or by the store's config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+from mcp.types import TextContent
+
+from memstore import secrets
+from memstore.cli import main
+from memstore.errors import InvalidMemory, SecretFound
+from memstore.server import build_server
+from memstore.store import Store
+from tests.conftest import as_agent
+from tests.state import snapshot
+
+PATTERNS = secrets.compile_patterns()
+
+# Built from parts so that no credential-shaped literal sits in this repository's own files.
+KEY_BLOCK = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+SAMPLES = {
+    "private key block": KEY_BLOCK,
+    "private key block (openssh)": "-----BEGIN " + "OPENSSH PRIVATE KEY-----",
+    "AWS access key id": "aws key " + "AKIA" + "IOSFODNN7EXAMPLE",
+    "Google API key": "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
+    "GitHub token": "token " + "ghp_" + "a" * 36,
+    "GitHub fine-grained token": "github_pat_" + "A1" * 30,
+    "Slack token": "xoxb-" + "123456789012-abcdefABCDEF",
+    "Slack webhook URL": "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXXXXXXXXXX",
+    "Stripe secret key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "bearer token": "curl -H 'Authorization: Bearer " + "eyJhbGciOiJIUzI1NiJ9abcdef'",
+    "JSON web token": "eyJhbGciOiJIUzI1NiJ9"
+    + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    "password in a URL": "postgres://app:" + "s3cretpw@db.internal:5432/app",
+    "password assignment": "password" + "=hunter22",
+    "secret colon": "client_secret: " + "9f8e7d6c5b4a",
+    "api key in yaml": "api_key: '" + "abcd1234efgh'",
+}
+
+NOT_SECRETS = [
+    "rotate the password every 90 days",
+    "password: $DB_PASSWORD",
+    "password=${DB_PASSWORD}",
+    "secret: <set in vault>",
+    "token: {{ secrets.TOKEN }}",
+    "password: ***",
+    "api_key: xxxx",
+    "Authorization: Bearer <token>",
+    "use the AWS console; keys live in vault",
+    "https://example.com/docs?page=2",
+    "-----BEGIN PUBLIC KEY-----",
+    "token: rotated daily by the platform team",
+    "password: stored in the team vault",
+    "secret: none",
+    "the refresh token expires after 30 days",
+]
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES))
+def test_each_kind_of_credential_is_found(kind: str) -> None:
+    found = secrets.scan({"body": SAMPLES[kind]}, PATTERNS)
+    assert found and found[0].field == "body"
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_placeholders_and_prose_are_not_credentials(text: str) -> None:
+    assert secrets.scan({"body": text}, PATTERNS) == []
+
+
+def test_the_refusal_names_field_and_pattern_but_never_the_secret() -> None:
+    value = "ghp_" + "Z" * 36
+    with pytest.raises(SecretFound) as e:
+        secrets.refuse({"description": "ok", "body": f"use {value}"}, PATTERNS)
+    message = str(e.value)
+    assert "body" in message and "GitHub token" in message and "--allow-secret" in message
+    assert value not in message and "Z" * 8 not in message
+    assert e.value.findings == (("body", "GitHub token"),)
+
+
+@pytest.mark.parametrize(
+    "field", ["description", "body", "tags", "name", "extra"], ids=lambda f: f"in {f}"
+)
+def test_add_refuses_a_credential_in_any_field_and_changes_nothing(
+    store: Store, field: str
+) -> None:
+    args: dict[str, object] = {"type": "fact", "description": "deploy notes", "body": "text"}
+    name = "deploy-notes"
+    if field == "tags":
+        args["tags"] = ["AKIA" + "IOSFODNN7EXAMPLE"]
+    elif field == "name":
+        # Names are slugs, so only the lower-case patterns can appear: a password assignment
+        # cannot; a name is scanned all the same, with the other fields.
+        name = "sk-" + "a" * 40
+    elif field == "extra":
+        args["extra"] = {"evidence": "password" + "=hunter22"}
+    else:
+        args[field] = "password" + "=hunter22"
+    before = snapshot(store)
+    with pytest.raises(SecretFound, match="credential"):
+        store.add(name, **args)  # type: ignore[arg-type]
+    assert snapshot(store) == before
+
+
+def test_edit_and_status_reasons_are_scanned_too(store: Store) -> None:
+    store.add("deploy-notes", type="fact", description="deploy notes")
+    before = snapshot(store)
+    with pytest.raises(SecretFound, match="body"):
+        store.edit("deploy-notes", body=KEY_BLOCK)
+    with pytest.raises(SecretFound, match="description"):
+        store.edit("deploy-notes", description="token: " + "ghp_" + "b" * 36)
+    with pytest.raises(SecretFound, match="reason"):
+        as_agent(store, "bob").confirm("deploy-notes", "checked with password" + "=hunter22")
+    assert snapshot(store) == before
+
+
+def test_allow_secret_per_call_saves_it(store: Store) -> None:
+    store.add(
+        "example-key",
+        type="fact",
+        description="AWS's documented example key",
+        body="AKIA" + "IOSFODNN7EXAMPLE",
+        allow_secret=True,
+    )
+    assert "AKIA" in store.get("example-key").body
+
+
+def test_a_store_can_allow_secrets_or_add_its_own_patterns(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="alice")
+    (root / "memstore.yaml").write_text(
+        "secret_patterns:\n  internal token: 'itk_[a-z0-9]{12}'\n", encoding="utf-8"
+    )
+    store = Store(root, agent="alice")
+    with pytest.raises(SecretFound, match="internal token"):
+        store.add("x", type="fact", description="uses itk_abcdef123456")
+    (root / "memstore.yaml").write_text("secrets: allow\n", encoding="utf-8")
+    Store(root, agent="alice").add("x", type="fact", description="key " + "ghp_" + "c" * 36)
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["secrets: maybe\n", "secret_patterns: [a, b]\n", "secret_patterns:\n  bad: '(['\n"],
+)
+def test_a_bad_secrets_setting_is_a_clear_error(tmp_path: Path, config: str) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="alice")
+    (root / "memstore.yaml").write_text(config, encoding="utf-8")
+    with pytest.raises(InvalidMemory, match="memstore.yaml|secret pattern"):
+        Store(root, agent="alice")
+
+
+def test_cli_refuses_with_the_pattern_and_allows_with_the_flag(store: Store) -> None:
+    runner = CliRunner()
+    args = ["--store", str(store.root), "--agent", "alice", "add", "k", "--type", "fact"]
+    secret = "password" + "=hunter22"
+    result = runner.invoke(main, [*args, "-d", "db", "--body", secret])
+    assert result.exit_code == 1
+    assert "password or secret assignment" in result.output and "hunter22" not in result.output
+    result = runner.invoke(main, [*args, "-d", "db", "--body", secret, "--allow-secret"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.anyio
+async def test_an_agent_storing_a_credential_through_mcp_gets_a_readable_refusal(
+    store: Store,
+) -> None:
+    before = snapshot(store)
+    arguments = {
+        "name": "db",
+        "type": "fact",
+        "description": "db access",
+        "body": "postgres://app:" + "s3cretpw@db.internal/app",
+    }
+    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
+        result = await client.call_tool("memory_store", arguments)
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "password in a URL" in block.text and "s3cretpw" not in block.text
+    assert snapshot(store) == before
