@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from memstore import __version__, ledger
+from memstore import __version__, briefing, hooks, ledger, stats, workflow
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
@@ -669,6 +669,206 @@ def reindex(ctx: click.Context) -> None:
     click.echo(f"reindexed {result.indexed} memories")
     for path in result.skipped:
         click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)
+
+
+# -- workflow ---------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("name")
+@click.option("--description", "-d", required=True, help="The rule, in one line.")
+@click.option(
+    "--severity",
+    type=click.Choice(list(workflow.SEVERITIES)),
+    help="p0 blocks matching actions in `check`; p1-p3 warn. Default: p1 (warning: p2).",
+)
+@click.option(
+    "--applies-when",
+    "applies_when",
+    multiple=True,
+    metavar="PATTERN",
+    help="Keywords, a phrase or a glob of the actions, commands or paths it applies to (repeat).",
+)
+@click.option("--evidence", help="What the human said, in their words.")
+@click.option("--body", help="Markdown body: why, and what to do instead.")
+@click.option("--tags", metavar="A,B", help="Comma-separated tags.")
+@click.option(
+    "--type",
+    "type_",
+    type=click.Choice(list(workflow.RULE_TYPES)),
+    default="correction",
+    show_default=True,
+    help="A correction (a human corrected an agent) or a warning (a known trap).",
+)
+@click.pass_context
+def correct(
+    ctx: click.Context,
+    name: str,
+    description: str,
+    severity: str | None,
+    applies_when: tuple[str, ...],
+    evidence: str | None,
+    body: str | None,
+    tags: str | None,
+    type_: str,
+) -> None:
+    """Record a correction NAME. It starts as a draft but acts in `brief` and `check` at once.
+
+    \b
+    Example:
+      memstore correct no-publish-on-bump --severity p0 \\
+          --description "Never npm publish from a version-bump commit; CI publishes tags" \\
+          --applies-when "npm publish" --applies-when "version bump" \\
+          --evidence "Stop publishing by hand, the release job does it."
+    """
+    memory = _store(ctx).correct(
+        name,
+        description=description,
+        severity=severity,
+        applies_when=applies_when,
+        evidence=evidence,
+        body=body or "",
+        tags=_split(tags) or (),
+        type=type_,
+    )
+    severity_shown = memory.extra.get("severity", "")
+    click.echo(f"recorded {_summary(memory)} {severity_shown}: it acts in brief and check now")
+
+
+@main.command(name="check")
+@click.argument("description", required=False)
+@click.option("--action", metavar="ACTION", help="The ledger action, e.g. publish.")
+@click.option("--target", metavar="TARGET", help="What it acts on: a package, a path, a post.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict and reasons as JSON.")
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a PreToolUse hook payload on stdin and answer in that client's format (exit 0).",
+)
+@click.option("--ask-on-warn", is_flag=True, help="With --hook: make a warning ask the user.")
+@click.pass_context
+def check_(
+    ctx: click.Context,
+    description: str | None,
+    action: str | None,
+    target: str | None,
+    as_json: bool,
+    hook: str | None,
+    ask_on_warn: bool,
+) -> None:
+    """Check an action before taking it: allow, warn or block, with the reasons.
+
+    Matching corrections and warnings decide (p0 blocks, p1-p3 warn); with --action and
+    --target the ledger too (executed, or claimed by someone else, blocks). Confirmed runbooks
+    about the action are listed to follow. Exit status: 0 allow, 3 warn, 4 block (1 error,
+    2 usage).
+
+    \b
+    Example:
+      memstore check "bump version to 1.4.1 and npm publish" && npm publish
+      memstore check "publish the post" --action publish --target post-1
+      echo '{"tool_name":"Bash","tool_input":{"command":"npm publish"}}' \\
+          | memstore check --hook claude-code
+    """
+    if hook:
+        try:
+            payload: object = json.loads(_stdin_text(only_if_piped=False) or "null")
+        except ValueError as e:
+            raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
+        description, target = hooks.hook_action(payload)
+    if not description and not action:
+        raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
+    result = _store(ctx).check(description or "", action=action, target=target)
+    if hook:
+        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
+        if output is not None:
+            click.echo(json.dumps(output, ensure_ascii=False))
+        return
+    if as_json:
+        _echo_json(asdict(result))
+    else:
+        click.echo(workflow.render_check(result))
+    ctx.exit(workflow.EXIT_CODES[result.verdict])
+
+
+@main.command()
+@click.argument("name")
+@click.argument("outcome", type=click.Choice([o.value for o in stats.Outcome]))
+@click.option("--evidence", help="What happened (one line): the command, the commit, the PR.")
+@click.pass_context
+def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -> None:
+    """Record that correction NAME was heeded or recurred (an append-only, committed record).
+
+    \b
+    Example:
+      memstore outcome no-publish-on-bump heeded --evidence "left publishing to CI for 1.4.1"
+    """
+    record = _store(ctx).record_outcome(name, outcome, evidence)
+    click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
+
+
+@main.command(name="stats")
+@click.option("--json", "as_json", is_flag=True, help="Print the rates as JSON.")
+@click.pass_context
+def stats_(ctx: click.Context, as_json: bool) -> None:
+    """Heed rate of each correction and overall, with a Wilson 95% interval and n.
+
+    With fewer than 10 observations only the interval is shown. A correction that recurred
+    after it was confirmed is flagged for rewriting.
+
+    \b
+    Example:
+      memstore stats
+    """
+    rates, overall = _store(ctx).heed_rates()
+    if as_json:
+        _echo_json(
+            [
+                {**asdict(r), "n": r.n, "rate": r.rate, "summary": stats.describe(r)}
+                for r in [*rates, overall]
+            ]
+        )
+        return
+    click.echo(f"{'correction':32} {'heeded':>6} {'recurred':>8}  heed rate")
+    for r in [*rates, overall]:
+        flag = "  REWRITE: recurred after confirmation" if r.rewrite and r is not overall else ""
+        click.echo(f"{r.name:32} {r.heeded:>6} {r.recurred:>8}  {stats.describe(r)}{flag}")
+
+
+@main.command()
+@click.option("--for", "for_text", metavar="TEXT", help="The task at hand, to pick what applies.")
+@click.option(
+    "--budget-tokens",
+    type=click.IntRange(min=briefing.MIN_BUDGET),
+    default=briefing.DEFAULT_BUDGET,
+    show_default=True,
+    help="Approximate size limit (characters / 4); the least important parts are cut first.",
+)
+@click.option("--since", metavar="COMMIT|DATE", help="Changes since this, not your last session.")
+@click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
+@click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
+@click.pass_context
+def brief(
+    ctx: click.Context,
+    for_text: str | None,
+    budget_tokens: int,
+    since: str | None,
+    no_mark: bool,
+    as_json: bool,
+) -> None:
+    """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
+
+    \b
+    Example:
+      memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
+    """
+    result = _store(ctx).brief(
+        for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
+    )
+    if as_json:
+        _echo_json(asdict(result))
+    else:
+        click.echo(result.text, nl=False)
 
 
 # -- ledger ---------------------------------------------------------------------------------------

@@ -413,12 +413,101 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """What one commit did to one file under the store: `added`, `confirmed`, `deprecated`,
+    `restored`, `edited` or `deleted` for a memory; `appended` for a JSONL record file."""
+
+    path: str
+    kind: str
+    added_lines: tuple[str, ...] = ()
+    """For a `.jsonl` file, the lines the commit appended."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One commit under the store and what it did to each file."""
+
+    commit: str
+    author: str
+    date: str
+    subject: str
+    files: tuple[FileChange, ...]
+
+
 def head(repo: git.Repo) -> str | None:
     """The sha of the commit HEAD points at, or None before the first commit."""
     try:
         return repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}").strip() or None
     except git.GitCommandError:
         return None
+
+
+def _file_change(section: str) -> FileChange | None:
+    lines = section.splitlines()
+    target = next((x[6:] for x in lines if x.startswith("+++ b/")), None)
+    gone = next((x[6:] for x in lines if x.startswith("--- a/")), None)
+    if target is None and gone is None:
+        return None
+    path = target or gone or ""
+    added = tuple(x[1:] for x in lines if x.startswith("+") and not x.startswith("+++ "))
+    if path.endswith(".jsonl"):
+        return FileChange(path, "appended", added)
+    if target is None:
+        kind = "deleted"
+    elif any(x.startswith("new file mode") for x in lines):
+        kind = "added"
+    elif "status: confirmed" in added:
+        kind = "confirmed"
+    elif "status: deprecated" in added:
+        kind = "deprecated"
+    elif "status: draft" in added and any(x.startswith("restored_by:") for x in added):
+        kind = "restored"
+    else:
+        kind = "edited"
+    return FileChange(path, kind)
+
+
+def changes(
+    repo: git.Repo,
+    store: Path,
+    *,
+    since_commit: str | None = None,
+    since_date: str | None = None,
+    limit: int = 200,
+) -> list[Change]:
+    """The commits touching `store` after `since_commit` (or since `since_date`), newest first.
+
+    Paths are relative to the repository root. A `since_commit` that is not an ancestor of HEAD
+    (history rewritten) raises, so the caller can fall back to a date.
+
+    Raises:
+        GitError: when git fails or `since_commit` is unknown.
+    """
+    args = ["--no-renames", f"-n{limit}", "-p", "--unified=0"]
+    args.append("--format=" + _REC + "%H" + _SEP + "%an" + _SEP + "%aI" + _SEP + "%s")
+    if since_date:
+        args.append(f"--since={since_date}")
+    if since_commit:
+        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", since_commit):
+            raise GitError(f"not a commit id: {since_commit!r}")
+        args.append(f"{since_commit}..HEAD")
+    try:
+        out = repo.git.log(*args, "--", _rel(repo, store) or ".")
+    except git.GitCommandError as e:
+        if "does not have any commits" in (e.stderr or ""):
+            return []
+        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+    found: list[Change] = []
+    for chunk in out.split(_REC):
+        header, _, diff = str(chunk).partition("\n")
+        if not header.strip():
+            continue
+        sha, author, when, subject = (header.split(_SEP, 3) + ["", "", ""])[:4]
+        sections: list[str] = diff.split("\ndiff --git ")
+        files = tuple(f for f in (_file_change(s) for s in sections) if f is not None)
+        found.append(Change(sha, author, when, subject, files))
+    return found
 
 
 def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:

@@ -17,7 +17,9 @@ from memstore.memory import (
     check_tags,
     parse,
 )
+from memstore.stats import OUTCOMES_FILE, outcome_problems
 from memstore.status import Status
+from memstore.workflow import rule_problems
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -83,6 +85,7 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
             )
     if memory.status == Status.DEPRECATED and not memory.deprecated_reason:
         problems.append("deprecated but has no deprecated_reason: say why it is wrong or stale")
+    problems.extend(rule_problems(memory))
     return memory, problems
 
 
@@ -135,6 +138,7 @@ def lint_store(store: Store) -> list[Problem]:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(store.rel(path), message))
     problems.extend(_history_problems(store, memories))
+    problems.extend(Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root))
     left = store.pending()
     if left is not None:
         problems.append(

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import history, ledger, secrets
+from memstore import briefing, history, ledger, secrets, stats, workflow
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
@@ -62,8 +62,17 @@ log = logging.getLogger(__name__)
 CACHE_DIR = ".memstore"
 RESCAN_SECONDS = 2.0
 """Without a watcher, how old a search's view of in-place edits may be."""
+TASK_SHOWN = 120
+"""The briefing repeats at most this much of the task it was asked for."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
-STORE_GITATTRIBUTES = "*.md text eol=lf\nledger.jsonl text eol=lf merge=union\n"
+STORE_GITATTRIBUTES = (
+    "*.md text eol=lf\n"
+    "ledger.jsonl text eol=lf merge=union\n"
+    # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
+    "outcomes.jsonl text eol=lf merge=union\n"
+)
+APPEND_ONLY_FILES = ("ledger.jsonl", "outcomes.jsonl")
+"""The record files a journal may name for an append (`ledger.LEDGER_FILE`, the outcomes)."""
 JOURNAL = "pending.json"
 """The change the lock holder is writing; a writer that finds it finishes or undoes it."""
 HOLDER = "holder"
@@ -730,16 +739,19 @@ class Store:
             if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
                 raise ValueError("a path that is not <type>/<name>.md")
             appended: dict[str, Any] | None = record.get("append")
-            size, data = 0, b""
+            size, data, appended_to = 0, b"", ledger.LEDGER_FILE
             if appended is not None:
                 size, data = int(appended["size"]), str(appended["data"]).encode("utf-8")
+                appended_to = str(appended.get("file", ledger.LEDGER_FILE))
+                if appended_to not in APPEND_ONLY_FILES:
+                    raise ValueError(f"an append to {appended_to!r}, not a record file")
         except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
             log.warning("ignoring unreadable journal %s: %s", journal, e)
             journal.unlink(missing_ok=True)
             return
         if appended is not None:
             history.remove_stale_locks(self.repo)
-            self._recover_append(size, data, message, actor)
+            self._recover_append(size, data, message, actor, appended_to)
             journal.unlink(missing_ok=True)
             return
         for entry in entries:
@@ -805,23 +817,28 @@ class Store:
             if pid.isdigit() and not Path("/proc", pid).exists():
                 stray.unlink(missing_ok=True)
 
-    def _journal_append(self, data: str, message: str, actor: str) -> Path:
-        """Journal an append of `data` to the ledger before it is made; returns the journal."""
-        path = self.root / ledger.LEDGER_FILE
+    def _journal_append(
+        self, data: str, message: str, actor: str, file: str = ledger.LEDGER_FILE
+    ) -> Path:
+        """Journal an append of `data` to a record file (the ledger, or the outcomes) before it
+        is made; returns the journal."""
+        path = self.root / file
         size = path.stat().st_size if path.is_file() else 0
         record: dict[str, Any] = {
             "message": message,
             "actor": actor,
             "files": [],
-            "append": {"size": size, "data": data},
+            "append": {"size": size, "data": data, "file": file},
         }
         journal = self.cache / JOURNAL
         atomic_write(journal, json.dumps(record, ensure_ascii=False))
         return journal
 
-    def _recover_append(self, size: int, data: bytes, message: str, actor: str) -> None:
-        """Commit a ledger line its writer appended but did not commit; cut a torn one off."""
-        path = self.root / ledger.LEDGER_FILE
+    def _recover_append(
+        self, size: int, data: bytes, message: str, actor: str, file: str = ledger.LEDGER_FILE
+    ) -> None:
+        """Commit a record line its writer appended but did not commit; cut a torn one off."""
+        path = self.root / file
         if not path.is_file() or path.is_symlink():
             return
         tail = path.read_bytes()[size:]
@@ -1074,6 +1091,359 @@ class Store:
                 f"no memory named {', '.join(repr(n) for n in missing)} in {self.root}"
             )
         return found
+
+    # -- workflow -----------------------------------------------------------------------------
+
+    def correct(
+        self,
+        name: str,
+        *,
+        description: str,
+        severity: str | None = None,
+        applies_when: tuple[str, ...] | list[str] = (),
+        evidence: str | None = None,
+        body: str = "",
+        tags: tuple[str, ...] | list[str] = (),
+        links: tuple[str, ...] | list[str] = (),
+        type: str = "correction",
+    ) -> Memory:
+        """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
+
+        Raises:
+            InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
+        """
+        if type not in workflow.RULE_TYPES:
+            raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
+        fields = workflow.rule_fields(
+            severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
+        )
+        return self.add(
+            name,
+            type=type,
+            description=description,
+            body=body,
+            tags=tags,
+            links=links,
+            extra=fields,
+        )
+
+    def _memories_in(self, types: tuple[str, ...]) -> list[Memory]:
+        """The valid memories in the folders of `types` only: a check reads a few folders, not
+        the whole store (a file's folder is its type; `lint` reports one that is not)."""
+        found: list[Memory] = []
+        for type_ in types:
+            folder = self.root / type_
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for path in sorted(folder.glob("*.md")):
+                if path.name.startswith(".") or path.is_symlink():
+                    continue
+                try:
+                    found.append(self._read(path)[0])
+                except (InvalidMemory, OSError) as e:
+                    log.warning("skipping %s: %s", self.rel(path), e)
+        return found
+
+    def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
+        """Every correction and warning that is not deprecated, most severe first."""
+        pool = self._memories_in(workflow.RULE_TYPES) if memories is None else memories
+        found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
+        return sorted(found, key=lambda r: r.rank)
+
+    def check(
+        self, description: str, *, action: str | None = None, target: str | None = None
+    ) -> workflow.CheckResult:
+        """The verdict on an action before it is taken: allow, warn or block, with reasons.
+
+        Matching corrections and warnings give their verdict (p0 blocks, lower severities
+        warn). With `action` and `target`, the ledger too: executed, or claimed by someone
+        else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
+        action are listed to follow.
+
+        Raises:
+            InvalidMemory: for an empty description.
+            InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
+        """
+        description = " ".join(description.split())
+        if not description and not action:
+            raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
+        text = " ".join(x for x in (description, action, target) if x)
+        targets = (target,) if target else ()
+        extra: list[workflow.Reason] = []
+        if action is not None or target is not None:
+            if not action or not target:
+                raise InvalidLedgerEntry(
+                    "give both --action and --target to check the ledger, e.g. "
+                    "--action publish --target pkg@1.4.1"
+                )
+            try:
+                extra.append(
+                    workflow.ledger_reason(self.ledger_check(action, target), self.identity)
+                )
+            except LedgerCorrupt as e:  # fail closed, as the ledger does
+                extra.append(
+                    workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
+                )
+        runbooks = [
+            workflow.Reason(
+                kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
+            )
+            for h in self._relevant(text, ("runbook",), 3)
+        ]
+        return workflow.decide(text, self.rules(), targets, extra=extra, runbooks=runbooks)
+
+    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
+        """Confirmed memories of `types` about `text`, best first, from the search index."""
+        # Only the words: a shell command's quotes, colons and brackets are query syntax.
+        query = " ".join(re.findall(r"\w+", text))
+        if not query:
+            return []
+        hits = [
+            hit
+            for type_ in types
+            for hit in self.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+        ]
+        return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
+
+    @property
+    def outcomes_path(self) -> Path:
+        """The append-only record of correction outcomes, committed beside the memories."""
+        return self.root / stats.OUTCOMES_FILE
+
+    def record_outcome(
+        self, name: str, outcome: str, evidence: str | None = None
+    ) -> stats.OutcomeRecord:
+        """Append whether correction `name` was heeded or recurred, and commit it.
+
+        Raises:
+            MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
+            SecretFound (the evidence looks like a credential).
+        """
+        values = [o.value for o in stats.Outcome]
+        if outcome not in values:
+            raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
+        note = stats.check_note(evidence)
+        self._refuse_secrets({"evidence": note}, allow_secret=False)
+        actor = self.require_identity()
+        with self.locked():
+            memory = self.get(name)
+            if memory.type not in workflow.RULE_TYPES:
+                raise InvalidMemory(
+                    f"'{name}' is a {memory.type}; outcomes are recorded for "
+                    f"{' and '.join(workflow.RULE_TYPES)} memories"
+                )
+            record = stats.OutcomeRecord(
+                at=now(),
+                actor=actor,
+                name=name,
+                outcome=stats.Outcome(outcome),
+                status=memory.status,
+                evidence=note,
+            )
+            path = self.outcomes_path
+            line = stats.to_line(record)
+            if path.is_file() and path.stat().st_size:
+                with path.open("rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":  # a hand edit dropped the last newline
+                        line = "\n" + line
+            message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
+            # The journal lets the next writer commit the line if this process dies first.
+            journal = self._journal_append(line, message, actor, stats.OUTCOMES_FILE)
+            try:
+                # O_APPEND so a line is never interleaved with another writer's, lock or not.
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                history.commit(self.repo, [path], message, actor, self.lock_timeout)
+            finally:
+                journal.unlink(missing_ok=True)
+        return record
+
+    def outcomes(self) -> list[stats.OutcomeRecord]:
+        """Every recorded outcome, oldest first.
+
+        Raises:
+            InvalidMemory: naming a line that is not a valid record.
+        """
+        if not self.outcomes_path.is_file():
+            return []
+        text = self.outcomes_path.read_text(encoding="utf-8")
+        return [
+            stats.from_line(line, i)
+            for i, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+
+    def heed_rates(self) -> tuple[list[stats.HeedRate], stats.HeedRate]:
+        """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
+        return stats.heed_rates(self.outcomes())
+
+    def _session_marker(self) -> Path:
+        slug = history.email_for(self.identity or "anonymous").split("@", 1)[0]
+        return self.cache / "sessions" / f"{slug}.json"
+
+    def brief(
+        self,
+        *,
+        for_text: str | None = None,
+        budget_tokens: int = briefing.DEFAULT_BUDGET,
+        since: str | None = None,
+        mark: bool = True,
+    ) -> briefing.Briefing:
+        """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
+
+        Lists the rules that apply (most severe first), claims in progress, confirmed
+        decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
+        since your last briefing (or since `since`: a commit or a date git understands).
+        With `mark`, remembers this session's HEAD in the ignored cache for the next one.
+        """
+        identity = self.identity
+        start = history.head(self.repo)
+        memories = list(self.memories())
+        rules = self.rules(memories)
+        try:
+            rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
+        except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
+            log.warning("cannot read outcomes: %s", e)
+            rewrite = set[str]()
+        applying, others = rules, list[workflow.Rule]()
+        if for_text:
+            applying = [r for r in rules if workflow.related(r, for_text)]
+            others = [r for r in rules if r not in applying]
+        sections = [
+            briefing.Section(
+                "Corrections and warnings that apply",
+                1,
+                tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
+                empty="- none",
+            ),
+            briefing.Section("Claims in progress", 2, tuple(self._claims_lines(identity))),
+            briefing.Section(
+                "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
+                3,
+                tuple(
+                    f"- {m.type} `{m.name}`: {m.description}"
+                    for m in self._briefing_knowledge(for_text, memories)
+                ),
+            ),
+            briefing.Section(
+                "Drafts awaiting your review" if identity else "Drafts awaiting review",
+                4,
+                tuple(
+                    f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
+                    for m in self._awaiting_review(identity, memories)
+                ),
+            ),
+            briefing.Section(
+                "Changes since your last session",
+                5,
+                tuple(self._changes_lines(since)),
+                empty="- nothing new",
+            ),
+            briefing.Section(
+                "Other corrections and warnings",
+                6,
+                tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
+            ),
+        ]
+        who = identity or "no identity set"
+        task = " ".join((for_text or "").split())
+        task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
+        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
+        result = briefing.fit(header, sections, budget_tokens)
+        if mark and start is not None:
+            # HEAD as it was before reading: a change made meanwhile shows again next time
+            # rather than never.
+            self._mark_session(start)
+        return result
+
+    def _claims_lines(self, identity: str | None) -> list[str]:
+        """Valid ledger claims with no record yet: someone is doing that right now."""
+        try:
+            view = self._ledger_view()
+            moment = ledger.utcnow()
+            pairs = dict.fromkeys(
+                (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
+            )
+            checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+        except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
+            return [f"- the ledger cannot be read: {e}"]
+        lines: list[str] = []
+        for c in checks:
+            if c.state is ledger.State.IN_PROGRESS:
+                who = "you" if identity is not None and c.actor == identity else c.actor
+                lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
+        return lines[: briefing.LIST_MAX]
+
+    def _briefing_knowledge(
+        self, for_text: str | None, memories: list[Memory]
+    ) -> list[Memory] | list[Hit]:
+        kinds = ("decision", "runbook")
+        if for_text:
+            return self._relevant(for_text, kinds, 10)
+        confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
+        return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
+
+    def _awaiting_review(self, identity: str | None, memories: list[Memory]) -> list[Memory]:
+        drafts = [
+            m
+            for m in memories
+            if m.status == Status.DRAFT and (identity is None or m.owner != identity)
+        ]
+        # Rules first (they already act, so reviewing them matters most), then newest first.
+        drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
+        drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
+        return drafts[: briefing.LIST_MAX]
+
+    def _changes_lines(self, since: str | None) -> list[str]:
+        since_commit: str | None = None
+        since_date: str | None = None
+        if since:
+            if since.startswith("-") or "\n" in since:
+                raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
+            if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
+                since_commit = since
+            else:
+                since_date = since
+        else:
+            try:
+                data: Any = json.loads(self._session_marker().read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = None
+            marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+            head = marker.get("head")
+            if isinstance(head, str):
+                since_commit = head
+            else:
+                since_date = briefing.FIRST_SESSION_SINCE
+        try:
+            found = history.changes(
+                self.repo, self.root, since_commit=since_commit, since_date=since_date
+            )
+        except MemstoreError:
+            found = history.changes(self.repo, self.root, since_date=briefing.FIRST_SESSION_SINCE)
+        prefix = history.repo_path(self.repo, self.root)
+        prefix = "" if prefix == "." else prefix
+        lines: list[str] = []
+        for change in found:
+            for f in change.files:
+                rel = f.path[len(prefix) + 1 :] if prefix else f.path
+                if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
+                    continue  # the store's own settings files, not knowledge
+                lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
+        return lines[: briefing.LIST_MAX]
+
+    def _mark_session(self, sha: str) -> None:
+        marker = self._session_marker()
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
+        except OSError as e:  # a read-only checkout still gets its briefing
+            log.warning("cannot remember this session in %s: %s", self.rel(marker), e)
 
     # -- ledger -------------------------------------------------------------------------------
 

@@ -1,0 +1,386 @@
+"""Corrections as rules: fields, matching, the pre-action check, and the Claude Code hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore import hooks, workflow
+from memstore.cli import main
+from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
+from memstore.memory import parse
+from memstore.store import Store
+from memstore.workflow import Verdict, match
+from tests.conftest import as_agent, git
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def add_p0(store: Store) -> None:
+    as_agent(store, "human").correct(
+        "no-publish-on-bump",
+        description="Never npm publish from a version-bump commit; CI publishes tags",
+        severity="p0",
+        applies_when=["npm publish", "version bump"],
+        evidence="Stop publishing by hand, the release job does it.",
+    )
+
+
+# -- matching -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        ("version bump", "bump version to 1.4.1", True),
+        ("version bump", "bumped the versions", True),
+        ("npm publish", "bump version to 1.4.1 and npm publish", True),
+        ("npm publish", "NPM Publishing the package", True),
+        ("npm publish", "npm install", False),
+        ("deploy", "deploying to production", True),
+        ("drop table", "DROP TABLE users;", True),
+        ("drop table", "table tennis drops", True),
+        ("git push --force*", "cd repo && git push --force origin main", True),
+        ("git push --force*", "git push origin main", False),
+        ("migrations/*.sql", "psql -f db/migrations/003_add.sql", True),
+        ("migrations/*.sql", "cat migrations/README.md", False),
+        ("*.env", "cat '.env.local' prod.env", True),
+        ("rm -rf *", "rm -rf build", True),
+    ],
+)
+def test_applies_when_patterns_match_with_stemming_and_globs(
+    pattern: str, text: str, expected: bool
+) -> None:
+    assert match(pattern, text) is expected
+
+
+def test_a_path_glob_also_matches_the_target() -> None:
+    assert match("migrations/*.sql", "edit a file", ("/repo/db/migrations/004.sql",))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("p5", "invalid severity 'p5'"),
+        ("high", "invalid severity 'high'"),
+    ],
+)
+def test_bad_severity_is_refused(value: str, message: str) -> None:
+    with pytest.raises(InvalidMemory, match=message):
+        workflow.check_severity(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (["ok", ""], "invalid applies_when pattern ''"),
+        (["two\nlines"], "invalid applies_when pattern"),
+        ([3], "invalid applies_when pattern 3"),
+        (["x" * 201], "the limit is 200"),
+        (["--"], "has no words"),
+        ({"a": 1}, "must be a list"),
+    ],
+)
+def test_bad_applies_when_is_refused(value: object, message: str) -> None:
+    with pytest.raises(InvalidMemory, match=message):
+        workflow.check_applies_when(value)
+
+
+# -- recording a correction -----------------------------------------------------------------
+
+
+def test_a_correction_is_a_draft_with_its_fields_in_canonical_order(store: Store) -> None:
+    add_p0(store)
+    path = store.root / "correction" / "no-publish-on-bump.md"
+    text = path.read_text(encoding="utf-8")
+    head = text.split("---\n")[1]
+    keys = [line.split(":")[0] for line in head.splitlines() if not line.startswith("-")]
+    assert keys[-3:] == ["severity", "applies_when", "evidence"]
+    assert "applies_when:\n- npm publish\n- version bump\n" in text
+    memory = parse(text)
+    assert memory.status == "draft" and memory.owner == "human"
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "human"
+
+
+def test_a_correction_cannot_be_confirmed_by_its_author_but_acts_at_once(store: Store) -> None:
+    add_p0(store)
+    human = as_agent(store, "human")
+    with pytest.raises(SelfApproval):
+        human.confirm("no-publish-on-bump", "I said so")
+    assert human.check("npm publish").verdict is Verdict.BLOCK
+
+
+def test_correct_validates_its_fields(store: Store) -> None:
+    with pytest.raises(InvalidMemory, match="invalid severity"):
+        store.correct("x", description="d", severity="p9", applies_when=["a"])
+    with pytest.raises(InvalidMemory, match="not a 'decision'"):
+        store.correct("x", description="d", type="decision")
+    assert not (store.root / "correction").exists()
+
+
+def test_lint_reports_a_bad_rule_field_from_a_hand_edit(store: Store) -> None:
+    add_p0(store)
+    path = store.root / "correction" / "no-publish-on-bump.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("severity: p0", "severity: urgent"),
+        encoding="utf-8",
+    )
+    problems = [str(p) for p in store.lint()]
+    assert any("invalid severity 'urgent'" in p for p in problems)
+    # A broken field falls back to the type's default severity rather than hiding the rule.
+    assert store.check("npm publish").verdict is Verdict.WARN
+
+
+# -- the check ------------------------------------------------------------------------------
+
+
+def test_p0_correction_blocks_bump_version_and_npm_publish(store: Store) -> None:
+    add_p0(store)
+    result = store.check("bump version to 1.4.1 and npm publish")
+    assert result.verdict is Verdict.BLOCK
+    (reason,) = result.reasons
+    assert reason.name == "no-publish-on-bump"
+    assert (reason.severity, reason.status, reason.matched) == ("p0", "draft", "npm publish")
+    assert "the human said" in reason.message
+
+
+def test_lower_severities_warn_and_unrelated_actions_are_allowed(store: Store) -> None:
+    store.correct(
+        "migrate-via-job", description="Run migrations via the job", applies_when=["migrate"]
+    )
+    store.correct(
+        "no-force-push",
+        description="Never force-push main",
+        applies_when=["git push --force*"],
+        type="warning",
+    )
+    assert store.check("migrate the database").verdict is Verdict.WARN
+    assert store.check("git push --force origin main").reasons[0].severity == "p2"
+    assert store.check("ls -la").verdict is Verdict.ALLOW
+    assert store.check("ls -la").reasons == ()
+
+
+def test_a_deprecated_correction_no_longer_acts(store: Store) -> None:
+    add_p0(store)
+    store.deprecate("no-publish-on-bump", "we publish by hand again")
+    assert store.check("npm publish").verdict is Verdict.ALLOW
+
+
+def test_the_most_severe_reason_comes_first_and_decides(store: Store) -> None:
+    store.correct("tag-first", description="Tag before publishing", applies_when=["publish"])
+    add_p0(store)
+    result = store.check("npm publish")
+    assert [r.name for r in result.reasons] == ["no-publish-on-bump", "tag-first"]
+    assert result.verdict is Verdict.BLOCK
+
+
+def test_check_lists_confirmed_runbooks_to_follow(store: Store) -> None:
+    store.add(
+        "release-npm",
+        type="runbook",
+        description="Release the npm package: tag, push, let CI publish",
+        tags=["npm", "release"],
+    )
+    assert store.check("npm publish the release").runbooks == ()  # still a draft
+    as_agent(store, "bob").confirm("release-npm", "followed it for 1.4.0")
+    result = store.check("npm publish the release")
+    assert result.verdict is Verdict.ALLOW
+    assert [r.name for r in result.runbooks] == ["release-npm"]
+
+
+def test_cli_check_exit_codes(store: Store) -> None:
+    add_p0(store)
+    store.correct("careful", description="Be careful with deploys", applies_when=["deploy"])
+    runner = CliRunner()
+    blocked = runner.invoke(main, ["check", "bump version to 1.4.1 and npm publish"])
+    assert blocked.exit_code == 4, blocked.output
+    assert blocked.output.startswith("BLOCK: ")
+    assert "no-publish-on-bump (correction p0, draft)" in blocked.output
+    assert runner.invoke(main, ["check", "deploy to staging"]).exit_code == 3
+    assert runner.invoke(main, ["check", "ls"]).exit_code == 0
+    assert runner.invoke(main, ["check"]).exit_code == 2
+    as_json = runner.invoke(main, ["check", "npm publish", "--json"])
+    data = json.loads(as_json.output)
+    assert data["verdict"] == "block" and data["reasons"][0]["matched"] == "npm publish"
+
+
+def test_cli_correct_records_a_draft_that_acts(store: Store) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        main,
+        [
+            "--agent",
+            "human",
+            "correct",
+            "no-publish-on-bump",
+            "--description",
+            "Never npm publish from a bump",
+            "--severity",
+            "p0",
+            "--applies-when",
+            "npm publish",
+            "--applies-when",
+            "version bump",
+            "--evidence",
+            "CI publishes",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "correction/no-publish-on-bump [draft] p0" in result.output
+    assert runner.invoke(main, ["check", "npm publish"]).exit_code == 4
+    bad = runner.invoke(main, ["--agent", "human", "correct", "x", "-d", "d", "--severity", "p7"])
+    assert bad.exit_code == 2
+
+
+# -- the Claude Code hook -------------------------------------------------------------------
+
+
+def payload(command: str) -> str:
+    return json.dumps(
+        {
+            "session_id": "abc123",
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": "/repo",
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "Run it"},
+            "tool_use_id": "toolu_01",
+        }
+    )
+
+
+def test_hook_action_reads_bash_commands_and_file_paths() -> None:
+    assert hooks.hook_action(json.loads(payload("npm publish"))) == (
+        "npm publish Run it",
+        None,
+    )
+    edit = {"tool_name": "Edit", "tool_input": {"file_path": "/r/db/migrations/1.sql"}}
+    assert hooks.hook_action(edit) == ("Edit /r/db/migrations/1.sql", "/r/db/migrations/1.sql")
+    with pytest.raises(InvalidMemory, match="tool_name"):
+        hooks.hook_action(["not", "a", "payload"])
+
+
+def settings() -> dict[str, object]:
+    path = ROOT / "docs" / "hooks" / "claude-code-settings.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def hook_command(event: str) -> str:
+    hooks: dict[str, list[dict[str, object]]] = settings()["hooks"]  # type: ignore[assignment]
+    (entry,) = hooks[event]
+    (hook,) = entry["hooks"]  # type: ignore[misc]
+    return str(hook["command"])  # type: ignore[index]
+
+
+def run_hook(command: str, project: Path, stdin: str) -> subprocess.CompletedProcess[str]:
+    """Run a documented hook command as Claude Code would: through a shell, payload on stdin."""
+    python = shlex.quote(sys.executable)
+    shell = command.replace("memstore ", f"{python} -m memstore ", 1)
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "MEMSTORE_AGENT": "claude-code"}
+    env.pop("MEMSTORE_DIR", None)
+    return subprocess.run(
+        ["sh", "-c", shell], input=stdin, capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_documented_pre_tool_use_hook_denies_a_blocked_command(tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "memory", agent="human")
+    add_p0(store)
+    done = run_hook(
+        hook_command("PreToolUse"), tmp_path, payload("npm version patch && npm publish")
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    assert out["permissionDecision"] == "deny"
+    assert "no-publish-on-bump" in out["permissionDecisionReason"]
+
+
+def test_documented_pre_tool_use_hook_stays_silent_on_allow_and_adds_context_on_warn(
+    tmp_path: Path,
+) -> None:
+    store = Store.init(tmp_path / "memory", agent="human")
+    store.correct("careful", description="Deploy only from main", applies_when=["deploy"])
+    quiet = run_hook(hook_command("PreToolUse"), tmp_path, payload("ls -la"))
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    warned = run_hook(hook_command("PreToolUse"), tmp_path, payload("./deploy.sh staging"))
+    out = json.loads(warned.stdout)["hookSpecificOutput"]
+    assert "permissionDecision" not in out
+    assert "Deploy only from main" in out["additionalContext"]
+
+
+def test_documented_session_start_hook_prints_the_briefing(tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "memory", agent="human")
+    add_p0(store)
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
+    done = run_hook(hook_command("SessionStart"), tmp_path, start)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# memstore briefing for claude-code")
+    assert "**p0** correction `no-publish-on-bump` [draft]" in done.stdout
+
+
+# -- the ledger in the check ----------------------------------------------------------------
+
+
+def test_a_ledger_executed_action_blocks_a_repeat(store: Store) -> None:
+    assert store.check("publish the post", action="publish", target="post-1").verdict is (
+        Verdict.ALLOW
+    )
+    store.ledger_claim("publish", "post-1")
+    store.ledger_record("publish", "post-1", evidence="https://blog.example.com/post-1")
+    bob = as_agent(store, "bob")
+    result = bob.check("publish the post", action="publish", target="post-1")
+    assert result.verdict is Verdict.BLOCK
+    (reason,) = result.reasons
+    assert reason.kind == "ledger" and reason.name == "publish post-1"
+    assert "already executed by alice" in reason.message
+    assert "https://blog.example.com/post-1" in reason.message
+    runner = CliRunner()
+    cli = runner.invoke(
+        main, ["--agent", "bob", "check", "publish", "--action", "publish", "--target", "post-1"]
+    )
+    assert cli.exit_code == 4, cli.output
+    assert "[block] publish post-1 (ledger): already executed by alice" in cli.output
+
+
+def test_a_claim_blocks_others_but_not_its_holder(store: Store) -> None:
+    store.ledger_claim("deploy", "api@2.1")
+    mine = store.check("deploy api", action="deploy", target="api@2.1")
+    assert mine.verdict is Verdict.ALLOW
+    assert "you hold the claim" in mine.reasons[0].message
+    theirs = as_agent(store, "bob").check("deploy api", action="deploy", target="api@2.1")
+    assert theirs.verdict is Verdict.BLOCK
+    assert "claimed by alice" in theirs.reasons[0].message
+
+
+def test_a_rule_and_the_ledger_combine_worst_first(store: Store) -> None:
+    store.correct("deploy-window", description="Deploy before 16:00", applies_when=["deploy"])
+    result = store.check("deploy api", action="deploy", target="api@2.1")
+    assert result.verdict is Verdict.WARN
+    assert [r.kind for r in result.reasons] == ["correction", "ledger"]
+
+
+def test_the_ledger_needs_both_action_and_target(store: Store) -> None:
+    with pytest.raises(InvalidLedgerEntry, match="both --action and --target"):
+        store.check("deploy", action="deploy")
+    result = CliRunner().invoke(main, ["check", "deploy", "--target", "api"])
+    assert result.exit_code == 1
+    assert "both --action and --target" in result.output
+
+
+def test_a_bad_pattern_from_a_hand_edit_leaves_the_good_ones_acting(store: Store) -> None:
+    add_p0(store)
+    path = store.root / "correction" / "no-publish-on-bump.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("- version bump", "- 42"), encoding="utf-8"
+    )
+    assert any("applies_when" in str(p) for p in store.lint())
+    assert store.check("npm publish").verdict is Verdict.BLOCK
