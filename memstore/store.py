@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import logging
 import os
 import re
-import tempfile
 import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -20,7 +18,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import briefing, history, ledger, secrets, stats, workflow
+from memstore import briefing, history, journal, ledger, secrets, stats, workflow
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
@@ -36,7 +34,9 @@ from memstore.errors import (
     NotAStore,
     StoreLocked,
 )
+from memstore.files import atomic_write, version_of
 from memstore.index import BUDGETS, Hit, Index, Progress, Stamp, Sync, fit_tokens
+from memstore.journal import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
     DEFAULT_TYPES,
@@ -71,10 +71,6 @@ STORE_GITATTRIBUTES = (
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
 )
-APPEND_ONLY_FILES = ("ledger.jsonl", "outcomes.jsonl")
-"""The record files a journal may name for an append (`ledger.LEDGER_FILE`, the outcomes)."""
-JOURNAL = "pending.json"
-"""The change the lock holder is writing; a writer that finds it finishes or undoes it."""
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 
@@ -97,29 +93,6 @@ def subject(prefix: str, detail: str, limit: int = 72) -> str:
     if len(line) <= limit:
         return line
     return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
-
-
-def version_of(data: bytes) -> str:
-    """The version of a file's content: the first 12 hex digits of its SHA-256."""
-    return hashlib.sha256(data).hexdigest()[:12]
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The pid in the name tells a temp file of a killed writer from one being written.
-    fd, tmp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _load_types(root: Path) -> tuple[str, ...]:
@@ -164,9 +137,6 @@ def _load_secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]
         raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
     patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
     return policy == "allow", secrets.compile_patterns(patterns)
-
-
-_JOURNAL_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 
 
 def _texts(value: object) -> list[str]:
@@ -396,7 +366,7 @@ class Store:
             (self.cache / HOLDER).write_text(
                 f"pid {os.getpid()} ({self._agent or 'git user.name'})\n", encoding="utf-8"
             )
-            self._recover()
+            journal.recover(self)
             yield
         finally:
             lock.release()
@@ -410,23 +380,16 @@ class Store:
         """
         texts = [(path, render(memory)) for path, memory in changes]
         self._refuse_uncommitted([path for path, _ in changes])
-        entries: list[dict[str, str | None]] = []
-        for path, text in texts:
-            old = path.read_bytes().decode("utf-8") if path.is_file() else None
-            new = version_of(text.encode("utf-8"))
-            entries.append({"path": self.rel(path), "old": old, "new": new})
-        journal = self.cache / JOURNAL
-        record = {"message": message, "actor": actor, "files": entries}
-        atomic_write(journal, json.dumps(record, ensure_ascii=False))
+        entries = journal.write_files(self, texts, message, actor)
         try:
             for path, text in texts:
                 atomic_write(path, text)
             history.commit(self.repo, [p for p, _ in texts], message, actor, self.lock_timeout)
         except (MemstoreError, OSError):
-            self._undo(entries)
-            journal.unlink(missing_ok=True)
+            journal.undo(self, entries)
+            journal.clear(self)
             raise
-        journal.unlink(missing_ok=True)
+        journal.clear(self)
         self._index_written(changes)
 
     def add(
@@ -720,76 +683,9 @@ class Store:
         except OSError:
             return "another process"
 
-    def _recover(self) -> None:
-        """Finish or undo a change whose writer died, as its journal says. Call under the lock.
-
-        Every file written and not yet committed: commit it, as its author and with its message
-        (roll forward). Only some written: put the old content back (roll back). A file that
-        holds neither version was changed by someone else since, and is left alone.
-        """
-        self._remove_dead_temp_files()
-        journal = self.cache / JOURNAL
-        if not journal.exists():
-            return
-        try:
-            record: dict[str, Any] = json.loads(journal.read_text(encoding="utf-8"))
-            entries: list[dict[str, str | None]] = record["files"]
-            message, actor = str(record["message"]), str(record["actor"])
-            check_identity(actor)
-            if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
-                raise ValueError("a path that is not <type>/<name>.md")
-            appended: dict[str, Any] | None = record.get("append")
-            size, data, appended_to = 0, b"", ledger.LEDGER_FILE
-            if appended is not None:
-                size, data = int(appended["size"]), str(appended["data"]).encode("utf-8")
-                appended_to = str(appended.get("file", ledger.LEDGER_FILE))
-                if appended_to not in APPEND_ONLY_FILES:
-                    raise ValueError(f"an append to {appended_to!r}, not a record file")
-        except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
-            log.warning("ignoring unreadable journal %s: %s", journal, e)
-            journal.unlink(missing_ok=True)
-            return
-        if appended is not None:
-            history.remove_stale_locks(self.repo)
-            self._recover_append(size, data, message, actor, appended_to)
-            journal.unlink(missing_ok=True)
-            return
-        for entry in entries:
-            path = self.root / str(entry["path"])
-            for stray in path.parent.glob(f".{path.name}.*.tmp"):
-                stray.unlink(missing_ok=True)
-        history.remove_stale_locks(self.repo)
-        states = [self._state(entry) for entry in entries]
-        if states and all(s == "new" for s in states):
-            paths = [self.root / str(e["path"]) for e in entries]
-            if history.dirty(self.repo, paths):
-                log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(self.repo, paths, message, actor, self.lock_timeout)
-        elif "new" in states:
-            log.warning("undoing a change its writer did not finish: %s", message)
-            self._undo(entries)
-        journal.unlink(missing_ok=True)
-
     def pending(self) -> str | None:
-        """The commit message of a write a killed process left unfinished, else None.
-
-        Only a journal no live writer holds counts: the lock is tried, never waited for.
-        """
-        journal = self.cache / JOURNAL
-        if not journal.is_file() or self.cache.is_symlink():
-            return None
-        lock = FileLock(self.cache / "lock")
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
-            return None  # a writer is at work; its journal is not left over
-        try:
-            data: Any = json.loads(journal.read_text(encoding="utf-8"))
-            return str(data["message"]).splitlines()[0]
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            return "(an unreadable journal)"
-        finally:
-            lock.release()
+        """The commit message of a write a killed process left unfinished, else None."""
+        return journal.pending(self.cache)
 
     def recover(self) -> str | None:
         """Finish or undo what a killed writer left, as any write would first; returns what it
@@ -802,81 +698,6 @@ class Store:
         with self.locked():
             history.remove_stale_locks(self.repo)
         return left
-
-    def _remove_dead_temp_files(self) -> None:
-        """Remove the temp files that killed processes left in the cache folder.
-
-        `atomic_write` names them `.<file>.<pid>.<random>.tmp`, the index its manifest's
-        `.manifest.<pid>.<thread>.tmp`: the pid is third from the end. Needs /proc to tell a
-        dead pid.
-        """
-        if not Path("/proc").is_dir():
-            return
-        for stray in [*self.cache.glob(".*.tmp"), *(self.cache / "index").glob(".*.tmp")]:
-            pid = stray.name.split(".")[-3]
-            if pid.isdigit() and not Path("/proc", pid).exists():
-                stray.unlink(missing_ok=True)
-
-    def _journal_append(
-        self, data: str, message: str, actor: str, file: str = ledger.LEDGER_FILE
-    ) -> Path:
-        """Journal an append of `data` to a record file (the ledger, or the outcomes) before it
-        is made; returns the journal."""
-        path = self.root / file
-        size = path.stat().st_size if path.is_file() else 0
-        record: dict[str, Any] = {
-            "message": message,
-            "actor": actor,
-            "files": [],
-            "append": {"size": size, "data": data, "file": file},
-        }
-        journal = self.cache / JOURNAL
-        atomic_write(journal, json.dumps(record, ensure_ascii=False))
-        return journal
-
-    def _recover_append(
-        self, size: int, data: bytes, message: str, actor: str, file: str = ledger.LEDGER_FILE
-    ) -> None:
-        """Commit a record line its writer appended but did not commit; cut a torn one off."""
-        path = self.root / file
-        if not path.is_file() or path.is_symlink():
-            return
-        tail = path.read_bytes()[size:]
-        if tail.startswith(data):
-            if history.dirty(self.repo, [path]):
-                log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(self.repo, [path], message, actor, self.lock_timeout)
-        elif tail and data.startswith(tail):
-            log.warning("undoing a change its writer did not finish: %s (a torn line)", message)
-            os.truncate(path, size)
-
-    def _state(self, entry: dict[str, str | None]) -> str:
-        """`new` (the journal's new content), `old` (untouched), or `other` for one file."""
-        path = self.root / str(entry["path"])
-        if not path.is_file():
-            return "old" if entry["old"] is None else "other"
-        data = path.read_bytes()
-        if version_of(data) == entry["new"]:
-            return "new"
-        old = entry["old"]
-        return "old" if old is not None and data == old.encode("utf-8") else "other"
-
-    def _undo(self, entries: list[dict[str, str | None]]) -> None:
-        """Put back the old content of each journal entry whose file holds the new, uncommitted
-        content."""
-        for entry in entries:
-            path = self.root / str(entry["path"])
-            if self._state(entry) != "new":
-                continue
-            committed = history.blob(self.repo, "HEAD", path)
-            if committed is not None and version_of(committed) == entry["new"]:
-                continue  # the commit landed after all
-            old = entry["old"]
-            if old is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write(path, old)
-            history.unstage(self.repo, [path])
 
     def _refuse_uncommitted(self, paths: list[Path]) -> None:
         """Raise Conflict if a file to be written has changes nobody committed yet.
@@ -1249,7 +1070,7 @@ class Store:
                         line = "\n" + line
             message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
             # The journal lets the next writer commit the line if this process dies first.
-            journal = self._journal_append(line, message, actor, stats.OUTCOMES_FILE)
+            pending = journal.write_append(self, line, message, actor, stats.OUTCOMES_FILE)
             try:
                 # O_APPEND so a line is never interleaved with another writer's, lock or not.
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -1260,7 +1081,7 @@ class Store:
                     os.close(fd)
                 history.commit(self.repo, [path], message, actor, self.lock_timeout)
             finally:
-                journal.unlink(missing_ok=True)
+                pending.unlink(missing_ok=True)
         return record
 
     def outcomes(self) -> list[stats.OutcomeRecord]:
@@ -1495,7 +1316,7 @@ class Store:
         # The journal lets the next writer commit the line if this process dies before it does.
         data = ("" if view.ends_with_newline else "\n") + ledger.render(event) + "\n"
         message = ledger.commit_message(event)
-        journal = self._journal_append(data, message, event.actor)
+        pending = journal.write_append(self, data, message, event.actor)
         ledger.append(self.ledger_path, event, newline_first=not view.ends_with_newline)
         try:
             history.commit(self.repo, [self.ledger_path], message, event.actor, self.lock_timeout)
@@ -1505,7 +1326,7 @@ class Store:
             )
             raise
         finally:
-            journal.unlink(missing_ok=True)
+            pending.unlink(missing_ok=True)
 
     def ledger_check(
         self, action: str, target: str, *, now: datetime | None = None
