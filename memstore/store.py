@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import briefing, history, journal, ledger, secrets, stats, workflow
+from memstore import briefing, history, journal, ledger, ledger_io, secrets, stats, workflow
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
@@ -1273,60 +1273,8 @@ class Store:
         """The store's ledger file, `<store>/ledger.jsonl`."""
         return self.root / ledger.LEDGER_FILE
 
-    def _ledger_committed(self) -> list[str]:
-        """Every ledger line git has committed on HEAD's history, then the lines at HEAD.
-
-        Reading the whole history costs commits × file size, so the lines seen up to a commit
-        are cached in `.memstore/ledger-history.json` and only newer commits are read.
-        """
-        head = history.head(self.repo)
-        if head is None:
-            return []
-        cache = self.cache / ledger.HISTORY_CACHE
-        seen_at, seen = ledger.read_history_cache(cache)
-        if seen_at == head:
-            new: list[str] = []
-        elif seen_at is not None and history.is_ancestor(self.repo, seen_at, head):
-            new = history.added_lines(self.repo, self.ledger_path, head, since=seen_at)
-        else:
-            seen, new = [], history.added_lines(self.repo, self.ledger_path, head)
-        if seen_at != head:
-            known = set(seen)
-            seen = seen + [x for x in dict.fromkeys(new) if x not in known and x.strip()]
-            try:
-                self.cache.mkdir(exist_ok=True)
-                atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
-            except OSError as e:  # only a cache: the next read rebuilds it
-                log.warning("could not write %s: %s", cache, e)
-        at_head = history.show(self.repo, "HEAD", self.ledger_path) or ""
-        return [*seen, *at_head.split("\n")]
-
     def _ledger_view(self) -> ledger.View:
-        # git first, then the file: a line is committed only after it is written, so a
-        # concurrent append can never look like a line the file lost.
-        committed = self._ledger_committed()
-        path = self.ledger_path
-        if path.is_symlink():
-            raise LedgerCorrupt(f"{self.rel(path)} is a symbolic link; the ledger must be a file")
-        data = path.read_bytes() if path.exists() else b""
-        return ledger.view(data, committed, history.repo_path(self.repo, path))
-
-    def _ledger_append(self, event: ledger.Event, view: ledger.View) -> None:
-        """Append `event` and commit it as its actor. Call with the lock held."""
-        # The journal lets the next writer commit the line if this process dies before it does.
-        data = ("" if view.ends_with_newline else "\n") + ledger.render(event) + "\n"
-        message = ledger.commit_message(event)
-        pending = journal.write_append(self, data, message, event.actor)
-        ledger.append(self.ledger_path, event, newline_first=not view.ends_with_newline)
-        try:
-            history.commit(self.repo, [self.ledger_path], message, event.actor, self.lock_timeout)
-        except MemstoreError:
-            log.error(
-                "ledger event %s written but not committed; the next append commits it", event.id
-            )
-            raise
-        finally:
-            pending.unlink(missing_ok=True)
+        return ledger_io.view(self)
 
     def ledger_check(
         self, action: str, target: str, *, now: datetime | None = None
@@ -1340,14 +1288,7 @@ class Store:
             InvalidLedgerEntry: for a bad action or target.
             LedgerCorrupt: when a damaged line might hide a `done` record (fail closed).
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        moment = now or ledger.utcnow()
-        view = self._ledger_view()
-        if not view.ends_with_newline:
-            with self.locked():  # maybe a write in flight: read again once no writer holds it
-                view = self._ledger_view()
-        return ledger.check(view, action, target, moment)
+        return ledger_io.check(self, action, target, now)
 
     def ledger_claim(
         self,
@@ -1366,16 +1307,7 @@ class Store:
             AlreadyExecuted, ClaimHeld, InvalidLedgerEntry, LedgerCorrupt, NoIdentity,
             StoreLocked.
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        seconds = ledger.check_ttl(ttl)
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            event = ledger.claim(view, actor, action, target, seconds, now or ledger.utcnow())
-            self._ledger_append(event, view)
-        return event
+        return ledger_io.claim(self, action, target, ttl, now)
 
     def ledger_release(
         self, action: str, target: str, *, now: datetime | None = None
@@ -1385,15 +1317,7 @@ class Store:
         Raises:
             InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity.
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            event = ledger.release(view, actor, action, target, now or ledger.utcnow())
-            self._ledger_append(event, view)
-        return event
+        return ledger_io.release(self, action, target, now)
 
     def ledger_record(
         self,
@@ -1411,29 +1335,7 @@ class Store:
         Raises:
             InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked.
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        note = ledger.check_note(note)
-        if failed:
-            evidence = ledger.check_evidence(evidence) if evidence is not None else None
-            if note is None:
-                raise InvalidLedgerEntry(
-                    f"recording '{action} {target}' as failed needs a note saying what went wrong"
-                )
-        else:
-            evidence = ledger.check_evidence(evidence)
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            moment = now or ledger.utcnow()
-            event, warnings = ledger.record(
-                view, actor, action, target, moment, evidence, note, failed
-            )
-            self._ledger_append(event, view)
-        for warning in warnings:
-            log.warning("%s", warning)
-        return event
+        return ledger_io.record(self, action, target, evidence, note, failed, now)
 
     def ledger_list(
         self,
@@ -1450,28 +1352,8 @@ class Store:
         Raises:
             InvalidLedgerEntry: for a bad filter.
         """
-        after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
-        view = self._ledger_view()
-        if view.lost:
-            log.warning(
-                "the working ledger lacks %d committed line(s); listing them too", len(view.lost)
-            )
-        for problem in view.damage:
-            log.warning("ledger damaged: %s", problem)
-        found = [
-            (ledger.parse_time(e.at), i, e)
-            for i, e in enumerate(view.events)
-            if (action is None or e.action == action)
-            and (target is None or e.target == target)
-            and (actor is None or e.actor == actor)
-        ]
-        return [
-            e
-            for moment, _, e in sorted(found, key=lambda t: (t[0], t[1]))
-            if after is None or moment >= after
-        ]
+        return ledger_io.events(self, action, target, actor, since, now)
 
     def ledger_verify(self) -> ledger.Verification:
         """Check every line's hash and link, and that the file holds every line git committed."""
-        view = self._ledger_view()
-        return ledger.verify(view, history.attribute(self.repo, self.ledger_path, "merge"))
+        return ledger_io.verify(self)
