@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import os
 import re
@@ -18,15 +17,23 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memstore import briefing, history, journal, ledger, ledger_io, secrets, stats, workflow
+from memstore import (
+    briefing,
+    history,
+    journal,
+    ledger,
+    ledger_io,
+    secrets,
+    session,
+    stats,
+    workflow,
+)
 from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
-    InvalidLedgerEntry,
     InvalidMemory,
     InvalidName,
     InvalidQuery,
-    LedgerCorrupt,
     MemoryExists,
     MemoryNotFound,
     MemstoreError,
@@ -62,8 +69,6 @@ log = logging.getLogger(__name__)
 CACHE_DIR = ".memstore"
 RESCAN_SECONDS = 2.0
 """Without a watcher, how old a search's view of in-place edits may be."""
-TASK_SHOWN = 120
-"""The briefing repeats at most this much of the task it was asked for."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = (
     "*.md text eol=lf\n"
@@ -418,7 +423,7 @@ class Store:
         tag_list = check_tags(list(tags))
         link_list = check_links(links)
         extra = check_extra(extra)
-        self._refuse_secrets(
+        self.refuse_secrets(
             {"name": name, "description": description, "body": body, "tags": tag_list}
             | {f"extra field {k!r}": _texts(v) for k, v in extra.items()},
             allow_secret,
@@ -480,7 +485,7 @@ class Store:
             body = check_body(body)
         tag_list = check_tags(list(tags)) if tags is not None else None
         link_list = check_links(links) if links is not None else None
-        self._refuse_secrets(
+        self.refuse_secrets(
             {"description": description, "body": body, "tags": tag_list}, allow_secret
         )
         actor = self.require_identity()
@@ -517,7 +522,7 @@ class Store:
         allow_secret: bool = False,
     ) -> Memory:
         check_line(reason, "reason")
-        self._refuse_secrets({"reason": reason}, allow_secret)
+        self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
@@ -635,7 +640,7 @@ class Store:
             raise InvalidMemory(f"{type}/{name}.md resolves outside the store {self.root}")
         return path
 
-    def _refuse_secrets(
+    def refuse_secrets(
         self, fields: Mapping[str, str | tuple[str, ...] | list[str] | None], allow_secret: bool
     ) -> None:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
@@ -933,22 +938,20 @@ class Store:
         Raises:
             InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
         """
-        if type not in workflow.RULE_TYPES:
-            raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
-        fields = workflow.rule_fields(
-            severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
-        )
-        return self.add(
+        return session.correct(
+            self,
             name,
-            type=type,
             description=description,
+            severity=severity,
+            applies_when=applies_when,
+            evidence=evidence,
             body=body,
             tags=tags,
             links=links,
-            extra=fields,
+            type=type,
         )
 
-    def _memories_in(self, types: tuple[str, ...]) -> list[Memory]:
+    def memories_in(self, types: tuple[str, ...]) -> list[Memory]:
         """The valid memories in the folders of `types` only: a check reads a few folders, not
         the whole store (a file's folder is its type; `lint` reports one that is not)."""
         found: list[Memory] = []
@@ -967,9 +970,7 @@ class Store:
 
     def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
         """Every correction and warning that is not deprecated, most severe first."""
-        pool = self._memories_in(workflow.RULE_TYPES) if memories is None else memories
-        found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
-        return sorted(found, key=lambda r: r.rank)
+        return session.rules(self, memories)
 
     def check(
         self, description: str, *, action: str | None = None, target: str | None = None
@@ -985,46 +986,7 @@ class Store:
             InvalidMemory: for an empty description.
             InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
         """
-        description = " ".join(description.split())
-        if not description and not action:
-            raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
-        text = " ".join(x for x in (description, action, target) if x)
-        targets = (target,) if target else ()
-        extra: list[workflow.Reason] = []
-        if action is not None or target is not None:
-            if not action or not target:
-                raise InvalidLedgerEntry(
-                    "give both --action and --target to check the ledger, e.g. "
-                    "--action publish --target pkg@1.4.1"
-                )
-            try:
-                extra.append(
-                    workflow.ledger_reason(self.ledger_check(action, target), self.identity)
-                )
-            except LedgerCorrupt as e:  # fail closed, as the ledger does
-                extra.append(
-                    workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
-                )
-        runbooks = [
-            workflow.Reason(
-                kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
-            )
-            for h in self._relevant(text, ("runbook",), 3)
-        ]
-        return workflow.decide(text, self.rules(), targets, extra=extra, runbooks=runbooks)
-
-    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
-        """Confirmed memories of `types` about `text`, best first, from the search index."""
-        # Only the words: a shell command's quotes, colons and brackets are query syntax.
-        query = " ".join(re.findall(r"\w+", text))
-        if not query:
-            return []
-        hits = [
-            hit
-            for type_ in types
-            for hit in self.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
-        ]
-        return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
+        return session.check(self, description, action=action, target=target)
 
     @property
     def outcomes_path(self) -> Path:
@@ -1040,49 +1002,7 @@ class Store:
             MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
             SecretFound (the evidence looks like a credential).
         """
-        values = [o.value for o in stats.Outcome]
-        if outcome not in values:
-            raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
-        note = stats.check_note(evidence)
-        self._refuse_secrets({"evidence": note}, allow_secret=False)
-        actor = self.require_identity()
-        with self.locked():
-            memory = self.get(name)
-            if memory.type not in workflow.RULE_TYPES:
-                raise InvalidMemory(
-                    f"'{name}' is a {memory.type}; outcomes are recorded for "
-                    f"{' and '.join(workflow.RULE_TYPES)} memories"
-                )
-            record = stats.OutcomeRecord(
-                at=now(),
-                actor=actor,
-                name=name,
-                outcome=stats.Outcome(outcome),
-                status=memory.status,
-                evidence=note,
-            )
-            path = self.outcomes_path
-            line = stats.to_line(record)
-            if path.is_file() and path.stat().st_size:
-                with path.open("rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":  # a hand edit dropped the last newline
-                        line = "\n" + line
-            message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
-            # The journal lets the next writer commit the line if this process dies first.
-            pending = journal.write_append(self, line, message, actor, stats.OUTCOMES_FILE)
-            try:
-                # O_APPEND so a line is never interleaved with another writer's, lock or not.
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line.encode("utf-8"))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                history.commit(self.repo, [path], message, actor, self.lock_timeout)
-            finally:
-                pending.unlink(missing_ok=True)
-        return record
+        return session.record_outcome(self, name, outcome, evidence)
 
     def outcomes(self) -> list[stats.OutcomeRecord]:
         """Every recorded outcome, oldest first.
@@ -1090,22 +1010,11 @@ class Store:
         Raises:
             InvalidMemory: naming a line that is not a valid record.
         """
-        if not self.outcomes_path.is_file():
-            return []
-        text = self.outcomes_path.read_text(encoding="utf-8")
-        return [
-            stats.from_line(line, i)
-            for i, line in enumerate(text.splitlines(), start=1)
-            if line.strip()
-        ]
+        return session.outcomes(self)
 
     def heed_rates(self) -> tuple[list[stats.HeedRate], stats.HeedRate]:
         """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
         return stats.heed_rates(self.outcomes())
-
-    def _session_marker(self) -> Path:
-        slug = history.email_for(self.identity or "anonymous").split("@", 1)[0]
-        return self.cache / "sessions" / f"{slug}.json"
 
     def brief(
         self,
@@ -1122,149 +1031,9 @@ class Store:
         since your last briefing (or since `since`: a commit or a date git understands).
         With `mark`, remembers this session's HEAD in the ignored cache for the next one.
         """
-        identity = self.identity
-        start = history.head(self.repo)
-        memories = list(self.memories())
-        rules = self.rules(memories)
-        try:
-            rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
-        except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
-            log.warning("cannot read outcomes: %s", e)
-            rewrite = set[str]()
-        applying, others = rules, list[workflow.Rule]()
-        if for_text:
-            applying = [r for r in rules if workflow.related(r, for_text)]
-            others = [r for r in rules if r not in applying]
-        sections = [
-            briefing.Section(
-                "Corrections and warnings that apply",
-                1,
-                tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
-                empty="- none",
-            ),
-            briefing.Section("Claims in progress", 2, tuple(self._claims_lines(identity))),
-            briefing.Section(
-                "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
-                3,
-                tuple(
-                    f"- {m.type} `{m.name}`: {m.description}"
-                    for m in self._briefing_knowledge(for_text, memories)
-                ),
-            ),
-            briefing.Section(
-                "Drafts awaiting your review" if identity else "Drafts awaiting review",
-                4,
-                tuple(
-                    f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
-                    for m in self._awaiting_review(identity, memories)
-                ),
-            ),
-            briefing.Section(
-                "Changes since your last session",
-                5,
-                tuple(self._changes_lines(since)),
-                empty="- nothing new",
-            ),
-            briefing.Section(
-                "Other corrections and warnings",
-                6,
-                tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
-            ),
-        ]
-        who = identity or "no identity set"
-        task = " ".join((for_text or "").split())
-        task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
-        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
-        result = briefing.fit(header, sections, budget_tokens)
-        if mark and start is not None:
-            # HEAD as it was before reading: a change made meanwhile shows again next time
-            # rather than never.
-            self._mark_session(start)
-        return result
-
-    def _claims_lines(self, identity: str | None) -> list[str]:
-        """Valid ledger claims with no record yet: someone is doing that right now."""
-        try:
-            view = self._ledger_view()
-            moment = ledger.utcnow()
-            pairs = dict.fromkeys(
-                (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
-            )
-            checks = [ledger.check(view, action, target, moment) for action, target in pairs]
-        except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
-            return [f"- the ledger cannot be read: {e}"]
-        lines: list[str] = []
-        for c in checks:
-            if c.state is ledger.State.IN_PROGRESS:
-                who = "you" if identity is not None and c.actor == identity else c.actor
-                lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
-        return lines[: briefing.LIST_MAX]
-
-    def _briefing_knowledge(
-        self, for_text: str | None, memories: list[Memory]
-    ) -> list[Memory] | list[Hit]:
-        kinds = ("decision", "runbook")
-        if for_text:
-            return self._relevant(for_text, kinds, 10)
-        confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
-        return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
-
-    def _awaiting_review(self, identity: str | None, memories: list[Memory]) -> list[Memory]:
-        drafts = [
-            m
-            for m in memories
-            if m.status == Status.DRAFT and (identity is None or m.owner != identity)
-        ]
-        # Rules first (they already act, so reviewing them matters most), then newest first.
-        drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
-        drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
-        return drafts[: briefing.LIST_MAX]
-
-    def _changes_lines(self, since: str | None) -> list[str]:
-        since_commit: str | None = None
-        since_date: str | None = None
-        if since:
-            if since.startswith("-") or "\n" in since:
-                raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
-            if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
-                since_commit = since
-            else:
-                since_date = since
-        else:
-            try:
-                data: Any = json.loads(self._session_marker().read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = None
-            marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-            head = marker.get("head")
-            if isinstance(head, str):
-                since_commit = head
-            else:
-                since_date = briefing.FIRST_SESSION_SINCE
-        try:
-            found = history.changes(
-                self.repo, self.root, since_commit=since_commit, since_date=since_date
-            )
-        except MemstoreError:
-            found = history.changes(self.repo, self.root, since_date=briefing.FIRST_SESSION_SINCE)
-        prefix = history.repo_path(self.repo, self.root)
-        prefix = "" if prefix == "." else prefix
-        lines: list[str] = []
-        for change in found:
-            for f in change.files:
-                rel = f.path[len(prefix) + 1 :] if prefix else f.path
-                if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
-                    continue  # the store's own settings files, not knowledge
-                lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
-        return lines[: briefing.LIST_MAX]
-
-    def _mark_session(self, sha: str) -> None:
-        marker = self._session_marker()
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
-        except OSError as e:  # a read-only checkout still gets its briefing
-            log.warning("cannot remember this session in %s: %s", self.rel(marker), e)
+        return briefing.brief(
+            self, for_text=for_text, budget_tokens=budget_tokens, since=since, mark=mark
+        )
 
     # -- ledger -------------------------------------------------------------------------------
 
