@@ -6,7 +6,6 @@ import difflib
 import logging
 import os
 import re
-import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,11 +13,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from filelock import FileLock, Timeout
 
 from memstore import (
     briefing,
+    config,
     history,
     journal,
     ledger,
@@ -28,12 +27,10 @@ from memstore import (
     stats,
     workflow,
 )
-from memstore.config import STORE_CONFIG
 from memstore.errors import (
     Conflict,
     InvalidMemory,
     InvalidName,
-    InvalidQuery,
     MemoryExists,
     MemoryNotFound,
     MemstoreError,
@@ -42,11 +39,11 @@ from memstore.errors import (
     StoreLocked,
 )
 from memstore.files import atomic_write, version_of
-from memstore.index import BUDGETS, Hit, Index, Progress, Stamp, Sync, fit_tokens
+from memstore.index import Hit, Index, Progress, Sync
+from memstore.indexing import Upkeep
 from memstore.journal import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
-    DEFAULT_TYPES,
     FILE_MAX,
     Memory,
     check_body,
@@ -67,8 +64,6 @@ from memstore.status import Status, transition, unconfirm
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".memstore"
-RESCAN_SECONDS = 2.0
-"""Without a watcher, how old a search's view of in-place edits may be."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = (
     "*.md text eol=lf\n"
@@ -100,50 +95,6 @@ def subject(prefix: str, detail: str, limit: int = 72) -> str:
     return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
 
 
-def _load_types(root: Path) -> tuple[str, ...]:
-    path = root / STORE_CONFIG
-    if not path.is_file():
-        return DEFAULT_TYPES
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
-    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
-    if not isinstance(extra, list):
-        raise InvalidMemory(f"{path}: 'types' must be a list of type names")
-    items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
-    added = tuple(check_name(t, "type") for t in items)
-    return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
-
-
-def _load_secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
-    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
-
-    Raises:
-        InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
-    """
-    path = root / STORE_CONFIG
-    data: Any = {}
-    if path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
-    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    policy = mapping.get("secrets", "refuse")
-    if policy not in ("refuse", "allow"):
-        raise InvalidMemory(f"{path}: 'secrets' must be 'refuse' (the default) or 'allow'")
-    extra: Any = mapping.get("secret_patterns") or {}
-    if not isinstance(extra, dict) or not all(
-        isinstance(k, str) and isinstance(v, str)
-        for k, v in extra.items()  # pyright: ignore[reportUnknownVariableType]
-    ):
-        raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
-    patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
-    return policy == "allow", secrets.compile_patterns(patterns)
-
-
 def _texts(value: object) -> list[str]:
     """The text in an extra field's value (a string, or the strings in a list)."""
     if isinstance(value, str):
@@ -172,8 +123,8 @@ class Store:
         self.cache = self.root / CACHE_DIR
         self.lock_timeout = lock_timeout
         self._agent = check_identity(agent) if agent else None
-        self.types = _load_types(self.root)
-        self.secrets_allowed, self.secret_patterns = _load_secret_settings(self.root)
+        self.types = config.store_types(self.root)
+        self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -267,7 +218,12 @@ class Store:
             return found[0]
         raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
 
-    def _read(self, path: Path) -> tuple[Memory, bytes]:
+    def read_file(self, path: Path) -> tuple[Memory, bytes]:
+        """The memory in file `path` and the file's bytes.
+
+        Raises:
+            InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
+        """
         if path.stat().st_size > FILE_MAX:
             raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
         data = path.read_bytes()
@@ -289,7 +245,7 @@ class Store:
             MemoryNotFound, InvalidMemory.
         """
         path = self.path_for(name)
-        memory, data = self._read(path)
+        memory, data = self.read_file(path)
         return Versioned(memory, version_of(data), self.rel(path))
 
     def get(self, name: str) -> Memory:
@@ -304,7 +260,7 @@ class Store:
         """Every valid memory in the store; a broken file is skipped with a warning naming it."""
         for path in self._files():
             try:
-                yield self._read(path)[0]
+                yield self.read_file(path)[0]
             except (InvalidMemory, OSError) as e:
                 log.warning("skipping %s: %s", self.rel(path), e)
 
@@ -395,7 +351,7 @@ class Store:
             journal.clear(self)
             raise
         journal.clear(self)
-        self._index_written(changes)
+        self.upkeep.written(changes)
 
     def add(
         self,
@@ -720,91 +676,21 @@ class Store:
 
     # -- search -------------------------------------------------------------------------------
 
-    _search_index: Index | None = None
-    _seen_dirs: tuple[tuple[str, int], ...] | None = None
-    """The folders' modification times at this process's last catch-up."""
-    _scanned_at: float = 0.0
+    _upkeep: Upkeep | None = None
     watched: bool = False
     """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
 
     @property
+    def upkeep(self) -> Upkeep:
+        """The store's search index and how current this process last saw it."""
+        if self._upkeep is None:
+            self._upkeep = Upkeep(self)
+        return self._upkeep
+
+    @property
     def index(self) -> Index:
         """The store's search index in the cache folder (built on first use)."""
-        if self._search_index is None:
-            self._search_index = Index(self.cache / "index", self._index_locked)
-        return self._search_index
-
-    @contextmanager
-    def _index_locked(self) -> Generator[None]:
-        # Its own lock, so searches catching up never wait for a git commit; writers take the
-        # store lock first, then this one.
-        self.cache.mkdir(exist_ok=True)
-        lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
-        try:
-            with lock:
-                yield
-        except Timeout as e:
-            raise StoreLocked(
-                f"search index busy: could not take {lock.lock_file} within "
-                f"{self.lock_timeout:g}s; another memstore process is indexing — try again"
-            ) from e
-
-    def _folders(self) -> list[os.DirEntry[str]]:
-        with os.scandir(self.root) as entries:
-            return sorted(
-                (
-                    e
-                    for e in entries
-                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
-                ),
-                key=lambda e: e.name,
-            )
-
-    def _scan(self) -> dict[str, Stamp]:
-        """Every memory file (store-relative path) and its stamp, found as `_files` finds them."""
-        found: dict[str, Stamp] = {}
-        for folder in self._folders():
-            with os.scandir(folder.path) as entries:
-                for e in entries:
-                    if (
-                        e.name.endswith(".md")
-                        and not e.name.startswith(".")
-                        and e.is_file(follow_symlinks=False)
-                    ):
-                        st = e.stat(follow_symlinks=False)
-                        found[f"{folder.name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
-        return found
-
-    def _dir_stamps(self) -> tuple[tuple[str, int], ...]:
-        # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
-        # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
-        folders = self._folders()
-        root = (".", self.root.stat().st_mtime_ns)
-        return (root, *((f.name, f.stat(follow_symlinks=False).st_mtime_ns) for f in folders))
-
-    def _load(self, rel: str) -> tuple[Memory | None, Stamp]:
-        path = self.root / rel
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            return None, (0, 0, 0)
-        return self._read(path)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
-
-    def _index_written(self, changes: list[tuple[Path, Memory]]) -> None:
-        """Index files memstore just wrote; a failure leaves the work to the next catch-up."""
-        entries: list[tuple[str, Memory, Stamp]] = []
-        for path, memory in changes:
-            try:
-                st = path.stat()
-                same = path.read_bytes() == render(memory).encode("utf-8")
-            except OSError:
-                continue
-            if same:  # else someone changed it already: the catch-up will index that version
-                entries.append((self.rel(path), memory, (st.st_mtime_ns, st.st_size, st.st_ino)))
-        try:
-            self.index.update(entries)
-        except (StoreLocked, OSError) as e:
-            log.warning("search index not updated (%s); the next search catches up", e)
+        return self.upkeep.index
 
     def catch_up(self, progress: Progress | None = None) -> Sync:
         """Re-index the files added, changed, renamed or deleted since the index last saw them.
@@ -814,10 +700,7 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen, at = self._dir_stamps(), time.monotonic()
-        result = self.index.sync(self._scan(), self._load, progress)
-        self._seen_dirs, self._scanned_at = seen, at
-        return result
+        return self.upkeep.catch_up(progress)
 
     def reindex(self, progress: Progress | None = None) -> Sync:
         """Rebuild the search index from every file; `progress(done, total)` reports the pace.
@@ -825,10 +708,7 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen, at = self._dir_stamps(), time.monotonic()
-        result = self.index.rebuild(self._scan(), self._load, progress)
-        self._seen_dirs, self._scanned_at = seen, at
-        return result
+        return self.upkeep.reindex(progress)
 
     def search(
         self,
@@ -857,32 +737,7 @@ class Store:
         Raises:
             InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
         """
-        if type is not None and type not in self.types:
-            raise InvalidQuery(f"unknown type {type!r}; types are: {', '.join(self.types)}")
-        if status is not None and status not in {s.value for s in Status}:
-            raise InvalidQuery(
-                f"unknown status {status!r}; statuses are: {', '.join(s.value for s in Status)}"
-            )
-        if budget is not None and budget not in BUDGETS:
-            raise InvalidQuery(f"unknown budget {budget!r}; budgets are: {', '.join(BUDGETS)}")
-        if limit is None:
-            limit = BUDGETS[budget or "normal"]
-        if limit < 1:
-            raise InvalidQuery(f"limit must be at least 1, got {limit}")
-        if max_tokens is not None and max_tokens < 1:
-            raise InvalidQuery(f"max_tokens must be at least 1, got {max_tokens}")
-        if since is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:]+Z?)?", since):
-            raise InvalidQuery(f"invalid date {since!r}: use YYYY-MM-DD (e.g. 2026-11-30)")
-        # A folder's mtime moves with every file created, deleted, renamed or replaced in it;
-        # an edit in place does not move it, so without a watcher a full scan also runs when
-        # the last one is older than RESCAN_SECONDS.
-        stale = not self.watched and time.monotonic() - self._scanned_at > RESCAN_SECONDS
-        if stale or self._seen_dirs is None or self._dir_stamps() != self._seen_dirs:
-            try:
-                self.catch_up()
-            except StoreLocked as e:
-                log.warning("searching the index as it is: %s", e)
-        hits = self.index.search(
+        return self.upkeep.search(
             query,
             type=type,
             status=status,
@@ -890,13 +745,13 @@ class Store:
             owner=owner,
             since=since,
             limit=limit,
+            budget=budget,
+            max_tokens=max_tokens,
             include_deprecated=include_deprecated,
             explain=explain,
             graph=graph,
+            index_view=index_view,
         )
-        if max_tokens is not None:
-            hits = fit_tokens(hits, max_tokens, index_view)
-        return hits
 
     def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
         """The memories named, in the order given (e.g. names picked from an index view).
@@ -963,7 +818,7 @@ class Store:
                 if path.name.startswith(".") or path.is_symlink():
                     continue
                 try:
-                    found.append(self._read(path)[0])
+                    found.append(self.read_file(path)[0])
                 except (InvalidMemory, OSError) as e:
                     log.warning("skipping %s: %s", self.rel(path), e)
         return found
