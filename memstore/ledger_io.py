@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstore import history, journal, ledger
+from memstore import history, journal, ledger, secrets
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, MemstoreError
 from memstore.files import atomic_write
 
@@ -117,11 +117,24 @@ def check(store: Store, action: str, target: str, now: datetime | None) -> ledge
     return ledger.check(seen, action, target, moment)
 
 
-def claim(store: Store, action: str, target: str, ttl: float, now: datetime | None) -> ledger.Event:
+def _refuse_secrets(store: Store, fields: dict[str, str | None], allow_secret: bool) -> None:
+    """Raise SecretFound for credential-like text: an appended line cannot be taken back."""
+    store.refuse_secrets(fields, allow_secret, secrets.LEDGER_PERMANENT)
+
+
+def claim(
+    store: Store,
+    action: str,
+    target: str,
+    ttl: float,
+    now: datetime | None,
+    allow_secret: bool = False,
+) -> ledger.Event:
     """`Store.ledger_claim`: check and append a claim under the store's lock."""
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
     seconds = ledger.check_ttl(ttl)
+    _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
     actor = store.require_identity()
     with store.locked():
         seen = view(store)
@@ -131,10 +144,13 @@ def claim(store: Store, action: str, target: str, ttl: float, now: datetime | No
     return event
 
 
-def release(store: Store, action: str, target: str, now: datetime | None) -> ledger.Event:
+def release(
+    store: Store, action: str, target: str, now: datetime | None, allow_secret: bool = False
+) -> ledger.Event:
     """`Store.ledger_release`: append the release of the acting identity's claim."""
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
+    _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
     actor = store.require_identity()
     with store.locked():
         seen = view(store)
@@ -152,6 +168,7 @@ def record(
     note: str | None,
     failed: bool,
     now: datetime | None,
+    allow_secret: bool = False,
 ) -> ledger.Event:
     """`Store.ledger_record`: append a `done` (evidence required) or `failed` (note required)."""
     action = ledger.check_text(action, "action")
@@ -165,6 +182,8 @@ def record(
             )
     else:
         evidence = ledger.check_evidence(evidence)
+    fields = {"action": action, "target": target, "evidence": evidence, "note": note}
+    _refuse_secrets(store, fields, allow_secret)
     actor = store.require_identity()
     with store.locked():
         seen = view(store)

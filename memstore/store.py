@@ -597,11 +597,14 @@ class Store:
         return path
 
     def refuse_secrets(
-        self, fields: Mapping[str, str | tuple[str, ...] | list[str] | None], allow_secret: bool
+        self,
+        fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
+        allow_secret: bool,
+        because: str = secrets.MEMORIES_SHARED,
     ) -> None:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
         if not allow_secret and not self.secrets_allowed:
-            secrets.refuse(fields, self.secret_patterns)
+            secrets.refuse(fields, self.secret_patterns, because)
 
     def _check_version(self, name: str, current: Versioned, expected: str | None) -> None:
         """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
@@ -921,6 +924,7 @@ class Store:
         ttl: float = ledger.TTL_DEFAULT,
         *,
         now: datetime | None = None,
+        allow_secret: bool = False,
     ) -> ledger.Event:
         """Claim `action` on `target` for `ttl` seconds as the acting identity, and commit it.
 
@@ -929,19 +933,21 @@ class Store:
 
         Raises:
             AlreadyExecuted, ClaimHeld, InvalidLedgerEntry, LedgerCorrupt, NoIdentity,
-            StoreLocked.
+            StoreLocked, SecretFound (the action or target looks like a credential, unless
+            `allow_secret`).
         """
-        return ledger_io.claim(self, action, target, ttl, now)
+        return ledger_io.claim(self, action, target, ttl, now, allow_secret)
 
     def ledger_release(
-        self, action: str, target: str, *, now: datetime | None = None
+        self, action: str, target: str, *, now: datetime | None = None, allow_secret: bool = False
     ) -> ledger.Event:
         """Give up the acting identity's valid claim on `action` on `target`, and commit it.
 
         Raises:
-            InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity.
+            InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity,
+            SecretFound (unless `allow_secret`).
         """
-        return ledger_io.release(self, action, target, now)
+        return ledger_io.release(self, action, target, now, allow_secret)
 
     def ledger_record(
         self,
@@ -952,14 +958,18 @@ class Store:
         failed: bool = False,
         *,
         now: datetime | None = None,
+        allow_secret: bool = False,
     ) -> ledger.Event:
         """Record that `action` on `target` was done (evidence URL required) or failed (note
         required), as the acting identity, and commit it. A failure ends your claim.
 
+        Nothing can be removed from the ledger, so credential-like evidence, note, action or
+        target is refused unless `allow_secret` (or the store's `secrets: allow`).
+
         Raises:
-            InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked.
+            InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked, SecretFound.
         """
-        return ledger_io.record(self, action, target, evidence, note, failed, now)
+        return ledger_io.record(self, action, target, evidence, note, failed, now, allow_secret)
 
     def ledger_list(
         self,
