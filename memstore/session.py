@@ -59,7 +59,7 @@ def correct(
 
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
     """Every correction and warning that is not deprecated, most severe first."""
-    pool = store.memories_in(workflow.RULE_TYPES) if memories is None else memories
+    pool = memories_in(store, workflow.RULE_TYPES) if memories is None else memories
     found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
     return sorted(found, key=lambda r: r.rank)
 
@@ -187,3 +187,21 @@ def outcomes(store: Store) -> list[stats.OutcomeRecord]:
         for i, line in enumerate(text.splitlines(), start=1)
         if line.strip()
     ]
+
+
+def memories_in(store: Store, types: tuple[str, ...]) -> list[Memory]:
+    """The valid memories in the folders of `types` only: a check reads a few folders, not
+    the whole store (a file's folder is its type; `lint` reports one that is not)."""
+    found: list[Memory] = []
+    for type_ in types:
+        folder = store.root / type_
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.glob("*.md")):
+            if path.name.startswith(".") or path.is_symlink():
+                continue
+            try:
+                found.append(store.read_file(path)[0])
+            except (InvalidMemory, OSError) as e:
+                log.warning("skipping %s: %s", store.rel(path), e)
+    return found

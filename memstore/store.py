@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
-import re
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from filelock import FileLock, Timeout
 from memstore import (
     briefing,
     config,
+    guards,
     history,
     journal,
     ledger,
@@ -28,7 +27,6 @@ from memstore import (
     workflow,
 )
 from memstore.errors import (
-    Conflict,
     InvalidMemory,
     InvalidName,
     MemoryExists,
@@ -340,7 +338,7 @@ class Store:
         the old files back, so a refused write changes nothing.
         """
         texts = [(path, render(memory)) for path, memory in changes]
-        self._refuse_uncommitted([path for path, _ in changes])
+        guards.refuse_uncommitted(self, [path for path, _ in changes])
         entries = journal.write_files(self, texts, message, actor)
         try:
             for path, text in texts:
@@ -409,7 +407,7 @@ class Store:
                     f"a memory named '{name}' already exists at {self.rel(existing)}; "
                     "choose another name or edit that one"
                 )
-            path = self._target(type, name)
+            path = guards.target(self, type, name)
             self._commit(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
@@ -447,7 +445,7 @@ class Store:
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            self._check_version(name, current, expected_version)
+            guards.check_version(self, name, current, expected_version)
             old = current.memory
             wanted = {
                 "description": description,
@@ -482,7 +480,7 @@ class Store:
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            self._check_version(name, current, expected_version)
+            guards.check_version(self, name, current, expected_version)
             old = current.memory
             at = now()
             new = transition(
@@ -574,28 +572,6 @@ class Store:
 
     # -- reliability --------------------------------------------------------------------------
 
-    def _target(self, type: str, name: str) -> Path:
-        """The path a new memory is written to, refusing symlinks and anything outside the store.
-
-        Raises:
-            InvalidMemory: when the type folder or the file is a symlink or not a plain folder/file.
-        """
-        folder = self.root / type
-        path = folder / f"{name}.md"
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            raise InvalidMemory(
-                f"{type}/ in the store is a symlink or not a folder; memstore does not write "
-                "through it: replace it with a plain folder"
-            )
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InvalidMemory(
-                f"{type}/{name}.md is a symlink or not a regular file; memstore does not write "
-                "through it: remove it"
-            )
-        if not path.resolve().is_relative_to(self.root):
-            raise InvalidMemory(f"{type}/{name}.md resolves outside the store {self.root}")
-        return path
-
     def refuse_secrets(
         self,
         fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
@@ -605,40 +581,6 @@ class Store:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
         if not allow_secret and not self.secrets_allowed:
             secrets.refuse(fields, self.secret_patterns, because)
-
-    def _check_version(self, name: str, current: Versioned, expected: str | None) -> None:
-        """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
-        if expected is None or expected == current.version:
-            return
-        text = (self.root / current.path).read_bytes().decode("utf-8")
-        old = self._text_at_version(self.root / current.path, expected)
-        if old is None:
-            detail = f"version {expected} is not in the history; the file now reads:\n{text}"
-        else:
-            detail = "".join(
-                difflib.unified_diff(
-                    old.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    f"{current.path} (version {expected}, which you read)",
-                    f"{current.path} (version {current.version}, now)",
-                )
-            )
-        raise Conflict(
-            f"'{name}' changed since you read it (you read version {expected}, it is now "
-            f"{current.version}); read it again and reapply your change",
-            current.version,
-            detail,
-        )
-
-    def _text_at_version(self, path: Path, version: str, depth: int = 50) -> str | None:
-        """The committed content of `path` whose version is `version`, among recent commits."""
-        if not re.fullmatch(r"[0-9a-f]{12}", version):
-            return None
-        for revision in history.log(self.repo, path, limit=depth):
-            data = history.blob(self.repo, revision.commit, path)
-            if data is not None and version_of(data) == version:
-                return data.decode("utf-8", "replace")
-        return None
 
     def _holder(self) -> str:
         """Who holds the lock, as its holder wrote it (`pid N (identity)`), or `another process`."""
@@ -662,20 +604,6 @@ class Store:
         with self.locked():
             history.remove_stale_locks(self.repo)
         return left
-
-    def _refuse_uncommitted(self, paths: list[Path]) -> None:
-        """Raise Conflict if a file to be written has changes nobody committed yet.
-
-        Such a change is someone's work in progress (a hand edit, a file not yet added):
-        writing over it would lose it, or sweep it into this identity's commit.
-        """
-        existing = [p for p in paths if p.exists()]
-        if existing and history.dirty(self.repo, existing):
-            where = ", ".join(self.rel(p) for p in existing)
-            raise Conflict(
-                f"{where} has changes that are not committed (a hand edit in progress?); "
-                f"commit them (git commit -- {where}) or discard them, then retry"
-            )
 
     # -- search -------------------------------------------------------------------------------
 
@@ -808,23 +736,6 @@ class Store:
             links=links,
             type=type,
         )
-
-    def memories_in(self, types: tuple[str, ...]) -> list[Memory]:
-        """The valid memories in the folders of `types` only: a check reads a few folders, not
-        the whole store (a file's folder is its type; `lint` reports one that is not)."""
-        found: list[Memory] = []
-        for type_ in types:
-            folder = self.root / type_
-            if not folder.is_dir() or folder.is_symlink():
-                continue
-            for path in sorted(folder.glob("*.md")):
-                if path.name.startswith(".") or path.is_symlink():
-                    continue
-                try:
-                    found.append(self.read_file(path)[0])
-                except (InvalidMemory, OSError) as e:
-                    log.warning("skipping %s: %s", self.rel(path), e)
-        return found
 
     def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
         """Every correction and warning that is not deprecated, most severe first."""
