@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from memstore import __version__, briefing, hooks, ledger, stats, workflow
+from memstore import __version__, briefing, hooks, ledger, render_text, stats, workflow
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
@@ -847,6 +847,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
 @click.option("--since", metavar="COMMIT|DATE", help="Changes since this, not your last session.")
 @click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
 @click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
+@click.option(
+    "--fenced",
+    is_flag=True,
+    help="Fence what agents and people wrote as data, for output that goes into an agent's "
+    "context (e.g. a SessionStart hook).",
+)
 @click.pass_context
 def brief(
     ctx: click.Context,
@@ -855,18 +861,22 @@ def brief(
     since: str | None,
     no_mark: bool,
     as_json: bool,
+    fenced: bool,
 ) -> None:
     """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
 
     \b
     Example:
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
+      memstore brief --fenced        # in a client's SessionStart hook
     """
     result = _store(ctx).brief(
         for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
     )
     if as_json:
         _echo_json(asdict(result))
+    elif fenced:
+        click.echo(render_text.fenced(result.text))
     else:
         click.echo(result.text, nl=False)
 
