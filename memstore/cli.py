@@ -71,6 +71,19 @@ def _summary(memory: Memory) -> str:
     return f"{memory.type}/{memory.name} [{memory.status}]"
 
 
+# Options several commands share.
+_allow_secret = click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
+_expect_version = click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--store",
@@ -134,11 +147,7 @@ def init(ctx: click.Context, directory: str | None) -> None:
 @click.option("--tags", metavar="A,B", help="Comma-separated tags.")
 @click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
 @click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_allow_secret
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -246,16 +255,8 @@ def list_(
 @click.option("--body", help="New Markdown body ('-' reads it from stdin).")
 @click.option("--tags", metavar="A,B", help="New comma-separated tags (replaces the old ones).")
 @click.option("--links", metavar="X,Y", help="New comma-separated links (replaces the old ones).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse the edit if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -301,16 +302,8 @@ def edit(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def confirm(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
@@ -334,16 +327,8 @@ def confirm(
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
 @click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def deprecate(
     ctx: click.Context,
@@ -372,16 +357,8 @@ def deprecate(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def restore(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
