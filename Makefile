@@ -6,17 +6,20 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv serve test lint check bench clean
 
+# Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "creating $(VENV) from pyproject.toml" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@$(BIN)/pip install --quiet -e '.[dev]' >&2
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
 ## Start memstore's MCP server over stdio on this repository's own memory/ store.
+## Silent recipe: stdout is the MCP wire, so a client may run `make serve` as its command.
 serve: $(STAMP)
-	$(BIN)/memstore --store memory serve
+	@exec $(BIN)/memstore --store memory serve
 
 ## Run the whole test suite: static checks, the project's own store, then pytest.
 test: $(STAMP)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from memstore import __version__, briefing, hooks, ledger, stats, workflow
+from memstore import __version__, briefing, hooks, ledger, render_text, stats, workflow
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
@@ -69,6 +69,19 @@ def _echo_json(data: object) -> None:
 
 def _summary(memory: Memory) -> str:
     return f"{memory.type}/{memory.name} [{memory.status}]"
+
+
+# Options several commands share.
+_allow_secret = click.option(
+    "--allow-secret",
+    is_flag=True,
+    help="Save text that looks like a credential (a key, token or password) anyway.",
+)
+_expect_version = click.option(
+    "--expect-version",
+    metavar="VERSION",
+    help="Refuse if the memory is no longer at this version (from `show`).",
+)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -134,11 +147,7 @@ def init(ctx: click.Context, directory: str | None) -> None:
 @click.option("--tags", metavar="A,B", help="Comma-separated tags.")
 @click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
 @click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_allow_secret
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -246,16 +255,8 @@ def list_(
 @click.option("--body", help="New Markdown body ('-' reads it from stdin).")
 @click.option("--tags", metavar="A,B", help="New comma-separated tags (replaces the old ones).")
 @click.option("--links", metavar="X,Y", help="New comma-separated links (replaces the old ones).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse the edit if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -301,16 +302,8 @@ def edit(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def confirm(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
@@ -334,16 +327,8 @@ def confirm(
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
 @click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def deprecate(
     ctx: click.Context,
@@ -372,16 +357,8 @@ def deprecate(
 @main.command()
 @click.argument("name")
 @click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
-@click.option(
-    "--expect-version",
-    metavar="VERSION",
-    help="Refuse if the memory is no longer at this version (from `show`).",
-)
-@click.option(
-    "--allow-secret",
-    is_flag=True,
-    help="Save text that looks like a credential (a key, token or password) anyway.",
-)
+@_expect_version
+@_allow_secret
 @click.pass_context
 def restore(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
@@ -847,6 +824,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
 @click.option("--since", metavar="COMMIT|DATE", help="Changes since this, not your last session.")
 @click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
 @click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
+@click.option(
+    "--fenced",
+    is_flag=True,
+    help="Fence what agents and people wrote as data, for output that goes into an agent's "
+    "context (e.g. a SessionStart hook).",
+)
 @click.pass_context
 def brief(
     ctx: click.Context,
@@ -855,18 +838,22 @@ def brief(
     since: str | None,
     no_mark: bool,
     as_json: bool,
+    fenced: bool,
 ) -> None:
     """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
 
     \b
     Example:
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
+      memstore brief --fenced        # in a client's SessionStart hook
     """
     result = _store(ctx).brief(
         for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
     )
     if as_json:
         _echo_json(asdict(result))
+    elif fenced:
+        click.echo(render_text.fenced(result.text))
     else:
         click.echo(result.text, nl=False)
 

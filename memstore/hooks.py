@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstore.errors import InvalidMemory
+from memstore.render_text import fenced
 from memstore.workflow import CheckResult, Verdict, render_check
 
 _TARGET_KEYS = ("file_path", "notebook_path", "path")
@@ -40,7 +41,8 @@ def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[s
     `block` denies the call and tells Claude why; `warn` adds the reasons to Claude's context
     (or, with `ask_on_warn`, asks the user); `allow` with runbooks adds them as context.
     """
-    context = render_check(result)
+    # The reasons quote memories that agents wrote: fenced, so they read as data.
+    context = fenced(render_check(result))
     out: dict[str, Any] = {"hookEventName": "PreToolUse"}
     if result.verdict is Verdict.BLOCK:
         out["permissionDecision"] = "deny"

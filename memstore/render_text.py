@@ -72,6 +72,18 @@ class Fence:
         )
 
 
+def fenced(text: str, lead: str = "") -> str:
+    """`lead` (memstore's own words) then `text` — which quotes agents or people — fenced as data.
+
+    For whole blocks (a briefing, a check's reasons) that go into an agent's context.
+    """
+    if not text:
+        return lead
+    fence = fence_for([lead, text])
+    head = f"{lead}\n" if lead else ""
+    return f"{head}{fence.preamble}\n{fence.wrap(text)}"
+
+
 def _agent_text(memory: Memory) -> list[str]:
     """Every string of `memory` that someone other than memstore wrote."""
     texts = [memory.description, memory.body, memory.owner, memory.type, *memory.tags]

@@ -451,7 +451,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         claims in progress, decisions and runbooks for the task, drafts awaiting your review,
         and what changed since your last session."""
         brief = store.brief(for_text=task, budget_tokens=budget_tokens)
-        return result(_fenced_briefing(brief.text), {"briefing": plain(brief)})
+        return result(render_text.fenced(brief.text), {"briefing": plain(brief)})
 
     @tool(READ)
     def check(
@@ -560,21 +560,13 @@ def _add_resources(server: MCPServer, store: Store) -> None:
             "is settled, save it with memory_store."
         )
         brief = store.brief(for_text=task or None)
-        return f"{_fenced_briefing(brief.text)}\n\n{habits}"
-
-
-def _fenced_briefing(text: str) -> str:
-    """The briefing with everything agents or people wrote in it fenced as data."""
-    fence = render_text.fence_for([text])
-    return f"{fence.preamble}\n{fence.wrap(text)}"
+        return f"{render_text.fenced(brief.text)}\n\n{habits}"
 
 
 def _check_result_text(verdict: workflow.CheckResult) -> str:
     """The verdict in memstore's words first, then the reasons fenced as data."""
-    head, _, rest = workflow.render_check(verdict).partition("\n")
+    _, _, rest = workflow.render_check(verdict).partition("\n")
     word = {"allow": "go ahead", "warn": "go ahead only as the reasons say", "block": "do NOT act"}
-    first = f"{verdict.verdict.value.upper()}: {word[verdict.verdict.value]}"
-    if not rest:
-        return first
-    fence = render_text.fence_for([head, rest])
-    return f"{first}\n{fence.preamble}\n{fence.wrap(rest)}"
+    return render_text.fenced(
+        rest, f"{verdict.verdict.value.upper()}: {word[verdict.verdict.value]}"
+    )
