@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memstore import history, ledger, ledger_io, session, stats, workflow
+from memstore.errors import InvalidMemory, MemstoreError
+from memstore.files import atomic_write
 from memstore.history import Change, FileChange
+from memstore.index import Hit
+from memstore.memory import Memory, now
+from memstore.status import Status
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memstore.store import Store
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 1500
 """Tokens: about 6,000 characters, small enough to push into every session."""
@@ -16,6 +31,9 @@ LIST_MAX = 50
 
 FIRST_SESSION_SINCE = "7 days ago"
 """How far back "changes since your last session" looks when there was no last session."""
+
+TASK_SHOWN = 120
+"""The briefing repeats at most this much of the task it was asked for."""
 
 CHARS_PER_TOKEN = 4
 """Approximate tokens as characters / 4: close enough for English Markdown, and tokenizer-free."""
@@ -124,3 +142,176 @@ def change_lines(change: Change, rel: str, f: FileChange, outcomes_file: str) ->
             what = f"{rel}: {' '.join(parts)}"
         out.append(f"- {when} {change.author} {what}")
     return out
+
+
+# -- a store's briefing -------------------------------------------------------------------
+
+
+def brief(
+    store: Store,
+    *,
+    for_text: str | None = None,
+    budget_tokens: int = DEFAULT_BUDGET,
+    since: str | None = None,
+    mark: bool = True,
+) -> Briefing:
+    """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
+
+    Lists the rules that apply (most severe first), claims in progress, confirmed
+    decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
+    since your last briefing (or since `since`: a commit or a date git understands).
+    With `mark`, remembers this session's HEAD in the ignored cache for the next one.
+    """
+    identity = store.identity
+    start = history.head(store.repo)
+    memories = list(store.memories())
+    rules = store.rules(memories)
+    try:
+        rewrite = {r.name for r in store.heed_rates()[0] if r.rewrite}
+    except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
+        log.warning("cannot read outcomes: %s", e)
+        rewrite = set[str]()
+    applying, others = rules, list[workflow.Rule]()
+    if for_text:
+        applying = [r for r in rules if workflow.related(r, for_text)]
+        others = [r for r in rules if r not in applying]
+    sections = [
+        Section(
+            "Corrections and warnings that apply",
+            1,
+            tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
+            empty="- none",
+        ),
+        Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
+        Section(
+            "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
+            3,
+            tuple(
+                f"- {m.type} `{m.name}`: {m.description}"
+                for m in _knowledge(store, for_text, memories)
+            ),
+        ),
+        Section(
+            "Drafts awaiting your review" if identity else "Drafts awaiting review",
+            4,
+            tuple(
+                f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
+                for m in _awaiting_review(identity, memories)
+            ),
+        ),
+        Section(
+            "Changes since your last session",
+            5,
+            tuple(_changes_lines(store, since)),
+            empty="- nothing new",
+        ),
+        Section(
+            "Other corrections and warnings",
+            6,
+            tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
+        ),
+    ]
+    who = identity or "no identity set"
+    task = " ".join((for_text or "").split())
+    task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
+    header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
+    result = fit(header, sections, budget_tokens)
+    if mark and start is not None:
+        # HEAD as it was before reading: a change made meanwhile shows again next time
+        # rather than never.
+        _mark_session(store, start)
+    return result
+
+
+def _claims_lines(store: Store, identity: str | None) -> list[str]:
+    """Valid ledger claims with no record yet: someone is doing that right now."""
+    try:
+        view = ledger_io.view(store)
+        moment = ledger.utcnow()
+        pairs = dict.fromkeys(
+            (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
+        )
+        checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+    except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
+        return [f"- the ledger cannot be read: {e}"]
+    lines: list[str] = []
+    for c in checks:
+        if c.state is ledger.State.IN_PROGRESS:
+            who = "you" if identity is not None and c.actor == identity else c.actor
+            lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
+    return lines[:LIST_MAX]
+
+
+def _knowledge(
+    store: Store, for_text: str | None, memories: list[Memory]
+) -> list[Memory] | list[Hit]:
+    kinds = ("decision", "runbook")
+    if for_text:
+        return session.relevant(store, for_text, kinds, 10)
+    confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
+    return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
+
+
+def _awaiting_review(identity: str | None, memories: list[Memory]) -> list[Memory]:
+    drafts = [
+        m
+        for m in memories
+        if m.status == Status.DRAFT and (identity is None or m.owner != identity)
+    ]
+    # Rules first (they already act, so reviewing them matters most), then newest first.
+    drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
+    drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
+    return drafts[:LIST_MAX]
+
+
+def _changes_lines(store: Store, since: str | None) -> list[str]:
+    since_commit: str | None = None
+    since_date: str | None = None
+    if since:
+        if since.startswith("-") or "\n" in since:
+            raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
+        if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
+            since_commit = since
+        else:
+            since_date = since
+    else:
+        try:
+            data: Any = json.loads(_session_marker(store).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        head = marker.get("head")
+        if isinstance(head, str):
+            since_commit = head
+        else:
+            since_date = FIRST_SESSION_SINCE
+    try:
+        found = history.changes(
+            store.repo, store.root, since_commit=since_commit, since_date=since_date
+        )
+    except MemstoreError:
+        found = history.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
+    prefix = history.repo_path(store.repo, store.root)
+    prefix = "" if prefix == "." else prefix
+    lines: list[str] = []
+    for change in found:
+        for f in change.files:
+            rel = f.path[len(prefix) + 1 :] if prefix else f.path
+            if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
+                continue  # the store's own settings files, not knowledge
+            lines.extend(change_lines(change, rel, f, stats.OUTCOMES_FILE))
+    return lines[:LIST_MAX]
+
+
+def _session_marker(store: Store) -> Path:
+    slug = history.email_for(store.identity or "anonymous").split("@", 1)[0]
+    return store.cache / "sessions" / f"{slug}.json"
+
+
+def _mark_session(store: Store, sha: str) -> None:
+    marker = _session_marker(store)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
+    except OSError as e:  # a read-only checkout still gets its briefing
+        log.warning("cannot remember this session in %s: %s", store.rel(marker), e)

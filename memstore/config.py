@@ -1,10 +1,19 @@
-"""Configuration resolved once from CLI flags and `MEMSTORE_*` environment variables."""
+"""Configuration resolved once from CLI flags and `MEMSTORE_*` environment variables, and a
+store's own settings in its `memstore.yaml`."""
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memstore import secrets
+from memstore.errors import InvalidMemory
+from memstore.memory import DEFAULT_TYPES, check_name
 
 DEFAULT_STORE = "memory"
 STORE_CONFIG = "memstore.yaml"
@@ -28,3 +37,52 @@ def resolve(store: str | None = None, agent: str | None = None) -> Config:
     return Config(
         store=Path(store_dir).expanduser().absolute(), agent=identity, lock_timeout=timeout
     )
+
+
+def store_types(root: Path) -> tuple[str, ...]:
+    """The memory types: the defaults, then any `types` listed in `memstore.yaml`.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML or a bad type name.
+    """
+    path = root / STORE_CONFIG
+    if not path.is_file():
+        return DEFAULT_TYPES
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
+    if not isinstance(extra, list):
+        raise InvalidMemory(f"{path}: 'types' must be a list of type names")
+    items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
+    added = tuple(check_name(t, "type") for t in items)
+    return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
+
+
+def secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
+    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
+    """
+    path = root / STORE_CONFIG
+    data: Any = {}
+    if path.is_file():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    policy = mapping.get("secrets", "refuse")
+    if policy not in ("refuse", "allow"):
+        raise InvalidMemory(f"{path}: 'secrets' must be 'refuse' (the default) or 'allow'")
+    extra: Any = mapping.get("secret_patterns") or {}
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in extra.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
+    patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
+    return policy == "allow", secrets.compile_patterns(patterns)

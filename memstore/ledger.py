@@ -29,7 +29,6 @@ from memstore.errors import (
 from memstore.memory import check_identity
 
 LEDGER_FILE = "ledger.jsonl"
-HISTORY_CACHE = "ledger-history.json"
 """In the store's git-ignored cache folder: the ledger lines git had committed up to a commit."""
 TEXT_MAX = 200
 NOTE_MAX = 2000
@@ -57,7 +56,6 @@ _OPTIONAL = frozenset({"evidence", "note", "expires"})
 _HASH_RE = re.compile(rf"^[0-9a-f]{{{HASH_LEN}}}$")
 _ID_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 _TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
-_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 # Unicode categories Cc (controls), Zl and Zp (line and paragraph separators).
@@ -786,27 +784,6 @@ def commit_message(event: Event) -> str:
     head = line if len(line) <= 72 else line[:71].rstrip() + "…"
     full = f"{line}\n" if head != line else ""
     return f"{head}\n\n{full}ledger event {event.id}"
-
-
-# -- files --------------------------------------------------------------------------------------
-
-
-def read_history_cache(path: Path) -> tuple[str | None, list[str]]:
-    """The commit and the committed ledger lines a history cache holds; (None, []) if unusable."""
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, []
-    if not isinstance(data, dict):
-        return None, []
-    fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    head, lines = fields.get("head"), fields.get("lines")
-    if not isinstance(head, str) or not _SHA_RE.match(head) or not isinstance(lines, list):
-        return None, []
-    items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
-    if not all(isinstance(x, str) for x in items):
-        return None, []
-    return head, [str(x) for x in items]
 
 
 # -- the one write -------------------------------------------------------------------------------

@@ -85,10 +85,17 @@ def scan(
     return findings
 
 
+MEMORIES_SHARED = "memories are committed to git and shared"
+LEDGER_PERMANENT = "the ledger is committed to git and append-only, so nothing in it can be removed"
+
+
 def refuse(
-    fields: Mapping[str, str | Iterable[str] | None], patterns: Mapping[str, re.Pattern[str]]
+    fields: Mapping[str, str | Iterable[str] | None],
+    patterns: Mapping[str, re.Pattern[str]],
+    because: str = MEMORIES_SHARED,
 ) -> None:
-    """Raise if any field holds something that looks like a credential.
+    """Raise if any field holds something that looks like a credential; `because` says why
+    that matters where the text is going.
 
     Raises:
         SecretFound: naming the field and the pattern (never the secret itself).
@@ -99,7 +106,7 @@ def refuse(
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise SecretFound(
             f"{first.field} looks like it holds a credential ({first.pattern}: "
-            f"'{first.excerpt}'){more}; memories are committed to git and shared, so remove "
+            f"'{first.excerpt}'){more}; {because}, so remove "
             "it, or pass --allow-secret (allow_secret=True) if it is not a secret",
             tuple((f.field, f.pattern) for f in findings),
         )

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import json
 import logging
 import os
-import re
-import tempfile
-import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,18 +11,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from filelock import FileLock, Timeout
 
-from memstore import briefing, history, ledger, secrets, stats, workflow
-from memstore.config import STORE_CONFIG
+from memstore import (
+    briefing,
+    config,
+    guards,
+    history,
+    journal,
+    ledger,
+    ledger_io,
+    secrets,
+    session,
+    stats,
+    workflow,
+)
 from memstore.errors import (
-    Conflict,
-    InvalidLedgerEntry,
     InvalidMemory,
     InvalidName,
-    InvalidQuery,
-    LedgerCorrupt,
     MemoryExists,
     MemoryNotFound,
     MemstoreError,
@@ -36,10 +36,12 @@ from memstore.errors import (
     NotAStore,
     StoreLocked,
 )
-from memstore.index import BUDGETS, Hit, Index, Progress, Stamp, Sync, fit_tokens
+from memstore.files import atomic_write, version_of
+from memstore.index import Hit, Index, Progress, Sync
+from memstore.indexing import Upkeep
+from memstore.journal import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
-    DEFAULT_TYPES,
     FILE_MAX,
     Memory,
     check_body,
@@ -60,10 +62,6 @@ from memstore.status import Status, transition, unconfirm
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".memstore"
-RESCAN_SECONDS = 2.0
-"""Without a watcher, how old a search's view of in-place edits may be."""
-TASK_SHOWN = 120
-"""The briefing repeats at most this much of the task it was asked for."""
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = (
     "*.md text eol=lf\n"
@@ -71,10 +69,6 @@ STORE_GITATTRIBUTES = (
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
 )
-APPEND_ONLY_FILES = ("ledger.jsonl", "outcomes.jsonl")
-"""The record files a journal may name for an append (`ledger.LEDGER_FILE`, the outcomes)."""
-JOURNAL = "pending.json"
-"""The change the lock holder is writing; a writer that finds it finishes or undoes it."""
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 
@@ -97,76 +91,6 @@ def subject(prefix: str, detail: str, limit: int = 72) -> str:
     if len(line) <= limit:
         return line
     return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
-
-
-def version_of(data: bytes) -> str:
-    """The version of a file's content: the first 12 hex digits of its SHA-256."""
-    return hashlib.sha256(data).hexdigest()[:12]
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The pid in the name tells a temp file of a killed writer from one being written.
-    fd, tmp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _load_types(root: Path) -> tuple[str, ...]:
-    path = root / STORE_CONFIG
-    if not path.is_file():
-        return DEFAULT_TYPES
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
-    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
-    if not isinstance(extra, list):
-        raise InvalidMemory(f"{path}: 'types' must be a list of type names")
-    items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
-    added = tuple(check_name(t, "type") for t in items)
-    return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
-
-
-def _load_secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
-    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
-
-    Raises:
-        InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
-    """
-    path = root / STORE_CONFIG
-    data: Any = {}
-    if path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
-    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    policy = mapping.get("secrets", "refuse")
-    if policy not in ("refuse", "allow"):
-        raise InvalidMemory(f"{path}: 'secrets' must be 'refuse' (the default) or 'allow'")
-    extra: Any = mapping.get("secret_patterns") or {}
-    if not isinstance(extra, dict) or not all(
-        isinstance(k, str) and isinstance(v, str)
-        for k, v in extra.items()  # pyright: ignore[reportUnknownVariableType]
-    ):
-        raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
-    patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
-    return policy == "allow", secrets.compile_patterns(patterns)
-
-
-_JOURNAL_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 
 
 def _texts(value: object) -> list[str]:
@@ -197,8 +121,8 @@ class Store:
         self.cache = self.root / CACHE_DIR
         self.lock_timeout = lock_timeout
         self._agent = check_identity(agent) if agent else None
-        self.types = _load_types(self.root)
-        self.secrets_allowed, self.secret_patterns = _load_secret_settings(self.root)
+        self.types = config.store_types(self.root)
+        self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -292,7 +216,12 @@ class Store:
             return found[0]
         raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
 
-    def _read(self, path: Path) -> tuple[Memory, bytes]:
+    def read_file(self, path: Path) -> tuple[Memory, bytes]:
+        """The memory in file `path` and the file's bytes.
+
+        Raises:
+            InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
+        """
         if path.stat().st_size > FILE_MAX:
             raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
         data = path.read_bytes()
@@ -314,7 +243,7 @@ class Store:
             MemoryNotFound, InvalidMemory.
         """
         path = self.path_for(name)
-        memory, data = self._read(path)
+        memory, data = self.read_file(path)
         return Versioned(memory, version_of(data), self.rel(path))
 
     def get(self, name: str) -> Memory:
@@ -329,7 +258,7 @@ class Store:
         """Every valid memory in the store; a broken file is skipped with a warning naming it."""
         for path in self._files():
             try:
-                yield self._read(path)[0]
+                yield self.read_file(path)[0]
             except (InvalidMemory, OSError) as e:
                 log.warning("skipping %s: %s", self.rel(path), e)
 
@@ -396,7 +325,7 @@ class Store:
             (self.cache / HOLDER).write_text(
                 f"pid {os.getpid()} ({self._agent or 'git user.name'})\n", encoding="utf-8"
             )
-            self._recover()
+            journal.recover(self)
             yield
         finally:
             lock.release()
@@ -409,25 +338,18 @@ class Store:
         the old files back, so a refused write changes nothing.
         """
         texts = [(path, render(memory)) for path, memory in changes]
-        self._refuse_uncommitted([path for path, _ in changes])
-        entries: list[dict[str, str | None]] = []
-        for path, text in texts:
-            old = path.read_bytes().decode("utf-8") if path.is_file() else None
-            new = version_of(text.encode("utf-8"))
-            entries.append({"path": self.rel(path), "old": old, "new": new})
-        journal = self.cache / JOURNAL
-        record = {"message": message, "actor": actor, "files": entries}
-        atomic_write(journal, json.dumps(record, ensure_ascii=False))
+        guards.refuse_uncommitted(self, [path for path, _ in changes])
+        entries = journal.write_files(self, texts, message, actor)
         try:
             for path, text in texts:
                 atomic_write(path, text)
             history.commit(self.repo, [p for p, _ in texts], message, actor, self.lock_timeout)
         except (MemstoreError, OSError):
-            self._undo(entries)
-            journal.unlink(missing_ok=True)
+            journal.undo(self, entries)
+            journal.clear(self)
             raise
-        journal.unlink(missing_ok=True)
-        self._index_written(changes)
+        journal.clear(self)
+        self.upkeep.written(changes)
 
     def add(
         self,
@@ -455,7 +377,7 @@ class Store:
         tag_list = check_tags(list(tags))
         link_list = check_links(links)
         extra = check_extra(extra)
-        self._refuse_secrets(
+        self.refuse_secrets(
             {"name": name, "description": description, "body": body, "tags": tag_list}
             | {f"extra field {k!r}": _texts(v) for k, v in extra.items()},
             allow_secret,
@@ -485,7 +407,7 @@ class Store:
                     f"a memory named '{name}' already exists at {self.rel(existing)}; "
                     "choose another name or edit that one"
                 )
-            path = self._target(type, name)
+            path = guards.target(self, type, name)
             self._commit(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
@@ -517,13 +439,13 @@ class Store:
             body = check_body(body)
         tag_list = check_tags(list(tags)) if tags is not None else None
         link_list = check_links(links) if links is not None else None
-        self._refuse_secrets(
+        self.refuse_secrets(
             {"description": description, "body": body, "tags": tag_list}, allow_secret
         )
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            self._check_version(name, current, expected_version)
+            guards.check_version(self, name, current, expected_version)
             old = current.memory
             wanted = {
                 "description": description,
@@ -554,11 +476,11 @@ class Store:
         allow_secret: bool = False,
     ) -> Memory:
         check_line(reason, "reason")
-        self._refuse_secrets({"reason": reason}, allow_secret)
+        self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            self._check_version(name, current, expected_version)
+            guards.check_version(self, name, current, expected_version)
             old = current.memory
             at = now()
             new = transition(
@@ -650,68 +572,15 @@ class Store:
 
     # -- reliability --------------------------------------------------------------------------
 
-    def _target(self, type: str, name: str) -> Path:
-        """The path a new memory is written to, refusing symlinks and anything outside the store.
-
-        Raises:
-            InvalidMemory: when the type folder or the file is a symlink or not a plain folder/file.
-        """
-        folder = self.root / type
-        path = folder / f"{name}.md"
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            raise InvalidMemory(
-                f"{type}/ in the store is a symlink or not a folder; memstore does not write "
-                "through it: replace it with a plain folder"
-            )
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InvalidMemory(
-                f"{type}/{name}.md is a symlink or not a regular file; memstore does not write "
-                "through it: remove it"
-            )
-        if not path.resolve().is_relative_to(self.root):
-            raise InvalidMemory(f"{type}/{name}.md resolves outside the store {self.root}")
-        return path
-
-    def _refuse_secrets(
-        self, fields: Mapping[str, str | tuple[str, ...] | list[str] | None], allow_secret: bool
+    def refuse_secrets(
+        self,
+        fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
+        allow_secret: bool,
+        because: str = secrets.MEMORIES_SHARED,
     ) -> None:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
         if not allow_secret and not self.secrets_allowed:
-            secrets.refuse(fields, self.secret_patterns)
-
-    def _check_version(self, name: str, current: Versioned, expected: str | None) -> None:
-        """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
-        if expected is None or expected == current.version:
-            return
-        text = (self.root / current.path).read_bytes().decode("utf-8")
-        old = self._text_at_version(self.root / current.path, expected)
-        if old is None:
-            detail = f"version {expected} is not in the history; the file now reads:\n{text}"
-        else:
-            detail = "".join(
-                difflib.unified_diff(
-                    old.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    f"{current.path} (version {expected}, which you read)",
-                    f"{current.path} (version {current.version}, now)",
-                )
-            )
-        raise Conflict(
-            f"'{name}' changed since you read it (you read version {expected}, it is now "
-            f"{current.version}); read it again and reapply your change",
-            current.version,
-            detail,
-        )
-
-    def _text_at_version(self, path: Path, version: str, depth: int = 50) -> str | None:
-        """The committed content of `path` whose version is `version`, among recent commits."""
-        if not re.fullmatch(r"[0-9a-f]{12}", version):
-            return None
-        for revision in history.log(self.repo, path, limit=depth):
-            data = history.blob(self.repo, revision.commit, path)
-            if data is not None and version_of(data) == version:
-                return data.decode("utf-8", "replace")
-        return None
+            secrets.refuse(fields, self.secret_patterns, because)
 
     def _holder(self) -> str:
         """Who holds the lock, as its holder wrote it (`pid N (identity)`), or `another process`."""
@@ -720,76 +589,9 @@ class Store:
         except OSError:
             return "another process"
 
-    def _recover(self) -> None:
-        """Finish or undo a change whose writer died, as its journal says. Call under the lock.
-
-        Every file written and not yet committed: commit it, as its author and with its message
-        (roll forward). Only some written: put the old content back (roll back). A file that
-        holds neither version was changed by someone else since, and is left alone.
-        """
-        self._remove_dead_temp_files()
-        journal = self.cache / JOURNAL
-        if not journal.exists():
-            return
-        try:
-            record: dict[str, Any] = json.loads(journal.read_text(encoding="utf-8"))
-            entries: list[dict[str, str | None]] = record["files"]
-            message, actor = str(record["message"]), str(record["actor"])
-            check_identity(actor)
-            if not all(_JOURNAL_PATH.fullmatch(str(e["path"])) for e in entries):
-                raise ValueError("a path that is not <type>/<name>.md")
-            appended: dict[str, Any] | None = record.get("append")
-            size, data, appended_to = 0, b"", ledger.LEDGER_FILE
-            if appended is not None:
-                size, data = int(appended["size"]), str(appended["data"]).encode("utf-8")
-                appended_to = str(appended.get("file", ledger.LEDGER_FILE))
-                if appended_to not in APPEND_ONLY_FILES:
-                    raise ValueError(f"an append to {appended_to!r}, not a record file")
-        except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
-            log.warning("ignoring unreadable journal %s: %s", journal, e)
-            journal.unlink(missing_ok=True)
-            return
-        if appended is not None:
-            history.remove_stale_locks(self.repo)
-            self._recover_append(size, data, message, actor, appended_to)
-            journal.unlink(missing_ok=True)
-            return
-        for entry in entries:
-            path = self.root / str(entry["path"])
-            for stray in path.parent.glob(f".{path.name}.*.tmp"):
-                stray.unlink(missing_ok=True)
-        history.remove_stale_locks(self.repo)
-        states = [self._state(entry) for entry in entries]
-        if states and all(s == "new" for s in states):
-            paths = [self.root / str(e["path"]) for e in entries]
-            if history.dirty(self.repo, paths):
-                log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(self.repo, paths, message, actor, self.lock_timeout)
-        elif "new" in states:
-            log.warning("undoing a change its writer did not finish: %s", message)
-            self._undo(entries)
-        journal.unlink(missing_ok=True)
-
     def pending(self) -> str | None:
-        """The commit message of a write a killed process left unfinished, else None.
-
-        Only a journal no live writer holds counts: the lock is tried, never waited for.
-        """
-        journal = self.cache / JOURNAL
-        if not journal.is_file() or self.cache.is_symlink():
-            return None
-        lock = FileLock(self.cache / "lock")
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
-            return None  # a writer is at work; its journal is not left over
-        try:
-            data: Any = json.loads(journal.read_text(encoding="utf-8"))
-            return str(data["message"]).splitlines()[0]
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            return "(an unreadable journal)"
-        finally:
-            lock.release()
+        """The commit message of a write a killed process left unfinished, else None."""
+        return journal.pending(self.cache)
 
     def recover(self) -> str | None:
         """Finish or undo what a killed writer left, as any write would first; returns what it
@@ -803,182 +605,23 @@ class Store:
             history.remove_stale_locks(self.repo)
         return left
 
-    def _remove_dead_temp_files(self) -> None:
-        """Remove the temp files that killed processes left in the cache folder.
-
-        `atomic_write` names them `.<file>.<pid>.<random>.tmp`, the index its manifest's
-        `.manifest.<pid>.<thread>.tmp`: the pid is third from the end. Needs /proc to tell a
-        dead pid.
-        """
-        if not Path("/proc").is_dir():
-            return
-        for stray in [*self.cache.glob(".*.tmp"), *(self.cache / "index").glob(".*.tmp")]:
-            pid = stray.name.split(".")[-3]
-            if pid.isdigit() and not Path("/proc", pid).exists():
-                stray.unlink(missing_ok=True)
-
-    def _journal_append(
-        self, data: str, message: str, actor: str, file: str = ledger.LEDGER_FILE
-    ) -> Path:
-        """Journal an append of `data` to a record file (the ledger, or the outcomes) before it
-        is made; returns the journal."""
-        path = self.root / file
-        size = path.stat().st_size if path.is_file() else 0
-        record: dict[str, Any] = {
-            "message": message,
-            "actor": actor,
-            "files": [],
-            "append": {"size": size, "data": data, "file": file},
-        }
-        journal = self.cache / JOURNAL
-        atomic_write(journal, json.dumps(record, ensure_ascii=False))
-        return journal
-
-    def _recover_append(
-        self, size: int, data: bytes, message: str, actor: str, file: str = ledger.LEDGER_FILE
-    ) -> None:
-        """Commit a record line its writer appended but did not commit; cut a torn one off."""
-        path = self.root / file
-        if not path.is_file() or path.is_symlink():
-            return
-        tail = path.read_bytes()[size:]
-        if tail.startswith(data):
-            if history.dirty(self.repo, [path]):
-                log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(self.repo, [path], message, actor, self.lock_timeout)
-        elif tail and data.startswith(tail):
-            log.warning("undoing a change its writer did not finish: %s (a torn line)", message)
-            os.truncate(path, size)
-
-    def _state(self, entry: dict[str, str | None]) -> str:
-        """`new` (the journal's new content), `old` (untouched), or `other` for one file."""
-        path = self.root / str(entry["path"])
-        if not path.is_file():
-            return "old" if entry["old"] is None else "other"
-        data = path.read_bytes()
-        if version_of(data) == entry["new"]:
-            return "new"
-        old = entry["old"]
-        return "old" if old is not None and data == old.encode("utf-8") else "other"
-
-    def _undo(self, entries: list[dict[str, str | None]]) -> None:
-        """Put back the old content of each journal entry whose file holds the new, uncommitted
-        content."""
-        for entry in entries:
-            path = self.root / str(entry["path"])
-            if self._state(entry) != "new":
-                continue
-            committed = history.blob(self.repo, "HEAD", path)
-            if committed is not None and version_of(committed) == entry["new"]:
-                continue  # the commit landed after all
-            old = entry["old"]
-            if old is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write(path, old)
-            history.unstage(self.repo, [path])
-
-    def _refuse_uncommitted(self, paths: list[Path]) -> None:
-        """Raise Conflict if a file to be written has changes nobody committed yet.
-
-        Such a change is someone's work in progress (a hand edit, a file not yet added):
-        writing over it would lose it, or sweep it into this identity's commit.
-        """
-        existing = [p for p in paths if p.exists()]
-        if existing and history.dirty(self.repo, existing):
-            where = ", ".join(self.rel(p) for p in existing)
-            raise Conflict(
-                f"{where} has changes that are not committed (a hand edit in progress?); "
-                f"commit them (git commit -- {where}) or discard them, then retry"
-            )
-
     # -- search -------------------------------------------------------------------------------
 
-    _search_index: Index | None = None
-    _seen_dirs: tuple[tuple[str, int], ...] | None = None
-    """The folders' modification times at this process's last catch-up."""
-    _scanned_at: float = 0.0
+    _upkeep: Upkeep | None = None
     watched: bool = False
     """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
 
     @property
+    def upkeep(self) -> Upkeep:
+        """The store's search index and how current this process last saw it."""
+        if self._upkeep is None:
+            self._upkeep = Upkeep(self)
+        return self._upkeep
+
+    @property
     def index(self) -> Index:
         """The store's search index in the cache folder (built on first use)."""
-        if self._search_index is None:
-            self._search_index = Index(self.cache / "index", self._index_locked)
-        return self._search_index
-
-    @contextmanager
-    def _index_locked(self) -> Generator[None]:
-        # Its own lock, so searches catching up never wait for a git commit; writers take the
-        # store lock first, then this one.
-        self.cache.mkdir(exist_ok=True)
-        lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
-        try:
-            with lock:
-                yield
-        except Timeout as e:
-            raise StoreLocked(
-                f"search index busy: could not take {lock.lock_file} within "
-                f"{self.lock_timeout:g}s; another memstore process is indexing — try again"
-            ) from e
-
-    def _folders(self) -> list[os.DirEntry[str]]:
-        with os.scandir(self.root) as entries:
-            return sorted(
-                (
-                    e
-                    for e in entries
-                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
-                ),
-                key=lambda e: e.name,
-            )
-
-    def _scan(self) -> dict[str, Stamp]:
-        """Every memory file (store-relative path) and its stamp, found as `_files` finds them."""
-        found: dict[str, Stamp] = {}
-        for folder in self._folders():
-            with os.scandir(folder.path) as entries:
-                for e in entries:
-                    if (
-                        e.name.endswith(".md")
-                        and not e.name.startswith(".")
-                        and e.is_file(follow_symlinks=False)
-                    ):
-                        st = e.stat(follow_symlinks=False)
-                        found[f"{folder.name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
-        return found
-
-    def _dir_stamps(self) -> tuple[tuple[str, int], ...]:
-        # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
-        # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
-        folders = self._folders()
-        root = (".", self.root.stat().st_mtime_ns)
-        return (root, *((f.name, f.stat(follow_symlinks=False).st_mtime_ns) for f in folders))
-
-    def _load(self, rel: str) -> tuple[Memory | None, Stamp]:
-        path = self.root / rel
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            return None, (0, 0, 0)
-        return self._read(path)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
-
-    def _index_written(self, changes: list[tuple[Path, Memory]]) -> None:
-        """Index files memstore just wrote; a failure leaves the work to the next catch-up."""
-        entries: list[tuple[str, Memory, Stamp]] = []
-        for path, memory in changes:
-            try:
-                st = path.stat()
-                same = path.read_bytes() == render(memory).encode("utf-8")
-            except OSError:
-                continue
-            if same:  # else someone changed it already: the catch-up will index that version
-                entries.append((self.rel(path), memory, (st.st_mtime_ns, st.st_size, st.st_ino)))
-        try:
-            self.index.update(entries)
-        except (StoreLocked, OSError) as e:
-            log.warning("search index not updated (%s); the next search catches up", e)
+        return self.upkeep.index
 
     def catch_up(self, progress: Progress | None = None) -> Sync:
         """Re-index the files added, changed, renamed or deleted since the index last saw them.
@@ -988,10 +631,7 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen, at = self._dir_stamps(), time.monotonic()
-        result = self.index.sync(self._scan(), self._load, progress)
-        self._seen_dirs, self._scanned_at = seen, at
-        return result
+        return self.upkeep.catch_up(progress)
 
     def reindex(self, progress: Progress | None = None) -> Sync:
         """Rebuild the search index from every file; `progress(done, total)` reports the pace.
@@ -999,10 +639,7 @@ class Store:
         Raises:
             StoreLocked: when another process holds the index lock past the timeout.
         """
-        seen, at = self._dir_stamps(), time.monotonic()
-        result = self.index.rebuild(self._scan(), self._load, progress)
-        self._seen_dirs, self._scanned_at = seen, at
-        return result
+        return self.upkeep.reindex(progress)
 
     def search(
         self,
@@ -1031,32 +668,7 @@ class Store:
         Raises:
             InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
         """
-        if type is not None and type not in self.types:
-            raise InvalidQuery(f"unknown type {type!r}; types are: {', '.join(self.types)}")
-        if status is not None and status not in {s.value for s in Status}:
-            raise InvalidQuery(
-                f"unknown status {status!r}; statuses are: {', '.join(s.value for s in Status)}"
-            )
-        if budget is not None and budget not in BUDGETS:
-            raise InvalidQuery(f"unknown budget {budget!r}; budgets are: {', '.join(BUDGETS)}")
-        if limit is None:
-            limit = BUDGETS[budget or "normal"]
-        if limit < 1:
-            raise InvalidQuery(f"limit must be at least 1, got {limit}")
-        if max_tokens is not None and max_tokens < 1:
-            raise InvalidQuery(f"max_tokens must be at least 1, got {max_tokens}")
-        if since is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:]+Z?)?", since):
-            raise InvalidQuery(f"invalid date {since!r}: use YYYY-MM-DD (e.g. 2026-11-30)")
-        # A folder's mtime moves with every file created, deleted, renamed or replaced in it;
-        # an edit in place does not move it, so without a watcher a full scan also runs when
-        # the last one is older than RESCAN_SECONDS.
-        stale = not self.watched and time.monotonic() - self._scanned_at > RESCAN_SECONDS
-        if stale or self._seen_dirs is None or self._dir_stamps() != self._seen_dirs:
-            try:
-                self.catch_up()
-            except StoreLocked as e:
-                log.warning("searching the index as it is: %s", e)
-        hits = self.index.search(
+        return self.upkeep.search(
             query,
             type=type,
             status=status,
@@ -1064,13 +676,13 @@ class Store:
             owner=owner,
             since=since,
             limit=limit,
+            budget=budget,
+            max_tokens=max_tokens,
             include_deprecated=include_deprecated,
             explain=explain,
             graph=graph,
+            index_view=index_view,
         )
-        if max_tokens is not None:
-            hits = fit_tokens(hits, max_tokens, index_view)
-        return hits
 
     def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
         """The memories named, in the order given (e.g. names picked from an index view).
@@ -1112,43 +724,22 @@ class Store:
         Raises:
             InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
         """
-        if type not in workflow.RULE_TYPES:
-            raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
-        fields = workflow.rule_fields(
-            severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
-        )
-        return self.add(
+        return session.correct(
+            self,
             name,
-            type=type,
             description=description,
+            severity=severity,
+            applies_when=applies_when,
+            evidence=evidence,
             body=body,
             tags=tags,
             links=links,
-            extra=fields,
+            type=type,
         )
-
-    def _memories_in(self, types: tuple[str, ...]) -> list[Memory]:
-        """The valid memories in the folders of `types` only: a check reads a few folders, not
-        the whole store (a file's folder is its type; `lint` reports one that is not)."""
-        found: list[Memory] = []
-        for type_ in types:
-            folder = self.root / type_
-            if not folder.is_dir() or folder.is_symlink():
-                continue
-            for path in sorted(folder.glob("*.md")):
-                if path.name.startswith(".") or path.is_symlink():
-                    continue
-                try:
-                    found.append(self._read(path)[0])
-                except (InvalidMemory, OSError) as e:
-                    log.warning("skipping %s: %s", self.rel(path), e)
-        return found
 
     def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
         """Every correction and warning that is not deprecated, most severe first."""
-        pool = self._memories_in(workflow.RULE_TYPES) if memories is None else memories
-        found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
-        return sorted(found, key=lambda r: r.rank)
+        return session.rules(self, memories)
 
     def check(
         self, description: str, *, action: str | None = None, target: str | None = None
@@ -1164,46 +755,7 @@ class Store:
             InvalidMemory: for an empty description.
             InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
         """
-        description = " ".join(description.split())
-        if not description and not action:
-            raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
-        text = " ".join(x for x in (description, action, target) if x)
-        targets = (target,) if target else ()
-        extra: list[workflow.Reason] = []
-        if action is not None or target is not None:
-            if not action or not target:
-                raise InvalidLedgerEntry(
-                    "give both --action and --target to check the ledger, e.g. "
-                    "--action publish --target pkg@1.4.1"
-                )
-            try:
-                extra.append(
-                    workflow.ledger_reason(self.ledger_check(action, target), self.identity)
-                )
-            except LedgerCorrupt as e:  # fail closed, as the ledger does
-                extra.append(
-                    workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
-                )
-        runbooks = [
-            workflow.Reason(
-                kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
-            )
-            for h in self._relevant(text, ("runbook",), 3)
-        ]
-        return workflow.decide(text, self.rules(), targets, extra=extra, runbooks=runbooks)
-
-    def _relevant(self, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
-        """Confirmed memories of `types` about `text`, best first, from the search index."""
-        # Only the words: a shell command's quotes, colons and brackets are query syntax.
-        query = " ".join(re.findall(r"\w+", text))
-        if not query:
-            return []
-        hits = [
-            hit
-            for type_ in types
-            for hit in self.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
-        ]
-        return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
+        return session.check(self, description, action=action, target=target)
 
     @property
     def outcomes_path(self) -> Path:
@@ -1219,49 +771,7 @@ class Store:
             MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
             SecretFound (the evidence looks like a credential).
         """
-        values = [o.value for o in stats.Outcome]
-        if outcome not in values:
-            raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
-        note = stats.check_note(evidence)
-        self._refuse_secrets({"evidence": note}, allow_secret=False)
-        actor = self.require_identity()
-        with self.locked():
-            memory = self.get(name)
-            if memory.type not in workflow.RULE_TYPES:
-                raise InvalidMemory(
-                    f"'{name}' is a {memory.type}; outcomes are recorded for "
-                    f"{' and '.join(workflow.RULE_TYPES)} memories"
-                )
-            record = stats.OutcomeRecord(
-                at=now(),
-                actor=actor,
-                name=name,
-                outcome=stats.Outcome(outcome),
-                status=memory.status,
-                evidence=note,
-            )
-            path = self.outcomes_path
-            line = stats.to_line(record)
-            if path.is_file() and path.stat().st_size:
-                with path.open("rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":  # a hand edit dropped the last newline
-                        line = "\n" + line
-            message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
-            # The journal lets the next writer commit the line if this process dies first.
-            journal = self._journal_append(line, message, actor, stats.OUTCOMES_FILE)
-            try:
-                # O_APPEND so a line is never interleaved with another writer's, lock or not.
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line.encode("utf-8"))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                history.commit(self.repo, [path], message, actor, self.lock_timeout)
-            finally:
-                journal.unlink(missing_ok=True)
-        return record
+        return session.record_outcome(self, name, outcome, evidence)
 
     def outcomes(self) -> list[stats.OutcomeRecord]:
         """Every recorded outcome, oldest first.
@@ -1269,22 +779,11 @@ class Store:
         Raises:
             InvalidMemory: naming a line that is not a valid record.
         """
-        if not self.outcomes_path.is_file():
-            return []
-        text = self.outcomes_path.read_text(encoding="utf-8")
-        return [
-            stats.from_line(line, i)
-            for i, line in enumerate(text.splitlines(), start=1)
-            if line.strip()
-        ]
+        return session.outcomes(self)
 
     def heed_rates(self) -> tuple[list[stats.HeedRate], stats.HeedRate]:
         """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
         return stats.heed_rates(self.outcomes())
-
-    def _session_marker(self) -> Path:
-        slug = history.email_for(self.identity or "anonymous").split("@", 1)[0]
-        return self.cache / "sessions" / f"{slug}.json"
 
     def brief(
         self,
@@ -1301,149 +800,9 @@ class Store:
         since your last briefing (or since `since`: a commit or a date git understands).
         With `mark`, remembers this session's HEAD in the ignored cache for the next one.
         """
-        identity = self.identity
-        start = history.head(self.repo)
-        memories = list(self.memories())
-        rules = self.rules(memories)
-        try:
-            rewrite = {r.name for r in self.heed_rates()[0] if r.rewrite}
-        except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
-            log.warning("cannot read outcomes: %s", e)
-            rewrite = set[str]()
-        applying, others = rules, list[workflow.Rule]()
-        if for_text:
-            applying = [r for r in rules if workflow.related(r, for_text)]
-            others = [r for r in rules if r not in applying]
-        sections = [
-            briefing.Section(
-                "Corrections and warnings that apply",
-                1,
-                tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
-                empty="- none",
-            ),
-            briefing.Section("Claims in progress", 2, tuple(self._claims_lines(identity))),
-            briefing.Section(
-                "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
-                3,
-                tuple(
-                    f"- {m.type} `{m.name}`: {m.description}"
-                    for m in self._briefing_knowledge(for_text, memories)
-                ),
-            ),
-            briefing.Section(
-                "Drafts awaiting your review" if identity else "Drafts awaiting review",
-                4,
-                tuple(
-                    f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
-                    for m in self._awaiting_review(identity, memories)
-                ),
-            ),
-            briefing.Section(
-                "Changes since your last session",
-                5,
-                tuple(self._changes_lines(since)),
-                empty="- nothing new",
-            ),
-            briefing.Section(
-                "Other corrections and warnings",
-                6,
-                tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
-            ),
-        ]
-        who = identity or "no identity set"
-        task = " ".join((for_text or "").split())
-        task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
-        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
-        result = briefing.fit(header, sections, budget_tokens)
-        if mark and start is not None:
-            # HEAD as it was before reading: a change made meanwhile shows again next time
-            # rather than never.
-            self._mark_session(start)
-        return result
-
-    def _claims_lines(self, identity: str | None) -> list[str]:
-        """Valid ledger claims with no record yet: someone is doing that right now."""
-        try:
-            view = self._ledger_view()
-            moment = ledger.utcnow()
-            pairs = dict.fromkeys(
-                (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
-            )
-            checks = [ledger.check(view, action, target, moment) for action, target in pairs]
-        except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
-            return [f"- the ledger cannot be read: {e}"]
-        lines: list[str] = []
-        for c in checks:
-            if c.state is ledger.State.IN_PROGRESS:
-                who = "you" if identity is not None and c.actor == identity else c.actor
-                lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
-        return lines[: briefing.LIST_MAX]
-
-    def _briefing_knowledge(
-        self, for_text: str | None, memories: list[Memory]
-    ) -> list[Memory] | list[Hit]:
-        kinds = ("decision", "runbook")
-        if for_text:
-            return self._relevant(for_text, kinds, 10)
-        confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
-        return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
-
-    def _awaiting_review(self, identity: str | None, memories: list[Memory]) -> list[Memory]:
-        drafts = [
-            m
-            for m in memories
-            if m.status == Status.DRAFT and (identity is None or m.owner != identity)
-        ]
-        # Rules first (they already act, so reviewing them matters most), then newest first.
-        drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
-        drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
-        return drafts[: briefing.LIST_MAX]
-
-    def _changes_lines(self, since: str | None) -> list[str]:
-        since_commit: str | None = None
-        since_date: str | None = None
-        if since:
-            if since.startswith("-") or "\n" in since:
-                raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
-            if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
-                since_commit = since
-            else:
-                since_date = since
-        else:
-            try:
-                data: Any = json.loads(self._session_marker().read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = None
-            marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-            head = marker.get("head")
-            if isinstance(head, str):
-                since_commit = head
-            else:
-                since_date = briefing.FIRST_SESSION_SINCE
-        try:
-            found = history.changes(
-                self.repo, self.root, since_commit=since_commit, since_date=since_date
-            )
-        except MemstoreError:
-            found = history.changes(self.repo, self.root, since_date=briefing.FIRST_SESSION_SINCE)
-        prefix = history.repo_path(self.repo, self.root)
-        prefix = "" if prefix == "." else prefix
-        lines: list[str] = []
-        for change in found:
-            for f in change.files:
-                rel = f.path[len(prefix) + 1 :] if prefix else f.path
-                if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
-                    continue  # the store's own settings files, not knowledge
-                lines.extend(briefing.change_lines(change, rel, f, stats.OUTCOMES_FILE))
-        return lines[: briefing.LIST_MAX]
-
-    def _mark_session(self, sha: str) -> None:
-        marker = self._session_marker()
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
-        except OSError as e:  # a read-only checkout still gets its briefing
-            log.warning("cannot remember this session in %s: %s", self.rel(marker), e)
+        return briefing.brief(
+            self, for_text=for_text, budget_tokens=budget_tokens, since=since, mark=mark
+        )
 
     # -- ledger -------------------------------------------------------------------------------
 
@@ -1452,60 +811,8 @@ class Store:
         """The store's ledger file, `<store>/ledger.jsonl`."""
         return self.root / ledger.LEDGER_FILE
 
-    def _ledger_committed(self) -> list[str]:
-        """Every ledger line git has committed on HEAD's history, then the lines at HEAD.
-
-        Reading the whole history costs commits × file size, so the lines seen up to a commit
-        are cached in `.memstore/ledger-history.json` and only newer commits are read.
-        """
-        head = history.head(self.repo)
-        if head is None:
-            return []
-        cache = self.cache / ledger.HISTORY_CACHE
-        seen_at, seen = ledger.read_history_cache(cache)
-        if seen_at == head:
-            new: list[str] = []
-        elif seen_at is not None and history.is_ancestor(self.repo, seen_at, head):
-            new = history.added_lines(self.repo, self.ledger_path, head, since=seen_at)
-        else:
-            seen, new = [], history.added_lines(self.repo, self.ledger_path, head)
-        if seen_at != head:
-            known = set(seen)
-            seen = seen + [x for x in dict.fromkeys(new) if x not in known and x.strip()]
-            try:
-                self.cache.mkdir(exist_ok=True)
-                atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
-            except OSError as e:  # only a cache: the next read rebuilds it
-                log.warning("could not write %s: %s", cache, e)
-        at_head = history.show(self.repo, "HEAD", self.ledger_path) or ""
-        return [*seen, *at_head.split("\n")]
-
     def _ledger_view(self) -> ledger.View:
-        # git first, then the file: a line is committed only after it is written, so a
-        # concurrent append can never look like a line the file lost.
-        committed = self._ledger_committed()
-        path = self.ledger_path
-        if path.is_symlink():
-            raise LedgerCorrupt(f"{self.rel(path)} is a symbolic link; the ledger must be a file")
-        data = path.read_bytes() if path.exists() else b""
-        return ledger.view(data, committed, history.repo_path(self.repo, path))
-
-    def _ledger_append(self, event: ledger.Event, view: ledger.View) -> None:
-        """Append `event` and commit it as its actor. Call with the lock held."""
-        # The journal lets the next writer commit the line if this process dies before it does.
-        data = ("" if view.ends_with_newline else "\n") + ledger.render(event) + "\n"
-        message = ledger.commit_message(event)
-        journal = self._journal_append(data, message, event.actor)
-        ledger.append(self.ledger_path, event, newline_first=not view.ends_with_newline)
-        try:
-            history.commit(self.repo, [self.ledger_path], message, event.actor, self.lock_timeout)
-        except MemstoreError:
-            log.error(
-                "ledger event %s written but not committed; the next append commits it", event.id
-            )
-            raise
-        finally:
-            journal.unlink(missing_ok=True)
+        return ledger_io.view(self)
 
     def ledger_check(
         self, action: str, target: str, *, now: datetime | None = None
@@ -1519,14 +826,7 @@ class Store:
             InvalidLedgerEntry: for a bad action or target.
             LedgerCorrupt: when a damaged line might hide a `done` record (fail closed).
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        moment = now or ledger.utcnow()
-        view = self._ledger_view()
-        if not view.ends_with_newline:
-            with self.locked():  # maybe a write in flight: read again once no writer holds it
-                view = self._ledger_view()
-        return ledger.check(view, action, target, moment)
+        return ledger_io.check(self, action, target, now)
 
     def ledger_claim(
         self,
@@ -1535,6 +835,7 @@ class Store:
         ttl: float = ledger.TTL_DEFAULT,
         *,
         now: datetime | None = None,
+        allow_secret: bool = False,
     ) -> ledger.Event:
         """Claim `action` on `target` for `ttl` seconds as the acting identity, and commit it.
 
@@ -1543,36 +844,21 @@ class Store:
 
         Raises:
             AlreadyExecuted, ClaimHeld, InvalidLedgerEntry, LedgerCorrupt, NoIdentity,
-            StoreLocked.
+            StoreLocked, SecretFound (the action or target looks like a credential, unless
+            `allow_secret`).
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        seconds = ledger.check_ttl(ttl)
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            event = ledger.claim(view, actor, action, target, seconds, now or ledger.utcnow())
-            self._ledger_append(event, view)
-        return event
+        return ledger_io.claim(self, action, target, ttl, now, allow_secret)
 
     def ledger_release(
-        self, action: str, target: str, *, now: datetime | None = None
+        self, action: str, target: str, *, now: datetime | None = None, allow_secret: bool = False
     ) -> ledger.Event:
         """Give up the acting identity's valid claim on `action` on `target`, and commit it.
 
         Raises:
-            InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity.
+            InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity,
+            SecretFound (unless `allow_secret`).
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            event = ledger.release(view, actor, action, target, now or ledger.utcnow())
-            self._ledger_append(event, view)
-        return event
+        return ledger_io.release(self, action, target, now, allow_secret)
 
     def ledger_record(
         self,
@@ -1583,36 +869,18 @@ class Store:
         failed: bool = False,
         *,
         now: datetime | None = None,
+        allow_secret: bool = False,
     ) -> ledger.Event:
         """Record that `action` on `target` was done (evidence URL required) or failed (note
         required), as the acting identity, and commit it. A failure ends your claim.
 
+        Nothing can be removed from the ledger, so credential-like evidence, note, action or
+        target is refused unless `allow_secret` (or the store's `secrets: allow`).
+
         Raises:
-            InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked.
+            InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked, SecretFound.
         """
-        action = ledger.check_text(action, "action")
-        target = ledger.check_text(target, "target")
-        note = ledger.check_note(note)
-        if failed:
-            evidence = ledger.check_evidence(evidence) if evidence is not None else None
-            if note is None:
-                raise InvalidLedgerEntry(
-                    f"recording '{action} {target}' as failed needs a note saying what went wrong"
-                )
-        else:
-            evidence = ledger.check_evidence(evidence)
-        actor = self.require_identity()
-        with self.locked():
-            view = self._ledger_view()
-            ledger.require_intact(view)
-            moment = now or ledger.utcnow()
-            event, warnings = ledger.record(
-                view, actor, action, target, moment, evidence, note, failed
-            )
-            self._ledger_append(event, view)
-        for warning in warnings:
-            log.warning("%s", warning)
-        return event
+        return ledger_io.record(self, action, target, evidence, note, failed, now, allow_secret)
 
     def ledger_list(
         self,
@@ -1629,28 +897,8 @@ class Store:
         Raises:
             InvalidLedgerEntry: for a bad filter.
         """
-        after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
-        view = self._ledger_view()
-        if view.lost:
-            log.warning(
-                "the working ledger lacks %d committed line(s); listing them too", len(view.lost)
-            )
-        for problem in view.damage:
-            log.warning("ledger damaged: %s", problem)
-        found = [
-            (ledger.parse_time(e.at), i, e)
-            for i, e in enumerate(view.events)
-            if (action is None or e.action == action)
-            and (target is None or e.target == target)
-            and (actor is None or e.actor == actor)
-        ]
-        return [
-            e
-            for moment, _, e in sorted(found, key=lambda t: (t[0], t[1]))
-            if after is None or moment >= after
-        ]
+        return ledger_io.events(self, action, target, actor, since, now)
 
     def ledger_verify(self) -> ledger.Verification:
         """Check every line's hash and link, and that the file holds every line git committed."""
-        view = self._ledger_view()
-        return ledger.verify(view, history.attribute(self.repo, self.ledger_path, "merge"))
+        return ledger_io.verify(self)

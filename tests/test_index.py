@@ -85,7 +85,7 @@ def test_an_open_store_without_a_watcher_rescans_for_edits_in_place(
     text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
-    monkeypatch.setattr("memstore.store.RESCAN_SECONDS", 0.0)  # as if the interval had passed
+    monkeypatch.setattr("memstore.indexing.RESCAN_SECONDS", 0.0)  # as if the interval had passed
     assert names(store, "pgbouncer") == ["pool-size"]
 
 

@@ -1,0 +1,31 @@
+"""Writing a file so a crash leaves the old content or the new, and naming a content version."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def version_of(data: bytes) -> str:
+    """The version of a file's content: the first 12 hex digits of its SHA-256."""
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The pid in the name tells a temp file of a killed writer from one being written.
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

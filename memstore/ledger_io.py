@@ -1,0 +1,233 @@
+"""The ledger of a store: its file read together with every line git committed (cached), and
+the journaled, committed appends of claims, releases and records.
+
+`ledger.py` holds the line format and the rules as pure functions; this module feeds them the
+store's bytes and git's lines, and writes their events under the store's lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memstore import history, journal, ledger, secrets
+from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, MemstoreError
+from memstore.files import atomic_write
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+log = logging.getLogger(__name__)
+
+HISTORY_CACHE = "ledger-history.json"
+"""In the cache folder: the ledger lines committed up to a commit; only newer ones are read."""
+
+_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def read_history_cache(path: Path) -> tuple[str | None, list[str]]:
+    """The commit and the committed ledger lines a history cache holds; (None, []) if unusable."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, []
+    if not isinstance(data, dict):
+        return None, []
+    fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    head, lines = fields.get("head"), fields.get("lines")
+    if not isinstance(head, str) or not _SHA_RE.match(head) or not isinstance(lines, list):
+        return None, []
+    items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
+    if not all(isinstance(x, str) for x in items):
+        return None, []
+    return head, [str(x) for x in items]
+
+
+def committed_lines(store: Store) -> list[str]:
+    """Every ledger line git has committed on HEAD's history, then the lines at HEAD.
+
+    Reading the whole history costs commits × file size, so the lines seen up to a commit
+    are cached in `.memstore/ledger-history.json` and only newer commits are read.
+    """
+    head = history.head(store.repo)
+    if head is None:
+        return []
+    cache = store.cache / HISTORY_CACHE
+    seen_at, seen = read_history_cache(cache)
+    if seen_at == head:
+        new: list[str] = []
+    elif seen_at is not None and history.is_ancestor(store.repo, seen_at, head):
+        new = history.added_lines(store.repo, store.ledger_path, head, since=seen_at)
+    else:
+        seen, new = [], history.added_lines(store.repo, store.ledger_path, head)
+    if seen_at != head:
+        known = set(seen)
+        seen = seen + [x for x in dict.fromkeys(new) if x not in known and x.strip()]
+        try:
+            store.cache.mkdir(exist_ok=True)
+            atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
+        except OSError as e:  # only a cache: the next read rebuilds it
+            log.warning("could not write %s: %s", cache, e)
+    at_head = history.show(store.repo, "HEAD", store.ledger_path) or ""
+    return [*seen, *at_head.split("\n")]
+
+
+def view(store: Store) -> ledger.View:
+    """The ledger as the file and git's committed lines show it together."""
+    # git first, then the file: a line is committed only after it is written, so a
+    # concurrent append can never look like a line the file lost.
+    committed = committed_lines(store)
+    path = store.ledger_path
+    if path.is_symlink():
+        raise LedgerCorrupt(f"{store.rel(path)} is a symbolic link; the ledger must be a file")
+    data = path.read_bytes() if path.exists() else b""
+    return ledger.view(data, committed, history.repo_path(store.repo, path))
+
+
+def append(store: Store, event: ledger.Event, seen: ledger.View) -> None:
+    """Append `event` and commit it as its actor. Call with the lock held."""
+    # The journal lets the next writer commit the line if this process dies before it does.
+    data = ("" if seen.ends_with_newline else "\n") + ledger.render(event) + "\n"
+    message = ledger.commit_message(event)
+    pending = journal.write_append(store, data, message, event.actor)
+    ledger.append(store.ledger_path, event, newline_first=not seen.ends_with_newline)
+    try:
+        history.commit(store.repo, [store.ledger_path], message, event.actor, store.lock_timeout)
+    except MemstoreError:
+        log.error("ledger event %s written but not committed; the next append commits it", event.id)
+        raise
+    finally:
+        pending.unlink(missing_ok=True)
+
+
+def check(store: Store, action: str, target: str, now: datetime | None) -> ledger.Check:
+    """`Store.ledger_check`: the state of `action` on `target`, reading again under the lock
+    when the file's last line may be a write in flight."""
+    action = ledger.check_text(action, "action")
+    target = ledger.check_text(target, "target")
+    moment = now or ledger.utcnow()
+    seen = view(store)
+    if not seen.ends_with_newline:
+        with store.locked():  # maybe a write in flight: read again once no writer holds it
+            seen = view(store)
+    return ledger.check(seen, action, target, moment)
+
+
+def _refuse_secrets(store: Store, fields: dict[str, str | None], allow_secret: bool) -> None:
+    """Raise SecretFound for credential-like text: an appended line cannot be taken back."""
+    store.refuse_secrets(fields, allow_secret, secrets.LEDGER_PERMANENT)
+
+
+def claim(
+    store: Store,
+    action: str,
+    target: str,
+    ttl: float,
+    now: datetime | None,
+    allow_secret: bool = False,
+) -> ledger.Event:
+    """`Store.ledger_claim`: check and append a claim under the store's lock."""
+    action = ledger.check_text(action, "action")
+    target = ledger.check_text(target, "target")
+    seconds = ledger.check_ttl(ttl)
+    _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
+    actor = store.require_identity()
+    with store.locked():
+        seen = view(store)
+        ledger.require_intact(seen)
+        event = ledger.claim(seen, actor, action, target, seconds, now or ledger.utcnow())
+        append(store, event, seen)
+    return event
+
+
+def release(
+    store: Store, action: str, target: str, now: datetime | None, allow_secret: bool = False
+) -> ledger.Event:
+    """`Store.ledger_release`: append the release of the acting identity's claim."""
+    action = ledger.check_text(action, "action")
+    target = ledger.check_text(target, "target")
+    _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
+    actor = store.require_identity()
+    with store.locked():
+        seen = view(store)
+        ledger.require_intact(seen)
+        event = ledger.release(seen, actor, action, target, now or ledger.utcnow())
+        append(store, event, seen)
+    return event
+
+
+def record(
+    store: Store,
+    action: str,
+    target: str,
+    evidence: str | None,
+    note: str | None,
+    failed: bool,
+    now: datetime | None,
+    allow_secret: bool = False,
+) -> ledger.Event:
+    """`Store.ledger_record`: append a `done` (evidence required) or `failed` (note required)."""
+    action = ledger.check_text(action, "action")
+    target = ledger.check_text(target, "target")
+    note = ledger.check_note(note)
+    if failed:
+        evidence = ledger.check_evidence(evidence) if evidence is not None else None
+        if note is None:
+            raise InvalidLedgerEntry(
+                f"recording '{action} {target}' as failed needs a note saying what went wrong"
+            )
+    else:
+        evidence = ledger.check_evidence(evidence)
+    fields = {"action": action, "target": target, "evidence": evidence, "note": note}
+    _refuse_secrets(store, fields, allow_secret)
+    actor = store.require_identity()
+    with store.locked():
+        seen = view(store)
+        ledger.require_intact(seen)
+        moment = now or ledger.utcnow()
+        event, warnings = ledger.record(seen, actor, action, target, moment, evidence, note, failed)
+        append(store, event, seen)
+    for warning in warnings:
+        log.warning("%s", warning)
+    return event
+
+
+def events(
+    store: Store,
+    action: str | None,
+    target: str | None,
+    actor: str | None,
+    since: str | None,
+    now: datetime | None,
+) -> list[ledger.Event]:
+    """`Store.ledger_list`: the events matching every filter, oldest first."""
+    after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
+    seen = view(store)
+    if seen.lost:
+        log.warning(
+            "the working ledger lacks %d committed line(s); listing them too", len(seen.lost)
+        )
+    for problem in seen.damage:
+        log.warning("ledger damaged: %s", problem)
+    found = [
+        (ledger.parse_time(e.at), i, e)
+        for i, e in enumerate(seen.events)
+        if (action is None or e.action == action)
+        and (target is None or e.target == target)
+        and (actor is None or e.actor == actor)
+    ]
+    return [
+        e
+        for moment, _, e in sorted(found, key=lambda t: (t[0], t[1]))
+        if after is None or moment >= after
+    ]
+
+
+def verify(store: Store) -> ledger.Verification:
+    """`Store.ledger_verify`: every line's hash and link, and every committed line present."""
+    seen = view(store)
+    return ledger.verify(seen, history.attribute(store.repo, store.ledger_path, "merge"))

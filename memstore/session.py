@@ -1,0 +1,207 @@
+"""The agent workflow over a store: corrections, the check before acting, and outcomes.
+
+`workflow.py` holds the rules and verdicts as pure functions; these feed them the store's
+memories, search index and ledger. `Store` delegates its workflow methods here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import TYPE_CHECKING
+
+from memstore import history, journal, stats, workflow
+from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
+from memstore.index import Hit
+from memstore.memory import Memory, now
+from memstore.status import Status
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def correct(
+    store: Store,
+    name: str,
+    *,
+    description: str,
+    severity: str | None = None,
+    applies_when: tuple[str, ...] | list[str] = (),
+    evidence: str | None = None,
+    body: str = "",
+    tags: tuple[str, ...] | list[str] = (),
+    links: tuple[str, ...] | list[str] = (),
+    type: str = "correction",
+) -> Memory:
+    """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
+
+    Raises:
+        InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
+    """
+    if type not in workflow.RULE_TYPES:
+        raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
+    fields = workflow.rule_fields(
+        severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
+    )
+    return store.add(
+        name,
+        type=type,
+        description=description,
+        body=body,
+        tags=tags,
+        links=links,
+        extra=fields,
+    )
+
+
+def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
+    """Every correction and warning that is not deprecated, most severe first."""
+    pool = memories_in(store, workflow.RULE_TYPES) if memories is None else memories
+    found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
+    return sorted(found, key=lambda r: r.rank)
+
+
+def check(
+    store: Store, description: str, *, action: str | None = None, target: str | None = None
+) -> workflow.CheckResult:
+    """The verdict on an action before it is taken: allow, warn or block, with reasons.
+
+    Matching corrections and warnings give their verdict (p0 blocks, lower severities
+    warn). With `action` and `target`, the ledger too: executed, or claimed by someone
+    else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
+    action are listed to follow.
+
+    Raises:
+        InvalidMemory: for an empty description.
+        InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
+    """
+    description = " ".join(description.split())
+    if not description and not action:
+        raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
+    text = " ".join(x for x in (description, action, target) if x)
+    targets = (target,) if target else ()
+    extra: list[workflow.Reason] = []
+    if action is not None or target is not None:
+        if not action or not target:
+            raise InvalidLedgerEntry(
+                "give both --action and --target to check the ledger, e.g. "
+                "--action publish --target pkg@1.4.1"
+            )
+        try:
+            extra.append(workflow.ledger_reason(store.ledger_check(action, target), store.identity))
+        except LedgerCorrupt as e:  # fail closed, as the ledger does
+            extra.append(
+                workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
+            )
+    runbooks = [
+        workflow.Reason(
+            kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
+        )
+        for h in relevant(store, text, ("runbook",), 3)
+    ]
+    return workflow.decide(text, store.rules(), targets, extra=extra, runbooks=runbooks)
+
+
+def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
+    """Confirmed memories of `types` about `text`, best first, from the search index."""
+    # Only the words: a shell command's quotes, colons and brackets are query syntax.
+    query = " ".join(re.findall(r"\w+", text))
+    if not query:
+        return []
+    hits = [
+        hit
+        for type_ in types
+        for hit in store.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+    ]
+    return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
+
+
+def record_outcome(
+    store: Store, name: str, outcome: str, evidence: str | None = None
+) -> stats.OutcomeRecord:
+    """Append whether correction `name` was heeded or recurred, and commit it.
+
+    Raises:
+        MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
+        SecretFound (the evidence looks like a credential).
+    """
+    values = [o.value for o in stats.Outcome]
+    if outcome not in values:
+        raise InvalidMemory(f"unknown outcome {outcome!r}; outcomes are: {', '.join(values)}")
+    note = stats.check_note(evidence)
+    store.refuse_secrets({"evidence": note}, allow_secret=False)
+    actor = store.require_identity()
+    with store.locked():
+        memory = store.get(name)
+        if memory.type not in workflow.RULE_TYPES:
+            raise InvalidMemory(
+                f"'{name}' is a {memory.type}; outcomes are recorded for "
+                f"{' and '.join(workflow.RULE_TYPES)} memories"
+            )
+        record = stats.OutcomeRecord(
+            at=now(),
+            actor=actor,
+            name=name,
+            outcome=stats.Outcome(outcome),
+            status=memory.status,
+            evidence=note,
+        )
+        path = store.outcomes_path
+        line = stats.to_line(record)
+        if path.is_file() and path.stat().st_size:
+            with path.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":  # a hand edit dropped the last newline
+                    line = "\n" + line
+        message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
+        # The journal lets the next writer commit the line if this process dies first.
+        pending = journal.write_append(store, line, message, actor, stats.OUTCOMES_FILE)
+        try:
+            # O_APPEND so a line is never interleaved with another writer's, lock or not.
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            history.commit(store.repo, [path], message, actor, store.lock_timeout)
+        finally:
+            pending.unlink(missing_ok=True)
+    return record
+
+
+def outcomes(store: Store) -> list[stats.OutcomeRecord]:
+    """Every recorded outcome, oldest first.
+
+    Raises:
+        InvalidMemory: naming a line that is not a valid record.
+    """
+    if not store.outcomes_path.is_file():
+        return []
+    text = store.outcomes_path.read_text(encoding="utf-8")
+    return [
+        stats.from_line(line, i)
+        for i, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
+
+
+def memories_in(store: Store, types: tuple[str, ...]) -> list[Memory]:
+    """The valid memories in the folders of `types` only: a check reads a few folders, not
+    the whole store (a file's folder is its type; `lint` reports one that is not)."""
+    found: list[Memory] = []
+    for type_ in types:
+        folder = store.root / type_
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.glob("*.md")):
+            if path.name.startswith(".") or path.is_symlink():
+                continue
+            try:
+                found.append(store.read_file(path)[0])
+            except (InvalidMemory, OSError) as e:
+                log.warning("skipping %s: %s", store.rel(path), e)
+    return found
