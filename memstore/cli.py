@@ -937,8 +937,11 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     metavar="DURATION",
     help="How long the claim holds unless recorded or released: 90s, 30m, 2h, 1d.",
 )
+@_allow_secret
 @click.pass_context
-def ledger_claim(ctx: click.Context, action: str, target: str, ttl: str) -> None:
+def ledger_claim(
+    ctx: click.Context, action: str, target: str, ttl: str, allow_secret: bool
+) -> None:
     """Claim ACTION on TARGET before doing it, so no one else starts it.
 
     Refused (exit 3) while someone else holds a valid claim, and (exit 4) once it is done.
@@ -950,7 +953,7 @@ def ledger_claim(ctx: click.Context, action: str, target: str, ttl: str) -> None
     """
     seconds = ledger.parse_duration(ttl)
     try:
-        event = _store(ctx).ledger_claim(action, target, seconds)
+        event = _store(ctx).ledger_claim(action, target, seconds, allow_secret=allow_secret)
     except ClaimHeld as e:
         click.echo(f"Error: {e}", err=True)
         ctx.exit(3)
@@ -963,15 +966,16 @@ def ledger_claim(ctx: click.Context, action: str, target: str, ttl: str) -> None
 @ledger_group.command(name="release")
 @click.argument("action")
 @click.argument("target")
+@_allow_secret
 @click.pass_context
-def ledger_release(ctx: click.Context, action: str, target: str) -> None:
+def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: bool) -> None:
     """Give up your claim on ACTION on TARGET without doing it.
 
     \b
     Example:
       memstore ledger release deploy api-v2
     """
-    event = _store(ctx).ledger_release(action, target)
+    event = _store(ctx).ledger_release(action, target, allow_secret=allow_secret)
     click.echo(f"released {action} {target} (event {event.id})")
 
 
@@ -981,6 +985,7 @@ def ledger_release(ctx: click.Context, action: str, target: str) -> None:
 @click.option("--evidence", metavar="URL", help="http(s) URL showing the result (required).")
 @click.option("--note", help="Free text; required with --failed.")
 @click.option("--failed", is_flag=True, help="Record a failed attempt (ends your claim).")
+@_allow_secret
 @click.pass_context
 def ledger_record(
     ctx: click.Context,
@@ -989,6 +994,7 @@ def ledger_record(
     evidence: str | None,
     note: str | None,
     failed: bool,
+    allow_secret: bool,
 ) -> None:
     """Record that you did ACTION on TARGET, with evidence, or that it failed.
 
@@ -999,7 +1005,9 @@ def ledger_record(
       memstore ledger record publish post-1 --evidence https://blog.example.com/post-1
       memstore ledger record publish post-1 --failed --note "CMS returned 503"
     """
-    event = _store(ctx).ledger_record(action, target, evidence, note, failed)
+    event = _store(ctx).ledger_record(
+        action, target, evidence, note, failed, allow_secret=allow_secret
+    )
     detail = event.evidence or event.note or ""
     click.echo(f"recorded {event.status} {action} {target} — {detail} (event {event.id})")
 

@@ -221,3 +221,17 @@ def test_allow_secret_writes_a_credential_looking_ledger_note(store: Store) -> N
     note = "rotated the key: " + "AKIA" + "IOSFODNN7EXAMPLE" + " (AWS's documented example)"
     event = store.ledger_record("rotate", "aws-key", note=note, failed=True, allow_secret=True)
     assert event.note == note and "AKIA" in store.ledger_path.read_text(encoding="utf-8")
+
+
+def test_cli_ledger_record_refuses_a_credential_note_and_takes_the_override(store: Store) -> None:
+    runner = CliRunner()
+    args = ["--store", str(store.root), "--agent", "alice", "ledger", "record", "rotate", "key"]
+    note = "password" + "=hunter22"
+    before = snapshot(store)
+    result = runner.invoke(main, [*args, "--failed", "--note", note])
+    assert result.exit_code == 1
+    assert "append-only" in result.output and "hunter22" not in result.output
+    assert snapshot(store) == before
+    result = runner.invoke(main, [*args, "--failed", "--note", note, "--allow-secret"])
+    assert result.exit_code == 0, result.output
+    assert "hunter22" in store.ledger_path.read_text(encoding="utf-8")
