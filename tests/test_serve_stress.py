@@ -3,50 +3,25 @@ store at once through the real MCP client: every write lands once, no update is 
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
 
 from bench import stress
 from memstore.store import Store
 from tests.conftest import git
+from tests.mcp_client import serve, text
 
 pytestmark = pytest.mark.anyio
 
 SERVERS, ADDS, UPDATES = 4, 6, 6
 
 
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-@asynccontextmanager
-async def serve(store: Path, agent: str) -> AsyncIterator[Client]:
-    env = {
-        "MEMSTORE_AGENT": agent,
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "MEMSTORE_LOCK_TIMEOUT": "120",
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-    }
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memstore", "--store", str(store), "serve"], env=env
-    )
-    async with Client(params, read_timeout_seconds=120) as client:
-        yield client
-
-
 async def _agent(root: Path, n: int, tokens: list[tuple[str, str]]) -> None:
-    async with serve(root, f"agent-{n}") as client:
+    async with serve(
+        root, f"agent-{n}", timeout=120, env={"MEMSTORE_LOCK_TIMEOUT": "120"}
+    ) as client:
         for i in range(ADDS):
             saved = await client.call_tool(
                 "memory_store",

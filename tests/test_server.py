@@ -9,11 +9,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
+from mcp.types import TextContent
 
 from memstore.server import build_server
 from memstore.store import Store
 from tests.conftest import as_agent, git
+from tests.mcp_client import call, data, resource_text, text
 
 pytestmark = pytest.mark.anyio
 
@@ -24,29 +25,6 @@ DRAFT = {
     "body": "Hand-written checks drifted from the types.",
     "tags": ["api"],
 }
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def resource_text(result: ReadResourceResult) -> str:
-    block = result.contents[0]
-    assert isinstance(block, TextResourceContents)
-    return block.text
-
-
-def data(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, text(result)
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call(store: Store, tool: str, **arguments: Any) -> CallToolResult:
-    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
-        return await client.call_tool(tool, arguments)
 
 
 def tools_payload(tools: list[Any]) -> bytes:

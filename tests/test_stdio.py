@@ -5,43 +5,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
 
 from memstore.cli import main
 from memstore.store import Store
 from tests.conftest import git
+from tests.mcp_client import serve, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-@asynccontextmanager
-async def serve(store: Path, agent: str) -> AsyncIterator[Client]:
-    """A `memstore serve` process on `store` acting as `agent`, as a client's config starts it."""
-    env = {
-        "MEMSTORE_AGENT": agent,
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-    }
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memstore", "--store", str(store), "serve"], env=env
-    )
-    async with Client(params, read_timeout_seconds=30) as client:
-        yield client
 
 
 async def test_two_agents_share_one_store_through_their_own_servers(tmp_path: Path) -> None:

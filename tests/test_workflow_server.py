@@ -4,15 +4,15 @@ with memory_store."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import TextContent
 
 from memstore.server import build_server
 from memstore.store import Store
 from tests.conftest import as_agent, git
+from tests.mcp_client import call, data, text
 from tests.test_stdio import serve
 
 pytestmark = pytest.mark.anyio
@@ -25,23 +25,6 @@ P0 = {
     "applies_when": ["npm publish", "version bump"],
     "evidence": "Stop publishing by hand, the release job does it.",
 }
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def data(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, text(result)
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call(store: Store, tool: str, **arguments: Any) -> CallToolResult:
-    async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
-        return await client.call_tool(tool, arguments)
 
 
 async def test_memory_store_saves_a_correction_that_blocks_check_at_once(store: Store) -> None:
