@@ -89,3 +89,8 @@ class ClaimHeld(MemstoreError):
 
 class AlreadyExecuted(MemstoreError):
     """The ledger already records the action as done."""
+
+
+class UnsafePath(InvalidMemory):
+    """A path memstore will not write or read through: a symlink, a FIFO or other special
+    file, or a place outside the store."""

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import os
 import re
+import subprocess
+import tempfile
+import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
+from git.objects.fun import tree_entries_from_data, tree_to_stream
+from git.refs.symbolic import SymbolicReference
 
 from memstore.errors import GitError
 
@@ -70,20 +79,14 @@ def git_identity(repo: git.Repo) -> str | None:
     return name or None
 
 
-def _env(author: str) -> dict[str, str]:
-    email = email_for(author)
-    return {
-        "GIT_AUTHOR_NAME": author,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_COMMITTER_NAME": author,
-        "GIT_COMMITTER_EMAIL": email,
-    }
-
-
 def repo_path(repo: git.Repo, path: Path) -> str:
     """`path` relative to the repository's top folder, as git names it."""
     top = Path(repo.working_tree_dir or ".").resolve()
-    rel = path.resolve().relative_to(top).as_posix()
+    # The folder is resolved, the name is not: a symlink is named, never followed outside.
+    try:
+        rel = (path.parent.resolve() / path.name).relative_to(top).as_posix()
+    except ValueError:
+        raise GitError(f"{path} is outside the repository {top}") from None
     if rel.startswith("-"):
         raise GitError(f"refusing to pass path {rel!r} to git")
     return rel
@@ -122,227 +125,347 @@ def changed_paths(repo: git.Repo, under: Path) -> set[str]:
 
 def commit(
     repo: git.Repo, paths: list[Path], message: str, author: str, lock_wait: float = 10.0
-) -> str:
-    """Commit exactly `paths` (their working-tree content) and return the new commit's sha.
+) -> str | None:
+    """Commit exactly `paths` (their working-tree content; a missing file is removed) and
+    return the new commit's sha, or None when HEAD already holds that content.
 
-    Whatever else is staged or changed in the repository stays as it was: `git commit --only`
-    builds the commit from HEAD plus these paths and leaves the rest of the index alone.
-    A git lock file (`index.lock`, a ref's `.lock`) in the way is waited for while a git
-    process works in the repository, and removed when none does (a killed git left it).
+    See `commit_files`, which this reads the files for.
 
     Raises:
-        GitError: with git's message when a command fails, or saying what to do about a lock
-            that a live git process holds for longer than `lock_wait` seconds.
+        GitError: as `commit_files` does.
     """
-    rels = [_rel(repo, p) for p in paths]
+    files: dict[str, bytes | None] = {}
+    for path in paths:
+        try:
+            files[repo_path(repo, path)] = path.read_bytes() if path.is_file() else None
+        except OSError as e:
+            raise GitError(f"cannot read {path} to commit it: {e}") from e
+    return commit_files(repo, files, message, author, lock_wait)
+
+
+def commit_files(
+    repo: git.Repo,
+    files: dict[str, bytes | None],
+    message: str,
+    author: str,
+    lock_wait: float = 10.0,
+) -> str | None:
+    """Commit `files` (repository-relative path: new bytes, or None to remove) on top of HEAD
+    as `author`, and return the new commit's sha; None when HEAD already holds that content.
+
+    The commit is built without git's index: objects are written directly, and HEAD moves by
+    `git update-ref HEAD NEW OLD`, git's compare-and-swap, rebuilding on the new HEAD when
+    another commit landed first. Nothing else in the repository changes, staged or not. The
+    index entries of `files` are then brought in step first, so `git status` stays clean.
+    No lock file is ever deleted: a git lock in the way is waited for up to `lock_wait`
+    seconds, then named in the error.
+
+    Raises:
+        GitError: with git's message, or naming the lock file that stayed in the way.
+    """
+    for rel in files:
+        _check_rel(rel)
+    stamp = _stamp(author)
     deadline = time.monotonic() + lock_wait
+    blobs = {
+        rel: (None if data is None else _write_object(repo, b"blob", data))
+        for rel, data in files.items()
+    }
+    _sync_index(repo, blobs, deadline)
+    while True:
+        parent = head(repo)
+        base = _commit_tree(repo, parent) if parent else None
+        tree = _tree_with(repo, base, {tuple(rel.split("/")): sha for rel, sha in blobs.items()})
+        if tree == base:
+            if parent is not None:
+                logger.info("%s already committed; no new commit", ", ".join(files))
+            return None
+        body = f"tree {tree}\n"
+        if parent:
+            body += f"parent {parent}\n"
+        body += f"author {stamp}\ncommitter {stamp}\n\n{message.rstrip()}\n"
+        sha = _write_object(repo, b"commit", body.encode("utf-8"))
+        if _move_head(repo, sha, parent, message, deadline):
+            return sha
+
+
+_ZERO = "0" * 40
+_FILE_MODE = 0o100644
+_TREE_MODE = 0o040000
+# GitPython's `git cat-file --batch` helper is one pipe per Repo: one reader at a time.
+_objects_lock = threading.RLock()
+
+
+def _check_rel(rel: str) -> None:
+    parts = rel.split("/")
+    if not rel or rel.startswith("-") or any(p in ("", ".", "..", ".git") for p in parts):
+        raise GitError(f"refusing to commit path {rel!r}")
+
+
+def _stamp(author: str) -> str:
+    if re.search(r"[<>\n\0]", author):
+        raise GitError(f"refusing author name {author!r}")
+    offset = time.localtime().tm_gmtoff
+    sign = "+" if offset >= 0 else "-"
+    zone = f"{sign}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
+    return f"{author} <{email_for(author)}> {int(time.time())} {zone}"
+
+
+def _write_object(repo: git.Repo, kind: bytes, data: bytes) -> str:
+    """Store a loose object and return its sha; an object git already has changes nothing.
+
+    Written as git writes one: compressed to a temp file in its folder, then linked into
+    place, so a reader never sees half an object.
+    """
+    raw = b"%s %d\0" % (kind, len(data)) + data
+    sha = hashlib.sha1(raw).hexdigest()
+    folder = Path(repo.common_dir) / "objects" / sha[:2]
+    path = folder / sha[2:]
+    if path.exists():
+        return sha
+    folder.mkdir(exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(zlib.compress(raw, 1))
+        os.chmod(tmp, 0o444)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another writer stored the same object
+    finally:
+        os.unlink(tmp)
+    return sha
+
+
+def _read_object(repo: git.Repo, sha: str) -> tuple[str, bytes]:
+    odb: Any = repo.odb  # GitPython's object reader is untyped
+    with _objects_lock:
+        stream: Any = odb.stream(bytes.fromhex(sha))
+        kind: bytes = stream.type
+        data: bytes = stream.read()
+    return kind.decode("ascii"), data
+
+
+def _commit_tree(repo: git.Repo, commit_sha: str) -> str:
+    kind, data = _read_object(repo, commit_sha)
+    if kind != "commit" or not data.startswith(b"tree "):
+        raise GitError(f"{commit_sha} is not a commit")
+    return data[5:45].decode("ascii")
+
+
+def _tree_entries(repo: git.Repo, tree_sha: str | None) -> dict[str, tuple[int, bytes]]:
+    if tree_sha is None:
+        return {}
+    kind, data = _read_object(repo, tree_sha)
+    if kind != "tree":
+        raise GitError(f"{tree_sha} is not a tree")
+    return {name: (mode, binsha) for binsha, mode, name in tree_entries_from_data(data)}
+
+
+def _tree_with(
+    repo: git.Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
+) -> str | None:
+    """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
+    entries = _tree_entries(repo, base)
+    below: dict[str, dict[tuple[str, ...], str | None]] = {}
+    for parts, sha in changes.items():
+        if len(parts) == 1:
+            if sha is None:
+                entries.pop(parts[0], None)
+            else:
+                entries[parts[0]] = (_FILE_MODE, bytes.fromhex(sha))
+        else:
+            below.setdefault(parts[0], {})[parts[1:]] = sha
+    for name, inner in below.items():
+        mode, binsha = entries.get(name, (_TREE_MODE, b""))
+        old = binsha.hex() if binsha and mode == _TREE_MODE else None
+        sub = _tree_with(repo, old, inner)
+        if sub is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = (_TREE_MODE, bytes.fromhex(sub))
+    if not entries:
+        return None
+    # git sorts a tree's entries by name, a folder's name as if it ended with "/".
+    ordered = sorted(
+        entries.items(),
+        key=lambda kv: kv[0].encode("utf-8") + (b"/" if kv[1][0] == _TREE_MODE else b""),
+    )
+    out = io.BytesIO()
+    tree_to_stream([(binsha, mode, name) for name, (mode, binsha) in ordered], out.write)
+    return _write_object(repo, b"tree", out.getvalue())
+
+
+def _run_git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+    """Run git in the repository's top folder; (exit code, stderr).
+
+    git runs in a session of its own: a kill aimed at memstore's process group never stops it
+    midway, holding a lock file nobody would remove.
+    """
+    proc = subprocess.run(
+        ["git", *args],
+        cwd=repo.working_tree_dir or repo.git_dir,
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
+        check=False,
+        start_new_session=True,
+    )
+    return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
+
+
+def _sync_index(repo: git.Repo, blobs: dict[str, str | None], deadline: float) -> None:
+    """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
+    if repo.working_tree_dir is None:
+        return  # a bare repository has no index to keep in step
+    lines = "".join(
+        f"0 {_ZERO}\t{rel}\n" if sha is None else f"{_FILE_MODE:o} {sha}\t{rel}\n"
+        for rel, sha in blobs.items()
+    )
     waited = False
     while True:
-        try:
-            return _commit_once(repo, paths, rels, message, author)
-        except git.GitCommandError as e:
-            detail = (e.stderr or e.stdout or str(e)).strip()
-            lock = _lock_in_the_way(repo, detail)
-            if lock is not None:
-                waited = _clear_git_lock(repo, lock, deadline, waited)
-                continue
-            if re.search(r"nothing (added )?to commit", detail) and not _dirty(repo, rels):
-                # Someone (a human's `git commit -a`) already committed this content.
-                logger.warning("%s already committed by someone else; no new commit", rels)
-                return repo.git.rev_parse("HEAD")
-            raise GitError(f"git commit failed: {detail}") from e
-
-
-def _commit_once(
-    repo: git.Repo, paths: list[Path], rels: list[str], message: str, author: str
-) -> str:
-    env = _env(author)
-    existing = [r for r, p in zip(rels, paths, strict=True) if p.exists()]
-    if existing:
-        repo.git.add("--", *existing, env=env)
-    repo.git.execute(
-        [
-            "git",
-            "-c",
-            "commit.gpgsign=false",
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "--only",
-            "-m",
-            message,
-            "--",
-            *rels,
-        ],
-        env={**os.environ, **env},
-    )
-    return repo.git.rev_parse("HEAD")
-
-
-def _dirty(repo: git.Repo, rels: list[str]) -> bool:
-    out = repo.git.status("--porcelain=v1", "--untracked-files=all", "--", *rels, env=_READ_ONLY)
-    return bool(out.strip())
-
-
-def dirty(repo: git.Repo, paths: list[Path]) -> bool:
-    """Whether any of `paths` differs from HEAD (changed, added or untracked).
-
-    Raises:
-        GitError: when git status fails.
-    """
-    try:
-        return _dirty(repo, [_rel(repo, p) for p in paths])
-    except git.GitCommandError as e:
-        raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
-
-
-def unstage(repo: git.Repo, paths: list[Path]) -> None:
-    """Reset the index entries of `paths` to HEAD; a failure is logged, not raised."""
-    try:
-        repo.git.reset("-q", "--", *[_rel(repo, p) for p in paths])
-    except git.GitCommandError as e:
-        logger.warning("could not unstage %s: %s", paths, (e.stderr or str(e)).strip())
-
-
-def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
-    """The exact bytes of `path` at `commit_sha`, or None if it did not exist there."""
-    if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
-        raise GitError(f"not a commit id: {commit_sha!r}")
-    try:
-        data: bytes = repo.git.show(
-            f"{commit_sha}:{_rel(repo, path)}",
-            stdout_as_string=False,
-            strip_newline_in_stdout=False,
+        code, err = _run_git(
+            repo, ["update-index", "--add", "--remove", "--index-info"], lines.encode("utf-8")
         )
-    except git.GitCommandError:
-        return None
-    return data
+        if code == 0:
+            return
+        lock = Path(repo.git_dir) / "index.lock"
+        if "index.lock" not in err and not lock.exists():
+            raise GitError(f"git update-index failed: {err}")
+        waited = _wait_for_lock(lock, deadline, waited)
 
 
-# Reads must not take git's optional index lock: it would make a concurrent commit fail.
-_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
-_LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)': File exists")
-LOCK_POLL = 0.05
+def _move_head(repo: git.Repo, new: str, old: str | None, message: str, deadline: float) -> bool:
+    """Compare-and-swap HEAD from `old` to `new`; False when another commit moved it first."""
+    subject = message.splitlines()[0] if message else ""
+    waited = False
+    while True:
+        code, err = _run_git(
+            repo, ["update-ref", "-m", f"commit: {subject}", "HEAD", new, old or _ZERO]
+        )
+        if code == 0:
+            return True
+        match = _LOCK_RE.search(err)
+        if match is not None:
+            waited = _wait_for_lock(Path(match.group(1)), deadline, waited)
+        elif "but expected" in err or "already exists" in err:
+            return False  # HEAD moved: rebuild on top of the new one
+        else:
+            raise GitError(f"git update-ref failed: {err}")
 
 
-def _lock_in_the_way(repo: git.Repo, detail: str) -> Path | None:
-    """The git lock file a failed command ran into, if it is inside the git directory.
-
-    git names it in its "File exists" message; when that message is translated (another
-    locale), the lock files a commit takes are looked for instead.
-    """
-    match = _LOCK_RE.search(detail)
-    if match is None:
-        git_dir, common = Path(repo.git_dir), Path(repo.common_dir)
-        candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "HEAD.lock"]
-        try:
-            candidates.append(common / f"{repo.active_branch.path}.lock")
-        except (TypeError, ValueError):
-            pass  # a detached HEAD has no branch lock
-        return next((c for c in candidates if c.exists()), None)
-    lock = Path(match.group(1))
-    git_dirs = {Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()}
-    parent = lock.parent.resolve()
-    if not any(parent == d or d in parent.parents for d in git_dirs):
-        return None
-    return lock
-
-
-def _clear_git_lock(repo: git.Repo, lock: Path, deadline: float, waited: bool) -> bool:
-    """Wait a moment for a live git process to release `lock`, or remove it when no git
-    process runs. Returns whether it has said it is waiting.
+def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:
+    """Sleep a moment while a git lock file is in the way; returns True once it has said so.
 
     Raises:
-        GitError: when a git process still works in the repository at `deadline`.
+        GitError: when the lock is still there at `deadline`, saying what to do.
     """
-    if not lock.exists():
-        return waited
-    if not Path("/proc").is_dir():
-        # No way to see processes here: a person's git may be running, so wait, then explain.
-        if time.monotonic() >= deadline:
-            raise GitError(
-                f"git's lock {lock} is in the way, and memstore cannot tell here whether a git "
-                f"process still runs: if no git command is running in this repository, delete "
-                f"{lock} and retry"
-            )
-        time.sleep(LOCK_POLL)
-        return True
-    holders = git_processes(repo)
-    if not holders:
-        try:
-            lock.unlink()
-        except FileNotFoundError:
-            return waited
-        logger.warning("removed %s, left by a git process that no longer runs", lock)
-        return waited
     if time.monotonic() >= deadline:
-        who = ", ".join(f"pid {pid} ({cmd})" for pid, cmd in holders[:3])
         raise GitError(
-            f"git's lock {lock} is in the way and a git process still works in this repository "
-            f"({who}): wait for it to finish and retry; if it is stuck, stop it "
-            f"(kill {holders[0][0]}) and delete {lock}"
+            f"git's lock {lock} is in the way: a git command is working in this repository "
+            f"(a commit waiting for its message?); let it finish and retry. If no git command "
+            f"is running, a killed one left it: delete {lock} and retry"
         )
     if not waited:
-        logger.warning("git busy: %s exists while %s runs; retrying", lock.name, holders[0][1])
+        logger.warning("git busy: %s exists; retrying", lock.name)
     time.sleep(LOCK_POLL)
     return True
 
 
-def remove_stale_locks(repo: git.Repo) -> list[Path]:
-    """Remove the lock files a killed `git commit` leaves, when no git process works here.
+def dirty(repo: git.Repo, paths: list[Path]) -> bool:
+    """Whether any of `paths` differs from HEAD (changed, added, removed or untracked).
 
-    `index.lock`, `HEAD.lock` and branch `.lock` files block every later commit;
-    `next-index-PID.lock` (from `git commit --only`) blocks nothing but would pile up. Needs
-    /proc to tell; returns the files removed.
+    Compares each file's content with HEAD's blob, without running git.
+
+    Raises:
+        GitError: when a file cannot be read.
     """
-    if not Path("/proc").is_dir() or git_processes(repo):
-        return []
-    git_dir = Path(repo.git_dir)
-    candidates = [
-        git_dir / "index.lock",
-        Path(repo.common_dir) / "HEAD.lock",
-        git_dir / "HEAD.lock",
-    ]
-    candidates += Path(repo.common_dir, "refs", "heads").rglob("*.lock")
-    candidates += git_dir.glob("next-index-*.lock")
-    removed: list[Path] = []
-    for lock in dict.fromkeys(candidates):
-        if lock.is_file():
-            lock.unlink(missing_ok=True)
-            logger.warning("removed %s, left by a git process that no longer runs", lock)
-            removed.append(lock)
-    return removed
-
-
-def git_processes(repo: git.Repo) -> list[tuple[int, str]]:
-    """Running git processes whose working folder is inside this repository: (pid, command).
-
-    Reads /proc, so it finds nothing where /proc does not exist. `git cat-file` helpers (kept
-    open by GitPython) are left out: they read objects and never take a lock.
-    """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
-    roots = {Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()}
-    if repo.working_tree_dir:
-        roots.add(Path(repo.working_tree_dir).resolve())
-    found: list[tuple[int, str]] = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    parent = head(repo)
+    for path in paths:
+        rel = repo_path(repo, path)
+        committed = _blob_sha(repo, parent, rel) if parent else None
         try:
-            if (entry / "comm").read_text(encoding="utf-8").strip() != "git":
-                continue
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            cwd = Path(os.readlink(entry / "cwd"))
-        except OSError:
-            continue  # gone, or not ours to inspect
-        command = " ".join(a.decode("utf-8", "replace") for a in argv if a)
-        if b"cat-file" in argv:
-            continue
-        if any(cwd == r or r in cwd.parents for r in roots):
-            found.append((int(entry.name), command))
-    return found
+            data = path.read_bytes() if path.is_file() else None
+        except OSError as e:
+            raise GitError(f"cannot read {path}: {e}") from e
+        here = None if data is None else _hash_blob(data)
+        # Bytes that differ may still be clean once git's filters ran (a CRLF file under
+        # `eol=lf`): only then ask git.
+        if here != committed and (data is None or committed is None or _status_dirty(repo, rel)):
+            return True
+    return False
+
+
+def _status_dirty(repo: git.Repo, rel: str) -> bool:
+    try:
+        out = repo.git.status("--porcelain=v1", "--untracked-files=all", "--", rel, env=_READ_ONLY)
+    except git.GitCommandError as e:
+        raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
+    return bool(out.strip())
+
+
+def _hash_blob(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _blob_sha(repo: git.Repo, commit_sha: str, rel: str) -> str | None:
+    tree: str | None = _commit_tree(repo, commit_sha)
+    parts = rel.split("/")
+    for i, name in enumerate(parts):
+        entry = _tree_entries(repo, tree).get(name)
+        if entry is None:
+            return None
+        mode, binsha = entry
+        if i == len(parts) - 1:
+            return binsha.hex() if mode != _TREE_MODE else None
+        if mode != _TREE_MODE:
+            return None
+        tree = binsha.hex()
+    return None
+
+
+def unstage(repo: git.Repo, paths: list[Path]) -> None:
+    """Reset the index entries of `paths` to HEAD; a failure is logged, not raised."""
+    parent = head(repo)
+    blobs: dict[str, str | None] = {}
+    for path in paths:
+        rel = repo_path(repo, path)
+        blobs[rel] = _blob_sha(repo, parent, rel) if parent else None
+    try:
+        _sync_index(repo, blobs, time.monotonic() + 2)
+    except GitError as e:
+        logger.warning("could not unstage %s: %s", paths, e)
+
+
+def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
+    """The exact bytes of `path` at `commit_sha` (a sha or HEAD), or None if it did not exist
+    there. Reads objects through GitPython's long-running `git cat-file`: no process per call."""
+    if commit_sha == "HEAD":
+        resolved = head(repo)
+        if resolved is None:
+            return None
+        commit_sha = resolved
+    elif not re.fullmatch(r"[0-9a-fA-F]{40}", commit_sha):
+        if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
+            raise GitError(f"not a commit id: {commit_sha!r}")
+        try:
+            commit_sha = repo.git.rev_parse(
+                "--verify", "--quiet", f"{commit_sha}^{{commit}}"
+            ).strip()
+        except git.GitCommandError:
+            return None
+    sha = _blob_sha(repo, commit_sha.lower(), repo_path(repo, path))
+    if sha is None:
+        return None
+    kind, data = _read_object(repo, sha)
+    return data if kind == "blob" else None
+
+
+# Reads must not take git's optional index lock: it would make a concurrent commit fail.
+_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
+_LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)'")
+LOCK_POLL = 0.02
 
 
 def log(repo: git.Repo, path: Path, limit: int | None = None) -> list[Revision]:
@@ -436,10 +559,13 @@ class Change:
 
 
 def head(repo: git.Repo) -> str | None:
-    """The sha of the commit HEAD points at, or None before the first commit."""
+    """The sha of the commit HEAD points at, or None before the first commit.
+
+    Read from git's ref files (loose or packed) without running git.
+    """
     try:
-        return repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}").strip() or None
-    except git.GitCommandError:
+        return SymbolicReference.dereference_recursive(repo, "HEAD")
+    except (ValueError, OSError):
         return None
 
 

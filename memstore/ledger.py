@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -784,30 +782,3 @@ def commit_message(event: Event) -> str:
     head = line if len(line) <= 72 else line[:71].rstrip() + "…"
     full = f"{line}\n" if head != line else ""
     return f"{head}\n\n{full}ledger event {event.id}"
-
-
-# -- the one write -------------------------------------------------------------------------------
-
-
-def append(path: Path, event: Event, newline_first: bool = False) -> None:
-    """Append `event` as one line with a single `O_APPEND` write, then fsync.
-
-    Call with the store's lock held. `newline_first` ends a last line that lacks its newline.
-    """
-    data = (("\n" if newline_first else "") + render(event) + "\n").encode("utf-8")
-    created = not path.exists()
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o644)
-    try:
-        written = os.write(fd, data)
-        while written < len(data):  # a regular file takes it whole; this is for odd file systems
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if created and hasattr(os, "O_DIRECTORY"):
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)

@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstore import history, journal, ledger, secrets
-from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, MemstoreError
-from memstore.files import atomic_write
+from memstore import history, ledger, secrets, transaction
+from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
+from memstore.files import atomic_write, read_regular
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -72,7 +72,7 @@ def committed_lines(store: Store) -> list[str]:
             atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
         except OSError as e:  # only a cache: the next read rebuilds it
             log.warning("could not write %s: %s", cache, e)
-    at_head = history.show(store.repo, "HEAD", store.ledger_path) or ""
+    at_head = (history.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")
     return [*seen, *at_head.split("\n")]
 
 
@@ -82,26 +82,18 @@ def view(store: Store) -> ledger.View:
     # concurrent append can never look like a line the file lost.
     committed = committed_lines(store)
     path = store.ledger_path
-    if path.is_symlink():
-        raise LedgerCorrupt(f"{store.rel(path)} is a symbolic link; the ledger must be a file")
-    data = path.read_bytes() if path.exists() else b""
+    try:
+        data = read_regular(path) or b""
+    except UnsafePath as e:
+        raise LedgerCorrupt(f"{store.rel(path)}: the ledger must be a plain file ({e})") from e
     return ledger.view(data, committed, history.repo_path(store.repo, path))
 
 
-def append(store: Store, event: ledger.Event, seen: ledger.View) -> None:
-    """Append `event` and commit it as its actor. Call with the lock held."""
-    # The journal lets the next writer commit the line if this process dies before it does.
-    data = ("" if seen.ends_with_newline else "\n") + ledger.render(event) + "\n"
-    message = ledger.commit_message(event)
-    pending = journal.write_append(store, data, message, event.actor)
-    ledger.append(store.ledger_path, event, newline_first=not seen.ends_with_newline)
-    try:
-        history.commit(store.repo, [store.ledger_path], message, event.actor, store.lock_timeout)
-    except MemstoreError:
-        log.error("ledger event %s written but not committed; the next append commits it", event.id)
-        raise
-    finally:
-        pending.unlink(missing_ok=True)
+def append(store: Store, event: ledger.Event) -> None:
+    """Append `event` as one line and commit it as its actor. Call with the lock held."""
+    line = ledger.render(event) + "\n"
+    change = transaction.Append(store.ledger_path, line)
+    transaction.commit(store, [change], ledger.commit_message(event), event.actor)
 
 
 def check(store: Store, action: str, target: str, now: datetime | None) -> ledger.Check:
@@ -140,7 +132,7 @@ def claim(
         seen = view(store)
         ledger.require_intact(seen)
         event = ledger.claim(seen, actor, action, target, seconds, now or ledger.utcnow())
-        append(store, event, seen)
+        append(store, event)
     return event
 
 
@@ -156,7 +148,7 @@ def release(
         seen = view(store)
         ledger.require_intact(seen)
         event = ledger.release(seen, actor, action, target, now or ledger.utcnow())
-        append(store, event, seen)
+        append(store, event)
     return event
 
 
@@ -190,7 +182,7 @@ def record(
         ledger.require_intact(seen)
         moment = now or ledger.utcnow()
         event, warnings = ledger.record(seen, actor, action, target, moment, evidence, note, failed)
-        append(store, event, seen)
+        append(store, event)
     for warning in warnings:
         log.warning("%s", warning)
     return event

@@ -7,12 +7,12 @@ memories, search index and ledger. `Store` delegates its workflow methods here.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from typing import TYPE_CHECKING
 
-from memstore import history, journal, stats, workflow
+from memstore import stats, transaction, workflow
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
+from memstore.files import read_regular
 from memstore.index import Hit
 from memstore.memory import Memory, now
 from memstore.status import Status
@@ -149,27 +149,9 @@ def record_outcome(
             status=memory.status,
             evidence=note,
         )
-        path = store.outcomes_path
-        line = stats.to_line(record)
-        if path.is_file() and path.stat().st_size:
-            with path.open("rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":  # a hand edit dropped the last newline
-                    line = "\n" + line
         message = f"outcome: {name} {outcome}" + (f" — {note}" if note else "")
-        # The journal lets the next writer commit the line if this process dies first.
-        pending = journal.write_append(store, line, message, actor, stats.OUTCOMES_FILE)
-        try:
-            # O_APPEND so a line is never interleaved with another writer's, lock or not.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            history.commit(store.repo, [path], message, actor, store.lock_timeout)
-        finally:
-            pending.unlink(missing_ok=True)
+        change = transaction.Append(store.outcomes_path, stats.to_line(record))
+        transaction.commit(store, [change], message, actor)
     return record
 
 
@@ -179,9 +161,10 @@ def outcomes(store: Store) -> list[stats.OutcomeRecord]:
     Raises:
         InvalidMemory: naming a line that is not a valid record.
     """
-    if not store.outcomes_path.is_file():
+    data = read_regular(store.outcomes_path)
+    if data is None:
         return []
-    text = store.outcomes_path.read_text(encoding="utf-8")
+    text = data.decode("utf-8", "replace")
     return [
         stats.from_line(line, i)
         for i, line in enumerate(text.splitlines(), start=1)

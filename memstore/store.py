@@ -2,44 +2,41 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
-import os
-from collections.abc import Generator, Iterator, Mapping
-from contextlib import contextmanager
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from memstore import (
     briefing,
     config,
-    guards,
     history,
-    journal,
     ledger,
     ledger_io,
     secrets,
     session,
     stats,
+    transaction,
     workflow,
 )
 from memstore.errors import (
+    Conflict,
     InvalidMemory,
     InvalidName,
     MemoryExists,
     MemoryNotFound,
-    MemstoreError,
     NoIdentity,
     NotAStore,
-    StoreLocked,
 )
-from memstore.files import atomic_write, version_of
+from memstore.files import atomic_write, read_regular, version_of
 from memstore.index import Hit, Index, Progress, Sync
 from memstore.indexing import Upkeep
-from memstore.journal import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
     FILE_MAX,
@@ -58,6 +55,7 @@ from memstore.memory import (
     render,
 )
 from memstore.status import Status, transition, unconfirm
+from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +67,6 @@ STORE_GITATTRIBUTES = (
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
 )
-HOLDER = "holder"
-"""Who holds the store's lock (pid and identity), for the "store busy" message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +87,42 @@ def subject(prefix: str, detail: str, limit: int = 72) -> str:
     if len(line) <= limit:
         return line
     return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
+
+
+def check_version(store: Store, name: str, current: Versioned, expected: str | None) -> None:
+    """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
+    if expected is None or expected == current.version:
+        return
+    text = (store.root / current.path).read_bytes().decode("utf-8")
+    old = text_at_version(store, store.root / current.path, expected)
+    if old is None:
+        detail = f"version {expected} is not in the history; the file now reads:\n{text}"
+    else:
+        detail = "".join(
+            difflib.unified_diff(
+                old.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                f"{current.path} (version {expected}, which you read)",
+                f"{current.path} (version {current.version}, now)",
+            )
+        )
+    raise Conflict(
+        f"'{name}' changed since you read it (you read version {expected}, it is now "
+        f"{current.version}); read it again and reapply your change",
+        current.version,
+        detail,
+    )
+
+
+def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> str | None:
+    """The committed content of `path` whose version is `version`, among recent commits."""
+    if not re.fullmatch(r"[0-9a-f]{12}", version):
+        return None
+    for revision in history.log(store.repo, path, limit=depth):
+        data = history.blob(store.repo, revision.commit, path)
+        if data is not None and version_of(data) == version:
+            return data.decode("utf-8", "replace")
+    return None
 
 
 def _texts(value: object) -> list[str]:
@@ -121,6 +153,9 @@ class Store:
         self.cache = self.root / CACHE_DIR
         self.lock_timeout = lock_timeout
         self._agent = check_identity(agent) if agent else None
+        self._git_name: str | None = None
+        self._written: list[str] = []
+        self._written_lock = threading.Lock()
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
 
@@ -138,22 +173,24 @@ class Store:
         if history.find_repo(root) is None:
             history.init_repo(root)
         store = cls(root, agent)
-        written: list[Path] = []
+        changes: list[transaction.Change] = []
         for name, content in (
             (".gitignore", STORE_GITIGNORE),
             (".gitattributes", STORE_GITATTRIBUTES),
         ):
-            path = store.root / name
+            path = transaction.check_path(store, store.root / name)
             old = path.read_text(encoding="utf-8") if path.exists() else ""
             missing = [line for line in content.splitlines() if line not in old.splitlines()]
             if missing:
                 sep = "" if not old or old.endswith("\n") else "\n"
-                atomic_write(path, old + sep + "\n".join(missing) + "\n")
-                written.append(path)
+                changes.append(transaction.Write(path, old + sep + "\n".join(missing) + "\n"))
         identity = store.identity
-        if written and identity:
+        if changes and identity:
             with store.locked():
-                history.commit(store.repo, written, "memory: init store", identity)
+                transaction.commit(store, changes, "memory: init store", identity)
+        elif changes:  # no identity to commit as: the files are written for the first commit
+            for change in changes:
+                atomic_write(change.path, change.text)
         return store
 
     # -- identity -----------------------------------------------------------------------------
@@ -163,8 +200,9 @@ class Store:
         """Who acts: the explicit agent, else git's `user.name`, else None."""
         if self._agent:
             return self._agent
-        name = history.git_identity(self.repo)
-        return check_identity(name) if name else None
+        if self._git_name is None:
+            self._git_name = history.git_identity(self.repo) or ""
+        return check_identity(self._git_name) if self._git_name else None
 
     def require_identity(self) -> str:
         """The acting identity.
@@ -222,9 +260,11 @@ class Store:
         Raises:
             InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
         """
-        if path.stat().st_size > FILE_MAX:
+        data = read_regular(path)
+        if data is None:
+            raise InvalidMemory(f"{self.rel(path)} does not exist")
+        if len(data) > FILE_MAX:
             raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
-        data = path.read_bytes()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -292,64 +332,34 @@ class Store:
 
     # -- the write path -----------------------------------------------------------------------
 
-    @contextmanager
-    def locked(self) -> Generator[None]:
-        """Hold the store's write lock.
+    @property
+    def holder(self) -> str:
+        """Who this process writes as, for the "store busy" message."""
+        return self._agent or "git user.name"
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold the store's write lock (finishing first what a killed writer left).
 
         Raises:
             StoreLocked: naming the lock file when it is not free within the timeout.
         """
-        if self.cache.is_symlink():
-            raise NotAStore(f"{self.cache} is a symlink; memstore keeps its lock only in a folder")
-        self.cache.mkdir(exist_ok=True)
-        lock = FileLock(self.cache / "lock", timeout=self.lock_timeout)
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
-            # Reported, then bounded: a writer that died released its flock with its process.
-            log.warning(
-                "store busy: %s is held by %s; retrying for up to %gs",
-                lock.lock_file,
-                self._holder(),
-                self.lock_timeout,
-            )
-            try:
-                lock.acquire(timeout=self.lock_timeout)
-            except Timeout as e:
-                raise StoreLocked(
-                    f"store busy: could not take {lock.lock_file} within "
-                    f"{self.lock_timeout:g}s (held by {self._holder()}); another memstore "
-                    "process is writing — try again, or raise MEMSTORE_LOCK_TIMEOUT"
-                ) from e
-        try:
-            (self.cache / HOLDER).write_text(
-                f"pid {os.getpid()} ({self._agent or 'git user.name'})\n", encoding="utf-8"
-            )
-            journal.recover(self)
-            yield
-        finally:
-            lock.release()
+        return transaction.locked(self)
+
+    def note_written(self, rels: Iterable[str]) -> None:
+        """Remember memory files this process wrote (store-relative), for the search index."""
+        with self._written_lock:
+            self._written.extend(rels)
+
+    def take_written(self) -> list[str]:
+        """The memory files this process wrote since the last call (store-relative paths)."""
+        with self._written_lock:
+            taken, self._written = self._written, []
+        return taken
 
     def _commit(self, changes: list[tuple[Path, Memory]], message: str, actor: str) -> None:
-        """Write each memory's file and commit them as one change. Call with the lock held.
-
-        A journal of the change goes first, so a process killed midway leaves the next writer
-        enough to finish it (every file written) or undo it (only some); a failed commit puts
-        the old files back, so a refused write changes nothing.
-        """
-        texts = [(path, render(memory)) for path, memory in changes]
-        guards.refuse_uncommitted(self, [path for path, _ in changes])
-        entries = journal.write_files(self, texts, message, actor)
-        try:
-            for path, text in texts:
-                atomic_write(path, text)
-            history.commit(self.repo, [p for p, _ in texts], message, actor, self.lock_timeout)
-        except (MemstoreError, OSError):
-            journal.undo(self, entries)
-            journal.clear(self)
-            raise
-        journal.clear(self)
-        self.upkeep.written(changes)
+        """Write each memory's file and commit them as one change. Call with the lock held."""
+        writes = [transaction.Write(path, render(memory)) for path, memory in changes]
+        transaction.commit(self, writes, message, actor)
 
     def add(
         self,
@@ -407,7 +417,7 @@ class Store:
                     f"a memory named '{name}' already exists at {self.rel(existing)}; "
                     "choose another name or edit that one"
                 )
-            path = guards.target(self, type, name)
+            path = transaction.check_path(self, self.root / type / f"{name}.md")
             self._commit(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
@@ -445,7 +455,7 @@ class Store:
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            guards.check_version(self, name, current, expected_version)
+            check_version(self, name, current, expected_version)
             old = current.memory
             wanted = {
                 "description": description,
@@ -480,7 +490,7 @@ class Store:
         actor = self.require_identity()
         with self.locked():
             current = self.read(name)
-            guards.check_version(self, name, current, expected_version)
+            check_version(self, name, current, expected_version)
             old = current.memory
             at = now()
             new = transition(
@@ -582,16 +592,9 @@ class Store:
         if not allow_secret and not self.secrets_allowed:
             secrets.refuse(fields, self.secret_patterns, because)
 
-    def _holder(self) -> str:
-        """Who holds the lock, as its holder wrote it (`pid N (identity)`), or `another process`."""
-        try:
-            return (self.cache / HOLDER).read_text(encoding="utf-8").strip() or "another process"
-        except OSError:
-            return "another process"
-
     def pending(self) -> str | None:
         """The commit message of a write a killed process left unfinished, else None."""
-        return journal.pending(self.cache)
+        return transaction.pending(self.cache)
 
     def recover(self) -> str | None:
         """Finish or undo what a killed writer left, as any write would first; returns what it
@@ -602,7 +605,7 @@ class Store:
         """
         left = self.pending()
         with self.locked():
-            history.remove_stale_locks(self.repo)
+            pass  # taking the lock finishes or undoes what a killed writer left
         return left
 
     # -- search -------------------------------------------------------------------------------

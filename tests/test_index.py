@@ -143,9 +143,9 @@ CRASHER = textwrap.dedent(
         os._exit(9)
 
     index.Index._write_manifest = die
-    Store(Path(sys.argv[1]), agent="crasher").add(
-        "late-note", type="fact", description="Written by a process that then died"
-    )
+    store = Store(Path(sys.argv[1]), agent="crasher")
+    store.add("late-note", type="fact", description="Written by a process that then died")
+    store.search("written")  # indexes the new file, and dies doing it
     """
 )
 

@@ -357,7 +357,8 @@ def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: S
         prev=view.heads,
         evidence=URL,
     )
-    ledger.append(store.ledger_path, orphan)  # as if the process died before committing
+    with store.ledger_path.open("a", encoding="utf-8", newline="\n") as f:
+        f.write(ledger.render(orphan) + "\n")  # as if the process died before committing
     assert any("not committed" in w for w in store.ledger_verify().warnings)
     store.ledger_record("publish", "post-3", evidence=URL)
     assert store.ledger_verify() == ledger.Verification(True, 3, 3, 1, 3)

@@ -64,6 +64,7 @@ def kill_inside_commit(store: Store, code: str) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         proc.stderr.close()
+        lock.unlink()  # the live git finishes and releases its lock
     assert (store.root / ".memstore" / JOURNAL).exists()
 
 
@@ -108,10 +109,12 @@ def test_lint_reports_a_cut_short_write_and_recover_finishes_it(crashed: Store) 
     assert result.exit_code == 0 and "nothing to recover" in result.output
 
 
-def test_recover_removes_a_stale_git_lock(store: Store) -> None:
+def test_recover_never_deletes_a_git_lock(store: Store) -> None:
+    # git writes no owner into its lock files: a lock may be a live git's, so only a person
+    # who knows no git runs may delete it.
     (store.root / ".git" / "index.lock").write_text("", encoding="utf-8")
     assert store.recover() is None
-    assert not (store.root / ".git" / "index.lock").exists()
+    assert (store.root / ".git" / "index.lock").exists()
 
 
 def test_a_change_only_partly_written_is_undone_by_the_next_writer(crashed: Store) -> None:
@@ -138,8 +141,7 @@ def test_a_file_someone_changed_since_the_crash_is_left_alone(crashed: Store) ->
 def test_a_change_git_committed_after_its_writer_died_is_not_committed_twice(
     crashed: Store,
 ) -> None:
-    # Killing the writer alone lets its `git commit` finish: the journal outlives the commit.
-    (crashed.root / ".git" / "index.lock").unlink()
+    # Killing the writer alone lets its git finish: the journal outlives the commit.
     git(crashed.root, "add", "fact")
     git(crashed.root, "commit", "-qm", "memory: deprecate fact/old-way — replaced")
     count = len(subjects(crashed))

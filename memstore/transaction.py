@@ -1,0 +1,436 @@
+"""The one write path: lock → journal → write or append → git commit → index notice, and undo
+on failure. Every byte memstore writes into a store goes through `commit` here.
+
+The journal (`.memstore/pending.json`) names each file's old content and new version, or the
+bytes appended to a record file, before anything is touched, and is deleted once the commit
+landed. A writer that finds one (its writer was killed) finishes the change when every file
+holds its new content, or puts the old content back when only some do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import stat
+from collections.abc import Generator, Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import git
+from filelock import FileLock, Timeout
+
+from memstore import history
+from memstore.errors import (
+    Conflict,
+    InvalidMemory,
+    MemstoreError,
+    NotAStore,
+    StoreLocked,
+    UnsafePath,
+)
+from memstore.files import atomic_write, version_of
+from memstore.memory import check_identity
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "pending.json"
+"""The change the lock holder is writing; a writer that finds it finishes or undoes it."""
+HOLDER = "holder"
+"""Who holds the store's lock (pid and identity), for the "store busy" message."""
+RECORD_FILES = ("ledger.jsonl", "outcomes.jsonl")
+"""The append-only record files at the store's root."""
+
+_MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
+SETTINGS_FILES = (".gitignore", ".gitattributes")
+"""Files at the store's root that `memstore init` writes."""
+
+
+class Site(Protocol):
+    """What the write path needs of a store (`Store` is one)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def cache(self) -> Path: ...
+    @property
+    def repo(self) -> git.Repo: ...
+    @property
+    def lock_timeout(self) -> float: ...
+    @property
+    def holder(self) -> str: ...
+
+    def note_written(self, rels: Iterable[str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Replace a memory file's whole content with `text` (create it if missing)."""
+
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """Add `text` (whole lines) at the end of a record file, creating it if missing."""
+
+    path: Path
+    text: str
+
+
+Change = Write | Append
+
+
+def rel(site: Site, path: Path) -> str:
+    """`path` relative to the store root, with forward slashes."""
+    try:
+        return path.relative_to(site.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- the lock ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def locked(site: Site) -> Generator[None]:
+    """Hold the store's write lock, finishing or undoing first what a killed writer left.
+
+    Raises:
+        StoreLocked: naming the lock file when it is not free within the timeout.
+    """
+    if site.cache.is_symlink() or (site.cache.exists() and not site.cache.is_dir()):
+        raise NotAStore(
+            f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
+        )
+    site.cache.mkdir(exist_ok=True)
+    lock = FileLock(site.cache / "lock", timeout=site.lock_timeout)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        # Reported, then bounded: a writer that died released its flock with its process.
+        log.warning(
+            "store busy: %s is held by %s; retrying for up to %gs",
+            lock.lock_file,
+            _holder(site),
+            site.lock_timeout,
+        )
+        try:
+            lock.acquire(timeout=site.lock_timeout)
+        except Timeout as e:
+            raise StoreLocked(
+                f"store busy: could not take {lock.lock_file} within {site.lock_timeout:g}s "
+                f"(held by {_holder(site)}); another memstore process is writing — try again, "
+                "or raise MEMSTORE_LOCK_TIMEOUT"
+            ) from e
+    try:
+        (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", encoding="utf-8")
+        recover(site)
+        yield
+    finally:
+        lock.release()
+
+
+def _holder(site: Site) -> str:
+    try:
+        return (site.cache / HOLDER).read_text(encoding="utf-8").strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+# -- paths ------------------------------------------------------------------------------------
+
+
+def check_path(site: Site, path: Path) -> Path:
+    """`path` if memstore may write it: inside the store, reached through plain folders only,
+    and a regular file or absent.
+
+    Raises:
+        UnsafePath: naming the symlink, special file or outside path.
+    """
+    try:
+        parts = path.relative_to(site.root).parts
+    except ValueError:
+        raise UnsafePath(
+            f"{path} is outside the store {site.root}; memstore writes only inside it"
+        ) from None
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise UnsafePath(f"{path} is not a file path inside the store {site.root}")
+    where = site.root
+    for i, part in enumerate(parts):
+        where = where / part
+        try:
+            st = os.lstat(where)
+        except FileNotFoundError:
+            return path
+        shown = "/".join(parts[: i + 1])
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(
+                f"{shown} in the store is a symlink; memstore does not write through "
+                "symlinks: replace it with a plain file or folder"
+            )
+        last = i == len(parts) - 1
+        if last and not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(
+                f"{shown} in the store is not a regular file (a folder, FIFO or device); "
+                "memstore writes only regular files: remove it"
+            )
+        if not last and not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{shown} in the store is not a folder; remove or rename it")
+    return path
+
+
+def refuse_uncommitted(site: Site, paths: list[Path]) -> None:
+    """Raise Conflict if a file to be written has changes nobody committed yet.
+
+    Such a change is someone's work in progress (a hand edit, a file not yet added):
+    writing over it would lose it, or sweep it into this identity's commit.
+    """
+    existing = [p for p in paths if p.exists()]
+    if existing and history.dirty(site.repo, existing):
+        where = ", ".join(rel(site, p) for p in existing)
+        raise Conflict(
+            f"{where} has changes that are not committed (a hand edit in progress?); "
+            f"commit them (git commit -- {where}) or discard them, then retry"
+        )
+
+
+# -- the transaction --------------------------------------------------------------------------
+
+
+def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> str | None:
+    """Write every change and commit them as one, as `actor`. Call with the lock held.
+
+    Memory files are replaced atomically; record files get whole lines appended (a line
+    after a last line without its newline starts a line of its own). A failure puts every
+    file back as it was, so a refused write changes nothing. Returns the commit's sha, or None
+    when HEAD already held the content.
+
+    Raises:
+        UnsafePath, Conflict (uncommitted changes in a memory file to replace), GitError.
+    """
+    for change in changes:
+        check_path(site, change.path)
+    refuse_uncommitted(site, [c.path for c in changes if isinstance(c, Write)])
+    entries: list[dict[str, Any]] = []
+    for change in changes:
+        if isinstance(change, Write):
+            old = _read_text(change.path)
+            new = version_of(change.text.encode("utf-8"))
+            entries.append({"path": rel(site, change.path), "old": old, "new": new})
+        else:
+            size = change.path.stat().st_size if change.path.exists() else 0
+            text = change.text if _ends_with_newline(change.path) else "\n" + change.text
+            entries.append({"path": rel(site, change.path), "size": size, "append": text})
+    record = {"message": message, "actor": actor, "files": entries}
+    atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
+    try:
+        for change, entry in zip(changes, entries, strict=True):
+            if isinstance(change, Write):
+                atomic_write(change.path, change.text)
+            else:
+                _append(change.path, str(entry["append"]))
+        sha = history.commit(
+            site.repo, [c.path for c in changes], message, actor, site.lock_timeout
+        )
+    except (MemstoreError, OSError):
+        undo(site, entries)
+        _clear(site)
+        raise
+    _clear(site)
+    site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
+    return sha
+
+
+def _read_text(path: Path) -> str | None:
+    return path.read_bytes().decode("utf-8") if path.is_file() else None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    """Whether a record file is empty or ends with a newline (a hand edit may drop it)."""
+    try:
+        with path.open("rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return True
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+    except FileNotFoundError:
+        return True
+
+
+def _append(path: Path, text: str) -> None:
+    # O_APPEND, so a line is never interleaved with another writer's; O_NOFOLLOW and
+    # O_NONBLOCK, so a symlink or FIFO swapped in after the check is refused, not followed.
+    data = text.encode("utf-8")
+    created = not path.exists()
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(f"{path} is not a regular file; memstore appends only to files")
+        written = os.write(fd, data)
+        while written < len(data):  # a regular file takes it whole; this is for odd file systems
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def _clear(site: Site) -> None:
+    (site.cache / JOURNAL).unlink(missing_ok=True)
+
+
+# -- recovery ---------------------------------------------------------------------------------
+
+
+def pending(cache: Path) -> str | None:
+    """The commit message of a write a killed process left unfinished, else None.
+
+    Only a journal no live writer holds counts: the lock is tried, never waited for.
+    """
+    journal = cache / JOURNAL
+    if not journal.is_file() or cache.is_symlink():
+        return None
+    lock = FileLock(cache / "lock")
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return None  # a writer is at work; its journal is not left over
+    try:
+        data: Any = json.loads(journal.read_text(encoding="utf-8"))
+        return str(data["message"]).splitlines()[0]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return "(an unreadable journal)"
+    finally:
+        lock.release()
+
+
+def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
+    journal = site.cache / JOURNAL
+    if not journal.exists():
+        return None
+    try:
+        record: dict[str, Any] = json.loads(journal.read_text(encoding="utf-8"))
+        entries: list[dict[str, Any]] = list(record["files"])
+        message, actor = str(record["message"]), str(record["actor"])
+        check_identity(actor)
+        for entry in entries:
+            path = str(entry["path"])
+            if "append" in entry:
+                if path not in RECORD_FILES:
+                    raise ValueError(f"an append to {path!r}, not a record file")
+                int(entry["size"])
+                str(entry["append"])
+            elif not _MEMORY_PATH.fullmatch(path) and path not in SETTINGS_FILES:
+                raise ValueError("a path that is not <type>/<name>.md")
+    except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
+        log.warning("ignoring unreadable journal %s: %s", journal, e)
+        journal.unlink(missing_ok=True)
+        return None
+    return message, actor, entries
+
+
+def recover(site: Site) -> None:
+    """Finish or undo a change whose writer died, as its journal says. Call with the lock held.
+
+    Every file holds its new content and differs from HEAD: commit it, as its author and with
+    its message (roll forward). Only some do: put the old content back (roll back). A file
+    that holds neither version was changed by someone else since, and is left alone.
+    """
+    remove_dead_temp_files(site.cache)
+    loaded = _load(site)
+    if loaded is None:
+        return
+    message, actor, entries = loaded
+    for entry in entries:
+        path = site.root / str(entry["path"])
+        for stray in path.parent.glob(f".{path.name}.*.tmp"):
+            stray.unlink(missing_ok=True)
+    try:
+        states = [_state(site, entry) for entry in entries]
+        if states and all(s == "new" for s in states):
+            paths = [check_path(site, site.root / str(e["path"])) for e in entries]
+            if history.dirty(site.repo, paths):
+                log.warning("committing a change its writer did not finish: %s", message)
+                history.commit(site.repo, paths, message, actor, site.lock_timeout)
+        elif "new" in states or "torn" in states:
+            log.warning("undoing a change its writer did not finish: %s", message)
+            undo(site, entries)
+    except UnsafePath as e:
+        log.warning("not recovering %r: %s", message, e)
+    _clear(site)
+
+
+def _state(site: Site, entry: dict[str, Any]) -> str:
+    """`new` (the journal's new content or append in place), `old` (untouched), or `other`."""
+    path = site.root / str(entry["path"])
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return "other"
+    if "append" in entry:
+        data = path.read_bytes() if path.is_file() else b""
+        size, appended = int(entry["size"]), str(entry["append"]).encode("utf-8")
+        tail = data[size:]
+        if tail.startswith(appended):
+            return "new"
+        if not tail or appended.startswith(tail):
+            return "torn" if tail else "old"
+        return "other"
+    if not path.is_file():
+        return "old" if entry["old"] is None else "other"
+    data = path.read_bytes()
+    if version_of(data) == entry["new"]:
+        return "new"
+    old = entry["old"]
+    return "old" if old is not None and data == str(old).encode("utf-8") else "other"
+
+
+def undo(site: Site, entries: list[dict[str, Any]]) -> None:
+    """Put back each file of a change that holds its new, uncommitted content (or cut off a
+    line appended, whole or torn), and reset its index entry to HEAD."""
+    touched: list[Path] = []
+    for entry in entries:
+        path = site.root / str(entry["path"])
+        state = _state(site, entry)
+        if state not in ("new", "torn"):
+            continue
+        committed = history.blob(site.repo, "HEAD", path)
+        if "append" in entry:
+            if committed is not None and committed == path.read_bytes():
+                continue  # the commit landed after all
+            os.truncate(path, int(entry["size"]))
+        else:
+            if committed is not None and version_of(committed) == entry["new"]:
+                continue  # the commit landed after all
+            old = entry["old"]
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, str(old))
+        touched.append(path)
+    if touched:
+        history.unstage(site.repo, touched)
+
+
+def remove_dead_temp_files(cache: Path) -> None:
+    """Remove the temp files that killed processes left in the cache folder.
+
+    `atomic_write` names them `.<file>.<pid>.<random>.tmp`, the index its manifest's
+    `.manifest.<pid>.<thread>.tmp`: the pid is third from the end. Needs /proc to tell a
+    dead pid.
+    """
+    if not Path("/proc").is_dir():
+        return
+    for stray in [*cache.glob(".*.tmp"), *(cache / "index").glob(".*.tmp")]:
+        pid = stray.name.split(".")[-3]
+        if pid.isdigit() and not Path("/proc", pid).exists():
+            stray.unlink(missing_ok=True)
