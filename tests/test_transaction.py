@@ -1,0 +1,174 @@
+"""The one write path: every store file is written through it, it refuses what is not a plain
+file, commits by git's compare-and-swap, and leaves the rest of the repository as it was."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstore import history
+from memstore.errors import UnsafePath
+from memstore.store import Store
+from tests.conftest import GIT_ENV, git
+
+
+def memstore(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in its own process, bounded: a hang fails the test."""
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", "--store", str(store.root), "--agent", "bob", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **GIT_ENV},
+        check=False,
+    )
+
+
+def rule(store: Store) -> None:
+    store.correct(
+        "no-friday-deploys",
+        description="Never deploy on a Friday",
+        severity="p1",
+        applies_when=["deploy"],
+    )
+
+
+def test_a_fifo_among_the_memories_does_not_hang_check_or_search(store: Store) -> None:
+    rule(store)
+    os.mkfifo(store.root / "correction" / "x.md")
+    os.mkfifo(store.root / "fact.md")
+    done = memstore(store, "check", "deploy the api")
+    assert done.returncode == 3, done.stderr  # WARN, from the p1 rule
+    assert "no-friday-deploys" in done.stdout
+    assert "Traceback" not in done.stderr
+    done = memstore(store, "search", "friday")
+    assert done.returncode == 0 and "no-friday-deploys" in done.stdout
+
+
+def test_a_fifo_ledger_is_refused_with_an_error_not_a_hang(store: Store) -> None:
+    os.mkfifo(store.root / "ledger.jsonl")
+    done = memstore(store, "ledger", "check", "publish", "pkg@1")
+    assert done.returncode == 1 and done.stderr.startswith("Error:"), done.stderr
+    assert "not a regular file" in done.stderr and "Traceback" not in done.stderr
+    done = memstore(store, "ledger", "record", "publish", "pkg@1", "--evidence", "https://x.io/1")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("record", ["ledger.jsonl", "outcomes.jsonl"])
+def test_a_symlinked_record_file_is_never_written_through(
+    store: Store, tmp_path: Path, record: str
+) -> None:
+    rule(store)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("", encoding="utf-8")
+    (store.root / record).symlink_to(outside)
+    head = git(store.root, "rev-parse", "HEAD")
+    for args in (
+        ("outcome", "no-friday-deploys", "heeded"),
+        ("ledger", "record", "publish", "pkg@1", "--evidence", "https://x.io/1"),
+        ("ledger", "claim", "publish", "pkg@2"),
+        ("ledger", "check", "publish", "pkg@1"),
+        ("ledger", "list"),
+    ):
+        done = memstore(store, *args)
+        assert "Traceback" not in done.stderr, done.stderr
+        if args[0] == "outcome" and record == "ledger.jsonl":
+            assert done.returncode == 0  # the other record file is fine
+            continue
+        if args[0] == "ledger" and record == "outcomes.jsonl":
+            continue
+        assert done.returncode == 1 and done.stderr.startswith("Error:"), (args, done.stderr)
+        assert "symlink" in done.stderr
+    assert outside.read_text(encoding="utf-8") == ""
+    if record == "ledger.jsonl":
+        assert "outcome:" in git(store.root, "log", "-1", "--format=%s")
+    else:
+        assert git(store.root, "rev-parse", "HEAD") != head  # the ledger lines landed
+
+
+def test_a_memory_file_replaced_by_a_fifo_is_refused_by_the_write_path(store: Store) -> None:
+    store.add("x", type="fact", description="d")
+    path = store.root / "fact" / "x.md"
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(UnsafePath, match="not a regular file"):
+        store.add("x", type="fact", description="d")
+
+
+def test_staged_work_elsewhere_stays_staged_and_out_of_memstores_commit(store: Store) -> None:
+    readme = store.root / "README.txt"
+    readme.write_text("draft readme\n", encoding="utf-8")
+    git(store.root, "add", "README.txt")
+    store.add("x", type="fact", description="d")
+    assert git(store.root, "show", "--name-only", "--format=", "HEAD").split() == ["fact/x.md"]
+    assert git(store.root, "status", "--porcelain").splitlines() == ["A  README.txt"]
+
+
+def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = history._run_git  # pyright: ignore[reportPrivateUsage]
+    raced: list[str] = []
+
+    def run(repo: object, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+        if args[0] == "update-ref" and not raced:
+            (store.root / "notes.txt").write_text("by hand\n", encoding="utf-8")
+            git(store.root, "add", "notes.txt")
+            git(store.root, "commit", "-qm", "a human commit", "--", "notes.txt")
+            raced.append(git(store.root, "rev-parse", "HEAD"))
+        return real(repo, args, stdin)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history, "_run_git", run)
+    store.add("x", type="fact", description="d")
+    assert git(store.root, "rev-parse", "HEAD~1") == raced[0]
+    assert git(store.root, "log", "-2", "--format=%s").splitlines() == [
+        "memory: add fact/x — d",
+        "a human commit",
+    ]
+    assert git(store.root, "show", "HEAD:notes.txt") == "by hand\n"
+    assert git(store.root, "status", "--porcelain") == ""
+    git(store.root, "fsck", "--strict")
+
+
+def test_a_human_commit_of_everything_staged_mid_write_loses_nothing(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The written paths' index entries are brought in step before HEAD moves, so a human's
+    # `git commit` in between takes memstore's change along (under the human's name) rather
+    # than reverting it; memstore then finds HEAD holding its content and adds no commit.
+    real = history._run_git  # pyright: ignore[reportPrivateUsage]
+
+    def run(repo: object, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+        if args[0] == "update-ref" and "human" not in git(store.root, "log", "-1", "--format=%s"):
+            git(store.root, "commit", "-qm", "human commit of what is staged")
+        return real(repo, args, stdin)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history, "_run_git", run)
+    store.add("x", type="fact", description="d")
+    assert git(store.root, "log", "-1", "--format=%s").strip() == "human commit of what is staged"
+    assert "name: x" in git(store.root, "show", "HEAD:fact/x.md")
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.add("x", type="fact", description="widgets are blue")
+    store.ledger_record("publish", "pkg@1", evidence="https://x.io/1")
+    fresh = Store(store.root, agent="bob")
+    fresh.search("widgets")  # the first search builds the index; the cat-file reader starts
+    fresh.ledger_check("publish", "pkg@1")
+    forks: list[object] = []
+    real = subprocess.Popen.__init__
+
+    def spy(self: subprocess.Popen[bytes], *args: object, **kwargs: object) -> None:
+        forks.append(args[0] if args else kwargs.get("args"))
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
+    assert [h.name for h in fresh.search("widgets")] == ["x"]
+    assert fresh.get("x").description == "widgets are blue"
+    assert fresh.ledger_check("publish", "pkg@1").state.value == "EXECUTED"
+    assert forks == []
