@@ -1,4 +1,5 @@
-"""Writing a file so a crash leaves the old content or the new, and naming a content version."""
+"""The store's files: the one walker over its type folders, reading a file that must be a plain
+file, writing one so a crash leaves the old content or the new, and naming a content version."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from memstore.errors import UnsafePath
@@ -57,3 +61,97 @@ def read_regular(path: Path) -> bytes | None:
             return f.read()
     finally:
         os.close(fd)
+
+
+class Kind(StrEnum):
+    """What the walker found at a place where a memory file could be."""
+
+    MEMORY = "memory"
+    """A regular `<type>/<name>.md` file: the only kind anything reads."""
+    TEMP = "temp"
+    """A hidden `.*.tmp` file an interrupted write left."""
+    SYMLINK = "symlink"
+    """A symlinked `.md` file or type folder: never followed."""
+    SPECIAL = "special"
+    """A `.md` name that is not a regular file (a FIFO, a folder, a device)."""
+
+
+Stamp = tuple[int, int, int]
+"""A file's (mtime in ns, size, inode): when it changes, the file may have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One thing the walker found: its path, `<folder>/<file>` and kind, and for a memory
+    file its stamp."""
+
+    path: Path
+    rel: str
+    kind: Kind
+    stamp: Stamp = (0, 0, 0)
+
+
+def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
+    """Every memory file in the store's type folders (or only in `folders`), sorted, plus what
+    lint must report: leftover temp files, symlinks and special files.
+
+    Hidden folders (`.git`, `.memstore`) and hidden files are skipped; nothing is followed
+    through a symlink and nothing is opened, so a FIFO never blocks the walk.
+    """
+    if folders is None:
+        try:
+            with os.scandir(root) as found:
+                tops = sorted((e for e in found if not e.name.startswith(".")), key=_name)
+        except OSError:
+            return
+    else:
+        tops = [_Place(root / name, name) for name in folders]
+    for top in tops:
+        if top.is_symlink():
+            yield Entry(Path(top.path), top.name, Kind.SYMLINK)
+            continue
+        if not top.is_dir(follow_symlinks=False):
+            continue
+        try:
+            with os.scandir(top.path) as found:
+                entries = sorted(found, key=_name)
+        except OSError:
+            continue
+        for e in entries:
+            rel = f"{top.name}/{e.name}"
+            if e.name.startswith("."):
+                if e.name.endswith(".tmp"):
+                    yield Entry(Path(e.path), rel, Kind.TEMP)
+                continue
+            if not e.name.endswith(".md"):
+                continue
+            if e.is_symlink():
+                yield Entry(Path(e.path), rel, Kind.SYMLINK)
+            elif e.is_file(follow_symlinks=False):
+                st = e.stat(follow_symlinks=False)
+                yield Entry(Path(e.path), rel, Kind.MEMORY, (st.st_mtime_ns, st.st_size, st.st_ino))
+            else:
+                yield Entry(Path(e.path), rel, Kind.SPECIAL)
+
+
+def memory_files(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
+    """The memory files `walk` finds: regular `.md` files in plain type folders."""
+    return (e for e in walk(root, folders) if e.kind == Kind.MEMORY)
+
+
+class _Place:
+    """A named folder given by the caller, with the `os.DirEntry` methods `walk` uses."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path, self.name = str(path), name
+
+    def is_symlink(self) -> bool:
+        return os.path.islink(self.path)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        del follow_symlinks  # called after is_symlink
+        return os.path.isdir(self.path)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name

@@ -19,6 +19,8 @@ from typing import Any
 import git
 from git.objects.fun import tree_entries_from_data, tree_to_stream
 from git.refs.symbolic import SymbolicReference
+from gitdb import GitDB  # pyright: ignore[reportMissingTypeStubs]
+from gitdb.exc import BadObject  # pyright: ignore[reportMissingTypeStubs]
 
 from memstore.errors import GitError
 
@@ -192,8 +194,10 @@ def commit_files(
 _ZERO = "0" * 40
 _FILE_MODE = 0o100644
 _TREE_MODE = 0o040000
-# GitPython's `git cat-file --batch` helper is one pipe per Repo: one reader at a time.
+# gitdb's readers keep caches of their own: one reader at a time.
 _objects_lock = threading.RLock()
+_readers: dict[str, Any] = {}
+"""Per objects folder, gitdb's pure-Python reader of loose and packed objects."""
 
 
 def _check_rel(rel: str) -> None:
@@ -239,9 +243,20 @@ def _write_object(repo: git.Repo, kind: bytes, data: bytes) -> str:
 
 
 def _read_object(repo: git.Repo, sha: str) -> tuple[str, bytes]:
-    odb: Any = repo.odb  # GitPython's object reader is untyped
+    """An object's type and content, read in-process (loose or packed): no git process."""
+    objects = str(Path(repo.common_dir) / "objects")
     with _objects_lock:
-        stream: Any = odb.stream(bytes.fromhex(sha))
+        odb: Any = _readers.get(objects)
+        if odb is None:
+            odb = _readers[objects] = GitDB(objects)
+        try:
+            stream: Any = odb.stream(bytes.fromhex(sha))
+        except BadObject:
+            odb.update_cache(force=True)  # a gc or fetch may have packed it since
+            try:
+                stream = odb.stream(bytes.fromhex(sha))
+            except BadObject as e:
+                raise GitError(f"git object {sha} is missing from {objects}") from e
         kind: bytes = stream.type
         data: bytes = stream.read()
     return kind.decode("ascii"), data

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from memstore import history, secrets
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
+from memstore.files import Kind, walk
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -94,36 +95,29 @@ def lint_store(store: Store) -> list[Problem]:
     problems: list[Problem] = []
     by_name: dict[str, list[str]] = defaultdict(list)
     memories: dict[str, tuple[Path, Memory]] = {}
-    for folder in sorted(store.root.iterdir()):
-        if folder.name.startswith(".") or not folder.is_dir():
+    for entry in walk(store.root):
+        rel, path = entry.rel, entry.path
+        if entry.kind == Kind.TEMP:
+            problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
             continue
-        if folder.is_symlink():
-            problems.append(Problem(folder.name, "a symlinked folder: memstore does not follow it"))
+        if entry.kind == Kind.SYMLINK:
+            what = "a symlinked folder" if "/" not in rel else "a symlink"
+            problems.append(Problem(rel, f"{what}: memstore does not follow it"))
             continue
-        for path in sorted(folder.iterdir()):
-            rel = store.rel(path)
-            if path.name.startswith(".") and path.name.endswith(".tmp"):
-                problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
-                continue
-            if path.suffix != ".md" or path.name.startswith("."):
-                continue
-            if path.is_symlink():
-                problems.append(Problem(rel, "a symlink: memstore does not follow it"))
-                continue
-            if not path.is_file():
-                problems.append(Problem(rel, "not a regular file: memstore does not read it"))
-                continue
-            try:
-                memory, found = check_file(path, folder.name, store.types)
-            except OSError as e:
-                problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
-                continue
-            problems.extend(Problem(rel, message) for message in found)
-            if memory is not None and not store.secrets_allowed:
-                problems.extend(Problem(rel, message) for message in _secrets(store, memory))
-            if memory is not None:
-                by_name[memory.name].append(rel)
-                memories[memory.name] = (path, memory)
+        if entry.kind == Kind.SPECIAL:
+            problems.append(Problem(rel, "not a regular file: memstore does not read it"))
+            continue
+        try:
+            memory, found = check_file(path, path.parent.name, store.types)
+        except OSError as e:
+            problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
+            continue
+        problems.extend(Problem(rel, message) for message in found)
+        if memory is not None and not store.secrets_allowed:
+            problems.extend(Problem(rel, message) for message in _secrets(store, memory))
+        if memory is not None:
+            by_name[memory.name].append(rel)
+            memories[memory.name] = (path, memory)
     for name, paths in by_name.items():
         if len(paths) > 1:
             for rel in paths:

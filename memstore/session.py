@@ -175,16 +175,4 @@ def outcomes(store: Store) -> list[stats.OutcomeRecord]:
 def memories_in(store: Store, types: tuple[str, ...]) -> list[Memory]:
     """The valid memories in the folders of `types` only: a check reads a few folders, not
     the whole store (a file's folder is its type; `lint` reports one that is not)."""
-    found: list[Memory] = []
-    for type_ in types:
-        folder = store.root / type_
-        if not folder.is_dir() or folder.is_symlink():
-            continue
-        for path in sorted(folder.glob("*.md")):
-            if path.name.startswith(".") or path.is_symlink():
-                continue
-            try:
-                found.append(store.read_file(path)[0])
-            except (InvalidMemory, OSError) as e:
-                log.warning("skipping %s: %s", store.rel(path), e)
-    return found
+    return list(store.memories(types))

@@ -34,7 +34,7 @@ from memstore.errors import (
     NoIdentity,
     NotAStore,
 )
-from memstore.files import atomic_write, read_regular, version_of
+from memstore.files import atomic_write, memory_files, read_regular, version_of
 from memstore.index import Hit, Index, Progress, Sync
 from memstore.indexing import Upkeep
 from memstore.lint import Problem, lint_store
@@ -220,16 +220,6 @@ class Store:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _files(self) -> Iterator[Path]:
-        for folder in sorted(self.root.iterdir()):
-            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
-                continue
-            for path in sorted(folder.glob("*.md")):
-                # Not a symlink (it could point outside the store), a regular file (a FIFO
-                # would block the read).
-                if not path.name.startswith(".") and not path.is_symlink() and path.is_file():
-                    yield path
-
     def path_for(self, name: str) -> Path:
         """The file of memory `name`.
 
@@ -294,13 +284,14 @@ class Store:
         """
         return self.read(name).memory
 
-    def memories(self) -> Iterator[Memory]:
-        """Every valid memory in the store; a broken file is skipped with a warning naming it."""
-        for path in self._files():
+    def memories(self, types: Iterable[str] | None = None) -> Iterator[Memory]:
+        """Every valid memory in the store (or in the folders of `types` only); a broken file
+        is skipped with a warning naming it."""
+        for entry in memory_files(self.root, types):
             try:
-                yield self.read_file(path)[0]
+                yield self.read_file(entry.path)[0]
             except (InvalidMemory, OSError) as e:
-                log.warning("skipping %s: %s", self.rel(path), e)
+                log.warning("skipping %s: %s", entry.rel, e)
 
     def list(
         self,
