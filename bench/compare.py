@@ -152,10 +152,11 @@ def write_files(root: Path, memories: list[Memory]) -> None:
 
 
 def turn_memory(t: Turn) -> Memory:
-    """A LoCoMo turn as memory (locomo.py's shape): description `Speaker: text`, dated body."""
+    """A LoCoMo turn as a memory (locomo.py's shape): description `Speaker: text` on one line,
+    dated body."""
     return Memory(
         name=t.name,
-        description=f"{t.speaker}: {t.text}"[:150],
+        description=" ".join(f"{t.speaker}: {t.text}".split())[:150],  # a few turns span lines
         type="fact",
         status="draft",
         owner=t.speaker.lower(),
