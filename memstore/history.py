@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import os
 import re
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import git
-from git.objects.fun import tree_entries_from_data, tree_to_stream
 from git.refs.symbolic import SymbolicReference
 from gitdb import GitDB  # pyright: ignore[reportMissingTypeStubs]
 from gitdb.exc import BadObject  # pyright: ignore[reportMissingTypeStubs]
@@ -192,8 +190,8 @@ def commit_files(
 
 
 _ZERO = "0" * 40
-_FILE_MODE = 0o100644
-_TREE_MODE = 0o040000
+_FILE_MODE = b"100644"
+_TREE_MODE = b"40000"
 # gitdb's readers keep caches of their own: one reader at a time.
 _objects_lock = threading.RLock()
 _readers: dict[str, Any] = {}
@@ -269,13 +267,39 @@ def _commit_tree(repo: git.Repo, commit_sha: str) -> str:
     return data[5:45].decode("ascii")
 
 
-def _tree_entries(repo: git.Repo, tree_sha: str | None) -> dict[str, tuple[int, bytes]]:
+TreeEntries = dict[bytes, tuple[bytes, bytes]]
+"""A tree's entries: name → (mode as git writes it, binary sha), names as raw bytes."""
+_trees: dict[str, TreeEntries] = {}
+"""Trees read or written lately, by sha: a write changes one path, so its folders are reused."""
+_TREES_KEPT = 64
+
+
+def _tree_entries(repo: git.Repo, tree_sha: str | None) -> TreeEntries:
     if tree_sha is None:
         return {}
+    with _objects_lock:
+        cached = _trees.get(tree_sha)
+    if cached is not None:
+        return dict(cached)
     kind, data = _read_object(repo, tree_sha)
     if kind != "tree":
         raise GitError(f"{tree_sha} is not a tree")
-    return {name: (mode, binsha) for binsha, mode, name in tree_entries_from_data(data)}
+    entries: TreeEntries = {}
+    i = 0
+    while i < len(data):
+        space = data.index(b" ", i)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1 : nul]] = (data[i:space], data[nul + 1 : nul + 21])
+        i = nul + 21
+    _remember(tree_sha, entries)
+    return dict(entries)
+
+
+def _remember(tree_sha: str, entries: TreeEntries) -> None:
+    with _objects_lock:
+        if len(_trees) >= _TREES_KEPT:
+            del _trees[next(iter(_trees))]
+        _trees[tree_sha] = entries
 
 
 def _tree_with(
@@ -283,15 +307,16 @@ def _tree_with(
 ) -> str | None:
     """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
     entries = _tree_entries(repo, base)
-    below: dict[str, dict[tuple[str, ...], str | None]] = {}
+    below: dict[bytes, dict[tuple[str, ...], str | None]] = {}
     for parts, sha in changes.items():
+        name = parts[0].encode("utf-8")
         if len(parts) == 1:
             if sha is None:
-                entries.pop(parts[0], None)
+                entries.pop(name, None)
             else:
-                entries[parts[0]] = (_FILE_MODE, bytes.fromhex(sha))
+                entries[name] = (_FILE_MODE, bytes.fromhex(sha))
         else:
-            below.setdefault(parts[0], {})[parts[1:]] = sha
+            below.setdefault(name, {})[parts[1:]] = sha
     for name, inner in below.items():
         mode, binsha = entries.get(name, (_TREE_MODE, b""))
         old = binsha.hex() if binsha and mode == _TREE_MODE else None
@@ -303,13 +328,11 @@ def _tree_with(
     if not entries:
         return None
     # git sorts a tree's entries by name, a folder's name as if it ended with "/".
-    ordered = sorted(
-        entries.items(),
-        key=lambda kv: kv[0].encode("utf-8") + (b"/" if kv[1][0] == _TREE_MODE else b""),
-    )
-    out = io.BytesIO()
-    tree_to_stream([(binsha, mode, name) for name, (mode, binsha) in ordered], out.write)
-    return _write_object(repo, b"tree", out.getvalue())
+    ordered = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == _TREE_MODE else n)
+    data = b"".join(b"%s %s\0%s" % (entries[n][0], n, entries[n][1]) for n in ordered)
+    sha = _write_object(repo, b"tree", data)
+    _remember(sha, entries)
+    return sha
 
 
 def _run_git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
@@ -335,7 +358,7 @@ def _sync_index(repo: git.Repo, blobs: dict[str, str | None], deadline: float) -
     if repo.working_tree_dir is None:
         return  # a bare repository has no index to keep in step
     lines = "".join(
-        f"0 {_ZERO}\t{rel}\n" if sha is None else f"{_FILE_MODE:o} {sha}\t{rel}\n"
+        f"0 {_ZERO}\t{rel}\n" if sha is None else f"100644 {sha}\t{rel}\n"
         for rel, sha in blobs.items()
     )
     waited = False
@@ -428,7 +451,7 @@ def _blob_sha(repo: git.Repo, commit_sha: str, rel: str) -> str | None:
     tree: str | None = _commit_tree(repo, commit_sha)
     parts = rel.split("/")
     for i, name in enumerate(parts):
-        entry = _tree_entries(repo, tree).get(name)
+        entry = _tree_entries(repo, tree).get(name.encode("utf-8"))
         if entry is None:
             return None
         mode, binsha = entry
