@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore import ledger
+from memstore import ledger, ledger_io
 from memstore.store import Store
 
 REPEAT = 9
@@ -91,12 +91,12 @@ def measure(count: int) -> str:
         store = build(Path(tmp) / "memory", count)
         counter = iter(range(10**6))
         start = time.perf_counter()
-        store.ledger_check("publish", "post-0")  # no cache yet: reads the whole history
+        ledger_io.check(store, "publish", "post-0")  # no cache yet: reads the whole history
         cold = (time.perf_counter() - start) * 1000
-        check = median_ms(lambda: store.ledger_check("publish", f"post-{count // 2}"))
+        check = median_ms(lambda: ledger_io.check(store, "publish", f"post-{count // 2}"))
         record = median_ms(
-            lambda: store.ledger_record(
-                "deploy", f"api-{next(counter)}", evidence="https://ci.example.com/1"
+            lambda: ledger_io.record(
+                store, "deploy", f"api-{next(counter)}", evidence="https://ci.example.com/1"
             )
         )
         verify = median_ms(store.ledger_verify)
@@ -108,7 +108,7 @@ def measure(count: int) -> str:
                 check=True,
             )
         )
-        assert store.ledger_verify().ok
+        assert ledger_io.verify(store).ok
         return f"{count:>7} {cold:>11.1f} {check:>8.1f} {record:>8.1f} {verify:>8.1f} {log:>11.1f}"
 
 

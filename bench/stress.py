@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore import ledger
+from memstore import ledger, ledger_io, lint
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, InvalidTransition
 from memstore.memory import parse
 from memstore.store import JOURNAL, Store
@@ -62,10 +62,10 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
         # check → claim → act → record: of agents racing for a job, exactly one may win.
         target = f"job-{rng.randrange(JOBS)}"
         try:
-            store.ledger_claim("publish", target, ttl=600)
+            ledger_io.claim(store, "publish", target, ttl=600)
         except (ClaimHeld, AlreadyExecuted) as e:
             return {"op": "ledger", "name": target, "ok": False, "why": type(e).__name__}
-        store.ledger_record("publish", target, evidence=f"https://example.com/{target}")
+        ledger_io.record(store, "publish", target, evidence=f"https://example.com/{target}")
         return {"op": "ledger", "name": target, "ok": True, "lines": 2}
     drafts = [m for m in memories if m.status == "draft" and m.owner != agent]
     mine = [m for m in memories if m.owner == agent and m.status != "deprecated"]
@@ -297,7 +297,7 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
     problems.extend(f"ledger line {x.number}: {x.error}" for x in lines if x.error)
     done = Counter(x.event.target for x in lines if x.event and x.event.status == ledger.DONE)
     counts.ledger_done_twice = sum(1 for n in done.values() if n > 1)
-    verification = Store(root, agent="checker").ledger_verify()
+    verification = ledger_io.verify(Store(root, agent="checker"))
     problems.extend(f"ledger verify: {x}" for x in verification.problems)
 
     searcher = Store(root, agent="checker")
@@ -328,8 +328,8 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
         leftovers.append(JOURNAL)
     if leftovers:
         problems.append(f"left behind: {leftovers}")
-    lint = Store(root, agent="checker").lint()
-    problems.extend(f"lint: {p}" for p in lint)
+    found = lint.lint_store(Store(root, agent="checker"))
+    problems.extend(f"lint: {p}" for p in found)
     return counts
 
 

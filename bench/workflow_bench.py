@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memstore import briefing, session
 from memstore.memory import Memory, render
 from memstore.store import Store
 
@@ -79,8 +80,10 @@ def measure(store: Store, size: int, payload: str, runs: int) -> None:
     cli = [sys.executable, "-m", "memstore", "--store", str(store.root), "--agent", "x"]
     few = max(3, runs // 3)
     rows = {
-        "Store.check": timed(lambda: store.check("deploy the release and publish"), runs),
-        "Store.brief --for": timed(lambda: store.brief(for_text="release 1.4.1", mark=False), runs),
+        "Store.check": timed(lambda: session.check(store, "deploy the release and publish"), runs),
+        "Store.brief --for": timed(
+            lambda: briefing.brief(store, for_text="release 1.4.1", mark=False), runs
+        ),
         "CLI check --hook": timed(
             lambda: subprocess.run(
                 [*cli, "check", "--hook", "claude-code"],
@@ -98,7 +101,7 @@ def measure(store: Store, size: int, payload: str, runs: int) -> None:
             few,
         ),
     }
-    print(f"\n{size} memories ({len(store.rules())} rules):")
+    print(f"\n{size} memories ({len(session.rules(store))} rules):")
     for label, (median, worst) in rows.items():
         print(f"  {label:20} median {median:8.1f} ms   max {worst:8.1f} ms")
 

@@ -165,9 +165,9 @@ def brief(
     identity = store.identity
     start = history.head(store.repo)
     memories = list(store.memories())
-    rules = store.rules(memories)
+    rules = session.rules(store, memories)
     try:
-        rewrite = {r.name for r in store.heed_rates()[0] if r.rewrite}
+        rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
     except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
         log.warning("cannot read outcomes: %s", e)
         rewrite = set[str]()

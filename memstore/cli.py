@@ -11,10 +11,21 @@ from typing import Any
 
 import click
 
-from memstore import __version__, briefing, hooks, ledger, render_text, stats, workflow
+from memstore import (
+    __version__,
+    briefing,
+    hooks,
+    ledger,
+    ledger_io,
+    render_text,
+    session,
+    stats,
+    workflow,
+)
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
+from memstore.lint import lint_store
 from memstore.memory import Memory, render
 from memstore.store import Store
 
@@ -411,7 +422,7 @@ def lint(ctx: click.Context) -> None:
       memstore --store memory lint
     """
     store = _store(ctx)
-    problems = store.lint()
+    problems = lint_store(store)
     for problem in problems:
         click.echo(str(problem))
     if problems:
@@ -698,7 +709,8 @@ def correct(
           --applies-when "npm publish" --applies-when "version bump" \\
           --evidence "Stop publishing by hand, the release job does it."
     """
-    memory = _store(ctx).correct(
+    memory = session.correct(
+        _store(ctx),
         name,
         description=description,
         severity=severity,
@@ -755,7 +767,7 @@ def check_(
         description, target = hooks.hook_action(payload)
     if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
-    result = _store(ctx).check(description or "", action=action, target=target)
+    result = session.check(_store(ctx), description or "", action=action, target=target)
     if hook:
         output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
         if output is not None:
@@ -780,7 +792,7 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     Example:
       memstore outcome no-publish-on-bump heeded --evidence "left publishing to CI for 1.4.1"
     """
-    record = _store(ctx).record_outcome(name, outcome, evidence)
+    record = session.record_outcome(_store(ctx), name, outcome, evidence)
     click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
 
 
@@ -797,7 +809,7 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
     Example:
       memstore stats
     """
-    rates, overall = _store(ctx).heed_rates()
+    rates, overall = session.heed_rates(_store(ctx))
     if as_json:
         _echo_json(
             [
@@ -847,8 +859,8 @@ def brief(
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
       memstore brief --fenced        # in a client's SessionStart hook
     """
-    result = _store(ctx).brief(
-        for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
+    result = briefing.brief(
+        _store(ctx), for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
     )
     if as_json:
         _echo_json(asdict(result))
@@ -909,7 +921,7 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     Example:
       memstore ledger check publish post-1 && ./publish.sh post-1
     """
-    result = _store(ctx).ledger_check(action, target)
+    result = ledger_io.check(_store(ctx), action, target)
     if as_json:
         _echo_json(asdict(result))
     elif result.state == ledger.State.EXECUTED:
@@ -953,7 +965,7 @@ def ledger_claim(
     """
     seconds = ledger.parse_duration(ttl)
     try:
-        event = _store(ctx).ledger_claim(action, target, seconds, allow_secret=allow_secret)
+        event = ledger_io.claim(_store(ctx), action, target, seconds, allow_secret=allow_secret)
     except ClaimHeld as e:
         click.echo(f"Error: {e}", err=True)
         ctx.exit(3)
@@ -975,7 +987,7 @@ def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: b
     Example:
       memstore ledger release deploy api-v2
     """
-    event = _store(ctx).ledger_release(action, target, allow_secret=allow_secret)
+    event = ledger_io.release(_store(ctx), action, target, allow_secret=allow_secret)
     click.echo(f"released {action} {target} (event {event.id})")
 
 
@@ -1005,8 +1017,8 @@ def ledger_record(
       memstore ledger record publish post-1 --evidence https://blog.example.com/post-1
       memstore ledger record publish post-1 --failed --note "CMS returned 503"
     """
-    event = _store(ctx).ledger_record(
-        action, target, evidence, note, failed, allow_secret=allow_secret
+    event = ledger_io.record(
+        _store(ctx), action, target, evidence, note, failed, allow_secret=allow_secret
     )
     detail = event.evidence or event.note or ""
     click.echo(f"recorded {event.status} {action} {target} — {detail} (event {event.id})")
@@ -1033,7 +1045,7 @@ def ledger_list(
     Example:
       memstore ledger list --action publish --since 7d
     """
-    events = _store(ctx).ledger_list(action, target, actor, since)
+    events = ledger_io.events(_store(ctx), action, target, actor, since)
     if as_json:
         _echo_json([_event_json(e) for e in events])
         return
@@ -1056,7 +1068,7 @@ def ledger_verify(ctx: click.Context) -> None:
     Example:
       memstore ledger verify
     """
-    result = _store(ctx).ledger_verify()
+    result = ledger_io.verify(_store(ctx))
     for problem in result.problems:
         click.echo(problem)
     _warn(result.warnings)

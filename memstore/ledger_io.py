@@ -96,9 +96,17 @@ def append(store: Store, event: ledger.Event) -> None:
     transaction.commit(store, [change], ledger.commit_message(event), event.actor)
 
 
-def check(store: Store, action: str, target: str, now: datetime | None) -> ledger.Check:
-    """`Store.ledger_check`: the state of `action` on `target`, reading again under the lock
-    when the file's last line may be a write in flight."""
+def check(store: Store, action: str, target: str, *, now: datetime | None = None) -> ledger.Check:
+    """Whether `action` on `target` is NOT_EXECUTED, IN_PROGRESS (claimed) or EXECUTED.
+
+    Reads the working ledger and every ledger line git has committed, so a restored or
+    truncated file still answers EXECUTED, with a warning that lines were lost. Reads again
+    under the lock when the file's last line may be a write in flight.
+
+    Raises:
+        InvalidLedgerEntry: for a bad action or target.
+        LedgerCorrupt: when a damaged line might hide a `done` record (fail closed).
+    """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
     moment = now or ledger.utcnow()
@@ -118,11 +126,21 @@ def claim(
     store: Store,
     action: str,
     target: str,
-    ttl: float,
-    now: datetime | None,
+    ttl: float = ledger.TTL_DEFAULT,
+    *,
+    now: datetime | None = None,
     allow_secret: bool = False,
 ) -> ledger.Event:
-    """`Store.ledger_claim`: check and append a claim under the store's lock."""
+    """Claim `action` on `target` for `ttl` seconds as the acting identity, and commit it.
+
+    Re-claiming your own claim refreshes it. Check and append happen under the store's
+    lock, so of several racing claims exactly one wins.
+
+    Raises:
+        AlreadyExecuted, ClaimHeld, InvalidLedgerEntry, LedgerCorrupt, NoIdentity,
+        StoreLocked, SecretFound (the action or target looks like a credential, unless
+        `allow_secret`).
+    """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
     seconds = ledger.check_ttl(ttl)
@@ -137,9 +155,19 @@ def claim(
 
 
 def release(
-    store: Store, action: str, target: str, now: datetime | None, allow_secret: bool = False
+    store: Store,
+    action: str,
+    target: str,
+    *,
+    now: datetime | None = None,
+    allow_secret: bool = False,
 ) -> ledger.Event:
-    """`Store.ledger_release`: append the release of the acting identity's claim."""
+    """Give up the acting identity's valid claim on `action` on `target`, and commit it.
+
+    Raises:
+        InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity,
+        SecretFound (unless `allow_secret`).
+    """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
     _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
@@ -156,13 +184,22 @@ def record(
     store: Store,
     action: str,
     target: str,
-    evidence: str | None,
-    note: str | None,
-    failed: bool,
-    now: datetime | None,
+    evidence: str | None = None,
+    note: str | None = None,
+    failed: bool = False,
+    *,
+    now: datetime | None = None,
     allow_secret: bool = False,
 ) -> ledger.Event:
-    """`Store.ledger_record`: append a `done` (evidence required) or `failed` (note required)."""
+    """Record that `action` on `target` was done (evidence URL required) or failed (note
+    required), as the acting identity, and commit it. A failure ends your claim.
+
+    Nothing can be removed from the ledger, so credential-like evidence, note, action or
+    target is refused unless `allow_secret` (or the store's `secrets: allow`).
+
+    Raises:
+        InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked, SecretFound.
+    """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
     note = ledger.check_note(note)
@@ -190,13 +227,19 @@ def record(
 
 def events(
     store: Store,
-    action: str | None,
-    target: str | None,
-    actor: str | None,
-    since: str | None,
-    now: datetime | None,
+    action: str | None = None,
+    target: str | None = None,
+    actor: str | None = None,
+    since: str | None = None,
+    *,
+    now: datetime | None = None,
 ) -> list[ledger.Event]:
-    """`Store.ledger_list`: the events matching every filter, oldest first."""
+    """Ledger events matching every filter given, oldest first; `since` takes a date, a UTC
+    time or a duration back from now (`24h`). Includes events only git still has.
+
+    Raises:
+        InvalidLedgerEntry: for a bad filter.
+    """
     after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
     seen = view(store)
     if seen.lost:
@@ -220,6 +263,6 @@ def events(
 
 
 def verify(store: Store) -> ledger.Verification:
-    """`Store.ledger_verify`: every line's hash and link, and every committed line present."""
+    """Check every line's hash and link, and that the file holds every line git committed."""
     seen = view(store)
     return ledger.verify(seen, history.attribute(store.repo, store.ledger_path, "merge"))

@@ -24,7 +24,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memstore import __version__, briefing, ledger, render_text, workflow
+from memstore import __version__, briefing, ledger, ledger_io, render_text, session, workflow
 from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.memory import Memory, check_name, render
 from memstore.status import Status
@@ -278,7 +278,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         Not chat, not what the code or git log already says. One fact per memory. A correction
         or warning (a rule) acts at once in session_start and check."""
         if type in workflow.RULE_TYPES or severity or applies_when or evidence:
-            memory = store.correct(
+            memory = session.correct(
+                store,
                 name,
                 type=type,
                 description=description,
@@ -408,7 +409,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call before ANY external action (publish, deploy, migrate, paid API call): says
         NOT_EXECUTED, IN_PROGRESS (claimed by whom, until when) or EXECUTED (by whom, evidence).
         Never repeat an EXECUTED action."""
-        check = store.ledger_check(action, target)
+        check = ledger_io.check(store, action, target)
         return result(render_text.check_text(check), {"check": plain(check)})
 
     @tool(WRITE)
@@ -419,7 +420,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
     ) -> CallToolResult:
         """Claim an action before doing it, so no other agent does it too; refused if it is
         done or claimed by someone else. Expires after ttl_minutes."""
-        event = store.ledger_claim(action, target, ttl_minutes * 60)
+        event = ledger_io.claim(store, action, target, ttl_minutes * 60)
         return result(_event_text("claimed", event), {"event": plain(event)})
 
     @tool(WRITE)
@@ -433,9 +434,11 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call right after the action: done (evidence URL required), failed (note required),
         or released (you gave up your claim without acting)."""
         if outcome == "released":
-            event = store.ledger_release(action, target)
+            event = ledger_io.release(store, action, target)
         else:
-            event = store.ledger_record(action, target, evidence, note, failed=outcome == "failed")
+            event = ledger_io.record(
+                store, action, target, evidence, note, failed=outcome == "failed"
+            )
         return result(_event_text("recorded", event), {"event": plain(event)})
 
     # -- workflow --------------------------------------------------------------------------
@@ -450,7 +453,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call FIRST in a session: the corrections and warnings that apply (most severe first),
         claims in progress, decisions and runbooks for the task, drafts awaiting your review,
         and what changed since your last session."""
-        brief = store.brief(for_text=task, budget_tokens=budget_tokens)
+        brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens)
         return result(render_text.fenced(brief.text), {"briefing": plain(brief)})
 
     @tool(READ)
@@ -464,7 +467,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call BEFORE publish, push, deploy, delete or migrate: allow, warn or block, with the
         corrections, warnings and ledger records behind it and runbooks to follow. Never go
         ahead on block; on warn, do what the reasons say."""
-        verdict = store.check(description, action=action, target=target)
+        verdict = session.check(store, description, action=action, target=target)
         return result(_check_result_text(verdict), {"check": plain(verdict)})
 
     @tool(WRITE)
@@ -475,7 +478,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
     ) -> CallToolResult:
         """After a situation a correction or warning applies to: record whether you heeded it
         or the mistake recurred. Heed rates show which corrections work."""
-        record = store.record_outcome(name, outcome, evidence)
+        record = session.record_outcome(store, name, outcome, evidence)
         text = f"recorded {record.outcome.value} for {record.name} ({record.status})"
         return result(text, {"outcome": plain(record)})
 
@@ -543,7 +546,7 @@ def _add_resources(server: MCPServer, store: Store) -> None:
     )
     @resource_reported
     def ledger_resource() -> str:
-        events = store.ledger_list()[-RECENT_EVENTS:][::-1]
+        events = ledger_io.events(store)[-RECENT_EVENTS:][::-1]
         return render_text.events_text(events, f"{len(events)} most recent ledger event(s).")
 
     @server.prompt(
@@ -559,7 +562,7 @@ def _add_resources(server: MCPServer, store: Store) -> None:
             "ledger_record right after it with evidence. When a human corrects you or a decision "
             "is settled, save it with memory_store."
         )
-        brief = store.brief(for_text=task or None)
+        brief = briefing.brief(store, for_text=task or None)
         return f"{render_text.fenced(brief.text)}\n\n{habits}"
 
 

@@ -10,7 +10,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from memstore import stats, transaction, workflow
+from memstore import ledger_io, stats, transaction, workflow
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.files import read_regular
 from memstore.index import Hit
@@ -91,7 +91,9 @@ def check(
                 "--action publish --target pkg@1.4.1"
             )
         try:
-            extra.append(workflow.ledger_reason(store.ledger_check(action, target), store.identity))
+            extra.append(
+                workflow.ledger_reason(ledger_io.check(store, action, target), store.identity)
+            )
         except LedgerCorrupt as e:  # fail closed, as the ledger does
             extra.append(
                 workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
@@ -102,7 +104,7 @@ def check(
         )
         for h in relevant(store, text, ("runbook",), 3)
     ]
-    return workflow.decide(text, store.rules(), targets, extra=extra, runbooks=runbooks)
+    return workflow.decide(text, rules(store), targets, extra=extra, runbooks=runbooks)
 
 
 def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
@@ -170,6 +172,11 @@ def outcomes(store: Store) -> list[stats.OutcomeRecord]:
         for i, line in enumerate(text.splitlines(), start=1)
         if line.strip()
     ]
+
+
+def heed_rates(store: Store) -> tuple[list[stats.HeedRate], stats.HeedRate]:
+    """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
+    return stats.heed_rates(outcomes(store))
 
 
 def memories_in(store: Store, types: tuple[str, ...]) -> list[Memory]:

@@ -9,21 +9,16 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memstore import (
-    briefing,
     config,
     history,
     ledger,
-    ledger_io,
     secrets,
-    session,
     stats,
     transaction,
-    workflow,
 )
 from memstore.errors import (
     Conflict,
@@ -37,7 +32,6 @@ from memstore.errors import (
 from memstore.files import atomic_write, memory_files, read_regular, version_of
 from memstore.index import Hit, Index, Progress, Sync
 from memstore.indexing import Upkeep
-from memstore.lint import Problem, lint_store
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -565,12 +559,6 @@ class Store:
             allow_secret=allow_secret,
         )
 
-    # -- lint ---------------------------------------------------------------------------------
-
-    def lint(self) -> list[Problem]:
-        """Every problem in the store's files and in how their confirmations were committed."""
-        return lint_store(self)
-
     # -- reliability --------------------------------------------------------------------------
 
     def refuse_secrets(
@@ -698,105 +686,12 @@ class Store:
             )
         return found
 
-    # -- workflow -----------------------------------------------------------------------------
-
-    def correct(
-        self,
-        name: str,
-        *,
-        description: str,
-        severity: str | None = None,
-        applies_when: tuple[str, ...] | list[str] = (),
-        evidence: str | None = None,
-        body: str = "",
-        tags: tuple[str, ...] | list[str] = (),
-        links: tuple[str, ...] | list[str] = (),
-        type: str = "correction",
-    ) -> Memory:
-        """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
-
-        Raises:
-            InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
-        """
-        return session.correct(
-            self,
-            name,
-            description=description,
-            severity=severity,
-            applies_when=applies_when,
-            evidence=evidence,
-            body=body,
-            tags=tags,
-            links=links,
-            type=type,
-        )
-
-    def rules(self, memories: list[Memory] | None = None) -> list[workflow.Rule]:
-        """Every correction and warning that is not deprecated, most severe first."""
-        return session.rules(self, memories)
-
-    def check(
-        self, description: str, *, action: str | None = None, target: str | None = None
-    ) -> workflow.CheckResult:
-        """The verdict on an action before it is taken: allow, warn or block, with reasons.
-
-        Matching corrections and warnings give their verdict (p0 blocks, lower severities
-        warn). With `action` and `target`, the ledger too: executed, or claimed by someone
-        else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
-        action are listed to follow.
-
-        Raises:
-            InvalidMemory: for an empty description.
-            InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
-        """
-        return session.check(self, description, action=action, target=target)
+    # -- record files -------------------------------------------------------------------------
 
     @property
     def outcomes_path(self) -> Path:
         """The append-only record of correction outcomes, committed beside the memories."""
         return self.root / stats.OUTCOMES_FILE
-
-    def record_outcome(
-        self, name: str, outcome: str, evidence: str | None = None
-    ) -> stats.OutcomeRecord:
-        """Append whether correction `name` was heeded or recurred, and commit it.
-
-        Raises:
-            MemoryNotFound, InvalidMemory (not a correction or warning; unknown outcome),
-            SecretFound (the evidence looks like a credential).
-        """
-        return session.record_outcome(self, name, outcome, evidence)
-
-    def outcomes(self) -> list[stats.OutcomeRecord]:
-        """Every recorded outcome, oldest first.
-
-        Raises:
-            InvalidMemory: naming a line that is not a valid record.
-        """
-        return session.outcomes(self)
-
-    def heed_rates(self) -> tuple[list[stats.HeedRate], stats.HeedRate]:
-        """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
-        return stats.heed_rates(self.outcomes())
-
-    def brief(
-        self,
-        *,
-        for_text: str | None = None,
-        budget_tokens: int = briefing.DEFAULT_BUDGET,
-        since: str | None = None,
-        mark: bool = True,
-    ) -> briefing.Briefing:
-        """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
-
-        Lists the rules that apply (most severe first), claims in progress, confirmed
-        decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
-        since your last briefing (or since `since`: a commit or a date git understands).
-        With `mark`, remembers this session's HEAD in the ignored cache for the next one.
-        """
-        return briefing.brief(
-            self, for_text=for_text, budget_tokens=budget_tokens, since=since, mark=mark
-        )
 
     # -- ledger -------------------------------------------------------------------------------
 
@@ -804,95 +699,3 @@ class Store:
     def ledger_path(self) -> Path:
         """The store's ledger file, `<store>/ledger.jsonl`."""
         return self.root / ledger.LEDGER_FILE
-
-    def _ledger_view(self) -> ledger.View:
-        return ledger_io.view(self)
-
-    def ledger_check(
-        self, action: str, target: str, *, now: datetime | None = None
-    ) -> ledger.Check:
-        """Whether `action` on `target` is NOT_EXECUTED, IN_PROGRESS (claimed) or EXECUTED.
-
-        Reads the working ledger and every ledger line git has committed, so a restored or
-        truncated file still answers EXECUTED, with a warning that lines were lost.
-
-        Raises:
-            InvalidLedgerEntry: for a bad action or target.
-            LedgerCorrupt: when a damaged line might hide a `done` record (fail closed).
-        """
-        return ledger_io.check(self, action, target, now)
-
-    def ledger_claim(
-        self,
-        action: str,
-        target: str,
-        ttl: float = ledger.TTL_DEFAULT,
-        *,
-        now: datetime | None = None,
-        allow_secret: bool = False,
-    ) -> ledger.Event:
-        """Claim `action` on `target` for `ttl` seconds as the acting identity, and commit it.
-
-        Re-claiming your own claim refreshes it. Check and append happen under the store's
-        lock, so of several racing claims exactly one wins.
-
-        Raises:
-            AlreadyExecuted, ClaimHeld, InvalidLedgerEntry, LedgerCorrupt, NoIdentity,
-            StoreLocked, SecretFound (the action or target looks like a credential, unless
-            `allow_secret`).
-        """
-        return ledger_io.claim(self, action, target, ttl, now, allow_secret)
-
-    def ledger_release(
-        self, action: str, target: str, *, now: datetime | None = None, allow_secret: bool = False
-    ) -> ledger.Event:
-        """Give up the acting identity's valid claim on `action` on `target`, and commit it.
-
-        Raises:
-            InvalidLedgerEntry (no claim of yours to release), LedgerCorrupt, NoIdentity,
-            SecretFound (unless `allow_secret`).
-        """
-        return ledger_io.release(self, action, target, now, allow_secret)
-
-    def ledger_record(
-        self,
-        action: str,
-        target: str,
-        evidence: str | None = None,
-        note: str | None = None,
-        failed: bool = False,
-        *,
-        now: datetime | None = None,
-        allow_secret: bool = False,
-    ) -> ledger.Event:
-        """Record that `action` on `target` was done (evidence URL required) or failed (note
-        required), as the acting identity, and commit it. A failure ends your claim.
-
-        Nothing can be removed from the ledger, so credential-like evidence, note, action or
-        target is refused unless `allow_secret` (or the store's `secrets: allow`).
-
-        Raises:
-            InvalidLedgerEntry, LedgerCorrupt, NoIdentity, StoreLocked, SecretFound.
-        """
-        return ledger_io.record(self, action, target, evidence, note, failed, now, allow_secret)
-
-    def ledger_list(
-        self,
-        action: str | None = None,
-        target: str | None = None,
-        actor: str | None = None,
-        since: str | None = None,
-        *,
-        now: datetime | None = None,
-    ) -> list[ledger.Event]:
-        """Ledger events matching every filter given, oldest first; `since` takes a date, a UTC
-        time or a duration back from now (`24h`). Includes events only git still has.
-
-        Raises:
-            InvalidLedgerEntry: for a bad filter.
-        """
-        return ledger_io.events(self, action, target, actor, since, now)
-
-    def ledger_verify(self) -> ledger.Verification:
-        """Check every line's hash and link, and that the file holds every line git committed."""
-        return ledger_io.verify(self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from memstore import briefing
+from memstore import briefing, ledger_io, session
 from memstore.briefing import Section, fit, tokens
 from memstore.cli import main
 from memstore.errors import InvalidMemory
@@ -41,7 +41,8 @@ def test_fit_shows_the_empty_message_of_an_empty_section() -> None:
 
 
 def p0(store: Store) -> None:
-    as_agent(store, "human").correct(
+    session.correct(
+        as_agent(store, "human"),
         "no-publish-on-bump",
         description="Never npm publish from a version-bump commit; CI publishes tags",
         severity="p0",
@@ -50,12 +51,16 @@ def p0(store: Store) -> None:
 
 
 def test_the_p0_correction_comes_first_in_the_briefing(store: Store) -> None:
-    store.correct("mind-the-changelog", description="Update CHANGELOG.md", severity="p3")
-    store.correct(
-        "deploy-window", description="No deploys on Friday", applies_when=["deploy"], type="warning"
+    session.correct(store, "mind-the-changelog", description="Update CHANGELOG.md", severity="p3")
+    session.correct(
+        store,
+        "deploy-window",
+        description="No deploys on Friday",
+        applies_when=["deploy"],
+        type="warning",
     )
     p0(store)
-    text = store.brief(for_text="bump version to 1.4.1 and npm publish").text
+    text = briefing.brief(store, for_text="bump version to 1.4.1 and npm publish").text
     rules = text.split("## Corrections and warnings that apply\n", 1)[1]
     first = rules.splitlines()[0]
     assert first.startswith("- **p0** correction `no-publish-on-bump` [draft]")
@@ -70,11 +75,11 @@ def test_drafts_you_own_are_not_listed_for_your_review(store: Store) -> None:
     bob.add("bobs-idea", type="decision", description="Bob's draft decision")
     bob.add("bobs-fact", type="fact", description="Bob's confirmed fact")
     store.confirm("bobs-fact", "checked")
-    text = store.brief().text
+    text = briefing.brief(store).text
     review = text.split("## Drafts awaiting your review\n", 1)[1].split("\n\n")[0]
     assert "bobs-idea" in review
     assert "mine" not in review and "bobs-fact" not in review
-    assert "`mine`" in bob.brief().text.split("## Drafts awaiting your review\n", 1)[1]
+    assert "`mine`" in briefing.brief(bob).text.split("## Drafts awaiting your review\n", 1)[1]
 
 
 def test_confirmed_decisions_and_runbooks_about_the_task_are_listed(store: Store) -> None:
@@ -84,7 +89,7 @@ def test_confirmed_decisions_and_runbooks_about_the_task_are_listed(store: Store
     bob.add("old-release", type="runbook", description="Release npm package by hand")
     store.confirm("release-npm", "used it")
     store.confirm("use-zod", "used it")
-    text = store.brief(for_text="release npm package 1.4.1").text
+    text = briefing.brief(store, for_text="release npm package 1.4.1").text
     knowledge = text.split("## Decisions and runbooks about this task\n", 1)[1].split("\n\n")[0]
     assert "release-npm" in knowledge
     assert "use-zod" not in knowledge and "old-release" not in knowledge  # unrelated; draft
@@ -93,13 +98,13 @@ def test_confirmed_decisions_and_runbooks_about_the_task_are_listed(store: Store
 def test_changes_since_the_last_session_come_from_git(store: Store) -> None:
     bob = as_agent(store, "bob")
     bob.add("use-zod", type="decision", description="Validate API input with zod")
-    store.brief()  # the first session marks where alice's next one starts
+    briefing.brief(store)  # the first session marks where alice's next one starts
     store.confirm("use-zod", "checked")
     bob.add("use-pnpm", type="decision", description="Use pnpm")
     bob.deprecate("use-pnpm", "we stay on npm")
     p0(store)
-    store.record_outcome("no-publish-on-bump", "heeded")
-    text = store.brief().text
+    session.record_outcome(store, "no-publish-on-bump", "heeded")
+    text = briefing.brief(store).text
     changes = text.split("## Changes since your last session\n", 1)[1].split("\n\n")[0]
     lines = changes.splitlines()
     assert [line.split(" ", 4)[-1] for line in lines] == [
@@ -110,7 +115,7 @@ def test_changes_since_the_last_session_come_from_git(store: Store) -> None:
         "confirmed `decision/use-zod`",
     ]
     assert "bob deprecated" in changes and "human added" in changes
-    again = store.brief().text
+    again = briefing.brief(store).text
     assert "## Changes since your last session\n- nothing new" in again
 
 
@@ -118,10 +123,10 @@ def test_since_overrides_the_last_session(store: Store) -> None:
     store.add("a-fact", type="fact", description="One fact")
     first = git(store.root, "rev-parse", "HEAD").strip()
     store.add("b-fact", type="fact", description="Another fact")
-    text = store.brief(since=first, mark=False).text
+    text = briefing.brief(store, since=first, mark=False).text
     assert "`fact/b-fact`" in text and "`fact/a-fact`" not in text
     with pytest.raises(InvalidMemory, match="--since"):
-        store.brief(since="--all")
+        briefing.brief(store, since="--all")
 
 
 def test_the_briefing_respects_its_budget_and_says_what_it_cut(store: Store) -> None:
@@ -129,9 +134,9 @@ def test_the_briefing_respects_its_budget_and_says_what_it_cut(store: Store) -> 
     bob = as_agent(store, "bob")
     for i in range(40):
         bob.add(f"draft-{i}", type="fact", description=f"A draft fact number {i} " + "x" * 60)
-    big = store.brief(mark=False, budget_tokens=100_000)
+    big = briefing.brief(store, mark=False, budget_tokens=100_000)
     assert big.cut == ()
-    small = store.brief(mark=False, budget_tokens=300)
+    small = briefing.brief(store, mark=False, budget_tokens=300)
     assert small.tokens <= 300
     assert tokens(small.text) == small.tokens
     assert "no-publish-on-bump" in small.text  # the rules are cut last
@@ -159,7 +164,7 @@ def test_a_bad_outcome_line_or_session_marker_does_not_cost_the_briefing(store: 
     marker = store.cache / "sessions" / "alice.json"
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text('{"head": 42}', encoding="utf-8")
-    text = store.brief().text
+    text = briefing.brief(store).text
     assert "no-publish-on-bump" in text
     assert "human added `correction/no-publish-on-bump`" in text  # fell back to 7 days
     assert '"head": "' in marker.read_text(encoding="utf-8")
@@ -167,15 +172,15 @@ def test_a_bad_outcome_line_or_session_marker_does_not_cost_the_briefing(store: 
 
 def test_claims_in_progress_are_listed_until_recorded(store: Store) -> None:
     bob = as_agent(store, "bob")
-    bob.ledger_claim("migrate", "db@42")
-    store.ledger_claim("publish", "post-1")
-    text = store.brief(mark=False).text
+    ledger_io.claim(bob, "migrate", "db@42")
+    ledger_io.claim(store, "publish", "post-1")
+    text = briefing.brief(store, mark=False).text
     claims = text.split("## Claims in progress\n", 1)[1].split("\n\n")[0].splitlines()
     assert len(claims) == 2
     assert claims[0].startswith("- `migrate db@42` claimed by bob until ")
     assert claims[1].startswith("- `publish post-1` claimed by you until ")
-    bob.ledger_record("migrate", "db@42", evidence="https://ci.example.com/run/42")
-    after = store.brief(mark=False).text
+    ledger_io.record(bob, "migrate", "db@42", evidence="https://ci.example.com/run/42")
+    after = briefing.brief(store, mark=False).text
     assert "migrate db@42` claimed" not in after
     assert "ledger.jsonl: migrate db@42 done" in after  # and it shows among the changes
 
@@ -188,7 +193,7 @@ def test_knowledge_for_the_task_comes_from_search_even_in_japanese(store: Store)
         description="CDNキャッシュの無効化漏れで古い価格が表示された障害の対応手順",
     )
     store.confirm("cdn-purge", "手順どおりに確認した")
-    text = store.brief(for_text="キャッシュを消す", mark=False).text
+    text = briefing.brief(store, for_text="キャッシュを消す", mark=False).text
     assert "runbook `cdn-purge`" in text.split("## Decisions and runbooks about this task\n")[1]
 
 
@@ -197,8 +202,10 @@ def test_even_the_smallest_budget_holds_with_a_long_task_and_a_busy_store(store:
     bob = as_agent(store, "bob")
     for i in range(12):
         bob.add(f"fact-{i}", type="fact", description=f"Fact {i} " + "y" * 80)
-    bob.ledger_claim("deploy", "api")
-    result = store.brief(for_text="deploy " * 300, budget_tokens=briefing.MIN_BUDGET, mark=False)
+    ledger_io.claim(bob, "deploy", "api")
+    result = briefing.brief(
+        store, for_text="deploy " * 300, budget_tokens=briefing.MIN_BUDGET, mark=False
+    )
     assert result.tokens <= briefing.MIN_BUDGET
     assert "…" in result.text.splitlines()[1]  # the task is cut short
     assert "_Cut to fit the budget: " in result.text

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memstore import lint
 from memstore.cli import main
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, MemstoreError, NotAStore
 from memstore.memory import BODY_MAX, parse, render
@@ -145,7 +146,7 @@ def test_a_symlinked_type_folder_is_never_read_or_written(store: Store, tmp_path
         store.add("planted", type="decision", description="would land outside")
     assert sorted(p.name for p in target.iterdir()) == outside_before
     assert snapshot(store) == before
-    assert any("symlinked folder" in str(p) for p in store.lint())
+    assert any("symlinked folder" in str(p) for p in lint.lint_store(store))
 
 
 def test_a_symlinked_file_is_never_read_or_written(store: Store, tmp_path: Path) -> None:
@@ -163,7 +164,7 @@ def test_a_symlinked_file_is_never_read_or_written(store: Store, tmp_path: Path)
         store.add("leak", type="fact", description="replace the link")
     assert outside.read_bytes() == original
     assert snapshot(store) == before
-    assert any("a symlink" in str(p) for p in store.lint())
+    assert any("a symlink" in str(p) for p in lint.lint_store(store))
 
 
 def test_a_symlinked_cache_folder_is_refused_before_any_write(store: Store, tmp_path: Path) -> None:
@@ -423,12 +424,12 @@ def littered(store: Store) -> Store:
 @pytest.mark.parametrize("kind", list(BROKEN))
 def test_lint_names_each_broken_file_and_its_problem(littered: Store, kind: str) -> None:
     path, _, message = BROKEN[kind]
-    problems = [p for p in littered.lint() if p.path == path]
+    problems = [p for p in lint.lint_store(littered) if p.path == path]
     assert any(message in p.message for p in problems), (path, [str(p) for p in problems])
 
 
 def test_lint_names_special_files_without_reading_them(littered: Store) -> None:
-    problems = {p.path: p.message for p in littered.lint()}
+    problems = {p.path: p.message for p in lint.lint_store(littered)}
     assert "not a regular file" in problems["fact/pipe.md"]
     assert "not a regular file" in problems["fact/folder.md"]
 

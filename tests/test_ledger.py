@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import ledger
+from memstore import ledger, ledger_io
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -218,12 +218,12 @@ def test_a_torn_last_line_fails_check_closed_instead_of_answering_not_executed()
 
 
 def test_check_claim_record_walks_not_executed_in_progress_executed(store: Store) -> None:
-    assert store.ledger_check("publish", "post-1").state == State.NOT_EXECUTED
-    claim = store.ledger_claim("publish", "post-1", ttl=600)
-    answer = store.ledger_check("publish", "post-1")
+    assert ledger_io.check(store, "publish", "post-1").state == State.NOT_EXECUTED
+    claim = ledger_io.claim(store, "publish", "post-1", ttl=600)
+    answer = ledger_io.check(store, "publish", "post-1")
     assert (answer.state, answer.actor, answer.until) == (State.IN_PROGRESS, "alice", claim.expires)
-    done = store.ledger_record("publish", "post-1", evidence=URL, note="went live")
-    answer = as_agent(store, "bob").ledger_check("publish", "post-1")
+    done = ledger_io.record(store, "publish", "post-1", evidence=URL, note="went live")
+    answer = ledger_io.check(as_agent(store, "bob"), "publish", "post-1")
     assert (answer.state, answer.actor, answer.at, answer.evidence) == (
         State.EXECUTED,
         "alice",
@@ -236,8 +236,8 @@ def test_check_claim_record_walks_not_executed_in_progress_executed(store: Store
 def test_each_append_is_one_commit_authored_by_the_stores_identity(store: Store) -> None:
     before = commit_count(store)
     bob = as_agent(store, "bob")
-    bob.ledger_claim("publish", "post-1")
-    bob.ledger_record("publish", "post-1", evidence=URL)
+    ledger_io.claim(bob, "publish", "post-1")
+    ledger_io.record(bob, "publish", "post-1", evidence=URL)
     assert commit_count(store) == before + 2
     log = git(store.root, "log", "-2", "--format=%an|%s").splitlines()
     assert log == [f"bob|ledger: done publish post-1 — {URL}", log[1]]
@@ -247,38 +247,38 @@ def test_each_append_is_one_commit_authored_by_the_stores_identity(store: Store)
 
 
 def test_claim_is_refused_when_done_or_validly_claimed_by_someone_else(store: Store) -> None:
-    store.ledger_claim("deploy", "api", ttl=600, now=T0)
+    ledger_io.claim(store, "deploy", "api", ttl=600, now=T0)
     bob = as_agent(store, "bob")
     with pytest.raises(ClaimHeld, match="claimed by alice"):
-        bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=60))
-    refreshed = store.ledger_claim("deploy", "api", ttl=600, now=T0 + timedelta(seconds=60))
-    check = bob.ledger_check("deploy", "api", now=T0 + timedelta(seconds=601))
+        ledger_io.claim(bob, "deploy", "api", now=T0 + timedelta(seconds=60))
+    refreshed = ledger_io.claim(store, "deploy", "api", ttl=600, now=T0 + timedelta(seconds=60))
+    check = ledger_io.check(bob, "deploy", "api", now=T0 + timedelta(seconds=601))
     assert (check.state, check.until) == (State.IN_PROGRESS, refreshed.expires)
-    store.ledger_record("deploy", "api", evidence=URL, now=T0 + timedelta(seconds=90))
+    ledger_io.record(store, "deploy", "api", evidence=URL, now=T0 + timedelta(seconds=90))
     with pytest.raises(AlreadyExecuted, match="already executed by alice"):
-        bob.ledger_claim("deploy", "api", now=T0 + timedelta(days=30))
+        ledger_io.claim(bob, "deploy", "api", now=T0 + timedelta(days=30))
 
 
 def test_an_expired_claim_can_be_taken_by_someone_else(store: Store) -> None:
-    store.ledger_claim("deploy", "api", ttl=60, now=T0)
+    ledger_io.claim(store, "deploy", "api", ttl=60, now=T0)
     bob = as_agent(store, "bob")
-    event = bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=61))
-    assert bob.ledger_check("deploy", "api", now=T0 + timedelta(seconds=62)).actor == "bob"
+    event = ledger_io.claim(bob, "deploy", "api", now=T0 + timedelta(seconds=61))
+    assert ledger_io.check(bob, "deploy", "api", now=T0 + timedelta(seconds=62)).actor == "bob"
     assert event.actor == "bob"
 
 
 def test_release_and_failure_end_your_claim_but_not_someone_elses(store: Store) -> None:
-    store.ledger_claim("deploy", "api", now=T0)
+    ledger_io.claim(store, "deploy", "api", now=T0)
     bob = as_agent(store, "bob")
     with pytest.raises(InvalidLedgerEntry, match="bob holds no valid claim"):
-        bob.ledger_release("deploy", "api", now=T0)
-    bob.ledger_record("deploy", "api", note="tried anyway", failed=True, now=T0)
-    assert store.ledger_check("deploy", "api", now=T0).state == State.IN_PROGRESS
-    store.ledger_release("deploy", "api", now=T0 + timedelta(seconds=1))
-    assert store.ledger_check("deploy", "api", now=T0).state == State.NOT_EXECUTED
-    bob.ledger_claim("deploy", "api", now=T0 + timedelta(seconds=2))
-    bob.ledger_record("deploy", "api", note="503", failed=True, now=T0 + timedelta(seconds=3))
-    answer = store.ledger_check("deploy", "api", now=T0 + timedelta(seconds=4))
+        ledger_io.release(bob, "deploy", "api", now=T0)
+    ledger_io.record(bob, "deploy", "api", note="tried anyway", failed=True, now=T0)
+    assert ledger_io.check(store, "deploy", "api", now=T0).state == State.IN_PROGRESS
+    ledger_io.release(store, "deploy", "api", now=T0 + timedelta(seconds=1))
+    assert ledger_io.check(store, "deploy", "api", now=T0).state == State.NOT_EXECUTED
+    ledger_io.claim(bob, "deploy", "api", now=T0 + timedelta(seconds=2))
+    ledger_io.record(bob, "deploy", "api", note="503", failed=True, now=T0 + timedelta(seconds=3))
+    answer = ledger_io.check(store, "deploy", "api", now=T0 + timedelta(seconds=4))
     assert answer.state == State.NOT_EXECUTED
     assert any("failed" in w and "503" in w for w in answer.warnings)
 
@@ -286,9 +286,9 @@ def test_release_and_failure_end_your_claim_but_not_someone_elses(store: Store) 
 def test_recording_done_twice_is_kept_and_check_warns_it_may_have_run_twice(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-1", evidence=URL)
-    as_agent(store, "bob").ledger_record("publish", "post-1", evidence=URL + "?again")
-    answer = store.ledger_check("publish", "post-1")
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    ledger_io.record(as_agent(store, "bob"), "publish", "post-1", evidence=URL + "?again")
+    answer = ledger_io.check(store, "publish", "post-1")
     assert answer.state == State.EXECUTED and answer.actor == "alice"
     assert any("2 times" in w for w in answer.warnings)
 
@@ -309,15 +309,15 @@ def test_recording_done_twice_is_kept_and_check_warns_it_may_have_run_twice(
 def test_bad_input_is_refused_and_leaves_file_and_history_unchanged(
     store: Store, args: tuple[str, str, str | None, str | None, bool], match: str
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     before, commits = store.ledger_path.read_bytes(), commit_count(store)
     with pytest.raises(InvalidLedgerEntry, match=match):
-        store.ledger_record(*args)
+        ledger_io.record(store, *args)
     for call in (
-        lambda: store.ledger_claim("publish", "post-1", ttl=0),
-        lambda: store.ledger_claim("", "post-1"),
-        lambda: store.ledger_check("publish", ""),
-        lambda: store.ledger_list(since="whenever"),
+        lambda: ledger_io.claim(store, "publish", "post-1", ttl=0),
+        lambda: ledger_io.claim(store, "", "post-1"),
+        lambda: ledger_io.check(store, "publish", ""),
+        lambda: ledger_io.events(store, since="whenever"),
     ):
         with pytest.raises(InvalidLedgerEntry):
             call()
@@ -326,28 +326,33 @@ def test_bad_input_is_refused_and_leaves_file_and_history_unchanged(
 
 
 def test_list_filters_by_action_target_actor_and_since(store: Store) -> None:
-    store.ledger_record("publish", "post-1", evidence=URL, now=T0)
-    as_agent(store, "bob").ledger_record("deploy", "api", evidence=URL, now=T0 + timedelta(hours=1))
-    store.ledger_claim("publish", "post-2", now=T0 + timedelta(hours=2))
-    assert [e.target for e in store.ledger_list(action="publish")] == ["post-1", "post-2"]
-    assert [e.target for e in store.ledger_list(actor="bob")] == ["api"]
-    assert [e.target for e in store.ledger_list(target="post-2")] == ["post-2"]
-    assert [e.target for e in store.ledger_list(since="2026-11-30T10:00:00Z")] == ["api", "post-2"]
+    ledger_io.record(store, "publish", "post-1", evidence=URL, now=T0)
+    ledger_io.record(
+        as_agent(store, "bob"), "deploy", "api", evidence=URL, now=T0 + timedelta(hours=1)
+    )
+    ledger_io.claim(store, "publish", "post-2", now=T0 + timedelta(hours=2))
+    assert [e.target for e in ledger_io.events(store, action="publish")] == ["post-1", "post-2"]
+    assert [e.target for e in ledger_io.events(store, actor="bob")] == ["api"]
+    assert [e.target for e in ledger_io.events(store, target="post-2")] == ["post-2"]
+    assert [e.target for e in ledger_io.events(store, since="2026-11-30T10:00:00Z")] == [
+        "api",
+        "post-2",
+    ]
 
 
 def test_init_marks_the_ledger_merge_union_and_verify_warns_without_it(store: Store) -> None:
     assert "ledger.jsonl text eol=lf merge=union" in (store.root / ".gitattributes").read_text(
         encoding="utf-8"
     )
-    store.ledger_record("publish", "post-1", evidence=URL)
-    assert store.ledger_verify().warnings == ()
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    assert ledger_io.verify(store).warnings == ()
     (store.root / ".gitattributes").write_text("*.md text eol=lf\n", encoding="utf-8")
-    assert any("merge=union" in w for w in store.ledger_verify().warnings)
+    assert any("merge=union" in w for w in ledger_io.verify(store).warnings)
 
 
 def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: Store) -> None:
-    store.ledger_record("publish", "post-1", evidence=URL)
-    view = store._ledger_view()  # pyright: ignore[reportPrivateUsage]
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    view = ledger_io.view(store)  # pyright: ignore[reportPrivateUsage]
     orphan = ledger.new_event(
         actor="alice",
         action="publish",
@@ -359,9 +364,9 @@ def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: S
     )
     with store.ledger_path.open("a", encoding="utf-8", newline="\n") as f:
         f.write(ledger.render(orphan) + "\n")  # as if the process died before committing
-    assert any("not committed" in w for w in store.ledger_verify().warnings)
-    store.ledger_record("publish", "post-3", evidence=URL)
-    assert store.ledger_verify() == ledger.Verification(True, 3, 3, 1, 3)
+    assert any("not committed" in w for w in ledger_io.verify(store).warnings)
+    ledger_io.record(store, "publish", "post-3", evidence=URL)
+    assert ledger_io.verify(store) == ledger.Verification(True, 3, 3, 1, 3)
     assert git(store.root, "status", "--porcelain") == ""
 
 
@@ -371,75 +376,75 @@ def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: S
 def test_check_after_a_restore_to_an_older_version_still_answers_executed_and_warns(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_record("publish", "post-1", evidence=URL)
-    store.ledger_claim("publish", "post-2")
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    ledger_io.claim(store, "publish", "post-2")
     older = git(store.root, "show", "HEAD~2:ledger.jsonl")
     store.ledger_path.write_text(older, encoding="utf-8")  # the backup from before post-1
     commits = commit_count(store)
 
-    answer = as_agent(store, "bob").ledger_check("publish", "post-1")
+    answer = ledger_io.check(as_agent(store, "bob"), "publish", "post-1")
     assert (answer.state, answer.actor, answer.evidence) == (State.EXECUTED, "alice", URL)
     assert answer.warnings[0].startswith("WARNING: the working ledger.jsonl lacks 2 line(s)")
-    assert as_agent(store, "bob").ledger_check("publish", "post-2").state == State.IN_PROGRESS
+    assert ledger_io.check(as_agent(store, "bob"), "publish", "post-2").state == State.IN_PROGRESS
     with pytest.raises(LedgerCorrupt, match="lacks 2 line"):
-        as_agent(store, "bob").ledger_claim("publish", "post-3")
+        ledger_io.claim(as_agent(store, "bob"), "publish", "post-3")
     assert store.ledger_path.read_text(encoding="utf-8") == older
     assert commit_count(store) == commits
-    problems = store.ledger_verify().problems
+    problems = ledger_io.verify(store).problems
     assert len(problems) == 2 and all("working ledger lacks it" in p for p in problems)
 
 
 def test_a_restore_that_was_committed_by_hand_is_still_caught_from_git_history(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_record("publish", "post-1", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
     store.ledger_path.write_text(lines_of(store)[0] + "\n", encoding="utf-8")
     git(store.root, "commit", "-qam", "restore ledger from backup")
-    answer = store.ledger_check("publish", "post-1")
+    answer = ledger_io.check(store, "publish", "post-1")
     assert answer.state == State.EXECUTED
     assert "lacks 1 line(s)" in answer.warnings[0]
-    assert not store.ledger_verify().ok
+    assert not ledger_io.verify(store).ok
 
 
 def test_an_edited_line_is_reported_and_check_stays_truthful_or_fails_closed(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_record("publish", "post-1", evidence=URL)
-    store.ledger_record("publish", "post-2", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    ledger_io.record(store, "publish", "post-2", evidence=URL)
     lines = lines_of(store)
     lines[1] = lines[1].replace('"done"', '"failed"')
     store.ledger_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    problems = store.ledger_verify().problems
+    problems = ledger_io.verify(store).problems
     assert any(p.startswith("line 2: its content does not match its hash") for p in problems)
-    answer = store.ledger_check("publish", "post-1")  # git still has the original line
+    answer = ledger_io.check(store, "publish", "post-1")  # git still has the original line
     assert answer.state == State.EXECUTED
     with pytest.raises(LedgerCorrupt, match="cannot tell whether 'publish post-9'"):
-        store.ledger_check("publish", "post-9")
+        ledger_io.check(store, "publish", "post-9")
 
 
 def test_a_line_deleted_in_the_middle_is_reported_by_verify(store: Store) -> None:
     for i in range(3):
-        store.ledger_record("publish", f"post-{i}", evidence=URL)
+        ledger_io.record(store, "publish", f"post-{i}", evidence=URL)
     lines = lines_of(store)
     store.ledger_path.write_text(lines[0] + "\n" + lines[2] + "\n", encoding="utf-8")
-    result = store.ledger_verify()
+    result = ledger_io.verify(store)
     assert not result.ok
     assert any("post-1" in p and "lacks it" in p for p in result.problems)
-    assert store.ledger_check("publish", "post-1").state == State.EXECUTED
+    assert ledger_io.check(store, "publish", "post-1").state == State.EXECUTED
 
 
 def test_garbage_never_committed_makes_check_fail_closed(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     with store.ledger_path.open("a", encoding="utf-8") as f:
         f.write('{"id": "half a line\n')
     with pytest.raises(LedgerCorrupt, match="line 2"):
-        store.ledger_check("publish", "post-1")
+        ledger_io.check(store, "publish", "post-1")
     with pytest.raises(LedgerCorrupt):
-        store.ledger_record("publish", "post-1", evidence=URL)
+        ledger_io.record(store, "publish", "post-1", evidence=URL)
 
 
 # -- union merges ------------------------------------------------------------------------------
@@ -448,38 +453,38 @@ def test_garbage_never_committed_makes_check_fail_closed(store: Store) -> None:
 def test_a_union_merge_of_two_branches_verifies_and_the_next_append_joins_both(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     git(store.root, "checkout", "-q", "-b", "other")
     bob = as_agent(store, "bob")
-    bob.ledger_record("publish", "post-b1", evidence=URL)
-    bob.ledger_claim("deploy", "api")
+    ledger_io.record(bob, "publish", "post-b1", evidence=URL)
+    ledger_io.claim(bob, "deploy", "api")
     git(store.root, "checkout", "-q", "main")
-    store.ledger_record("publish", "post-a1", evidence=URL)
-    store.ledger_record("publish", "post-a2", evidence=URL)
+    ledger_io.record(store, "publish", "post-a1", evidence=URL)
+    ledger_io.record(store, "publish", "post-a2", evidence=URL)
 
     git(store.root, "merge", "-q", "--no-edit", "other")
     assert "<<<<" not in store.ledger_path.read_text(encoding="utf-8")
     assert len(lines_of(store)) == 5
-    result = store.ledger_verify()
+    result = ledger_io.verify(store)
     assert result.ok, result.problems
     assert result.heads == 2
-    assert store.ledger_check("publish", "post-b1").state == State.EXECUTED
-    assert store.ledger_check("deploy", "api").actor == "bob"
+    assert ledger_io.check(store, "publish", "post-b1").state == State.EXECUTED
+    assert ledger_io.check(store, "deploy", "api").actor == "bob"
 
-    joined = store.ledger_record("publish", "post-3", evidence=URL)
+    joined = ledger_io.record(store, "publish", "post-3", evidence=URL)
     assert len(joined.prev) == 2
-    result = store.ledger_verify()
+    result = ledger_io.verify(store)
     assert result.ok and result.heads == 1
 
 
 def test_deleting_a_branch_tip_after_a_merge_and_join_is_detected(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     git(store.root, "checkout", "-q", "-b", "other")
-    as_agent(store, "bob").ledger_record("publish", "post-b1", evidence=URL)
+    ledger_io.record(as_agent(store, "bob"), "publish", "post-b1", evidence=URL)
     git(store.root, "checkout", "-q", "main")
-    store.ledger_record("publish", "post-a1", evidence=URL)
+    ledger_io.record(store, "publish", "post-a1", evidence=URL)
     git(store.root, "merge", "-q", "--no-edit", "other")
-    store.ledger_record("publish", "post-3", evidence=URL)
+    ledger_io.record(store, "publish", "post-3", evidence=URL)
     kept = [x for x in lines_of(store) if "post-b1" not in x]
     data = ("\n".join(kept) + "\n").encode()
     result = ledger.verify(ledger.view(data, ()), "union")  # the file alone, without git
@@ -491,11 +496,12 @@ def test_deleting_a_branch_tip_after_a_merge_and_join_is_detected(store: Store) 
 WRITER = """
 import sys
 from pathlib import Path
+from memstore import ledger_io
 from memstore.store import Store
 root, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 store = Store(root, agent=name, lock_timeout=120)
 for i in range(count):
-    store.ledger_record("publish", f"{name}-{i}", evidence=f"https://example.com/{name}/{i}")
+    ledger_io.record(store, "publish", f"{name}-{i}", evidence=f"https://example.com/{name}/{i}")
 """
 
 
@@ -531,7 +537,7 @@ def test_eight_concurrent_writers_lose_and_tear_no_line(store: Store) -> None:
     targets = {ledger.parse_line(x).target for x in lines}
     assert targets == {f"w{k}-{i}" for k in range(writers) for i in range(each)}
     assert commit_count(store) == start + writers * each
-    result = store.ledger_verify()
+    result = ledger_io.verify(store)
     assert result.ok and result.heads == 1 and result.committed == writers * each
     assert git(store.root, "status", "--porcelain") == ""
 
@@ -555,7 +561,7 @@ def test_eight_processes_racing_for_one_claim_leave_exactly_one_winner(store: St
     winner = f"agent{codes.index(0)}"
     claims = [ledger.parse_line(x) for x in lines_of(store)]
     assert [c.actor for c in claims] == [winner]
-    assert store.ledger_check("deploy", "api").actor == winner
+    assert ledger_io.check(store, "deploy", "api").actor == winner
 
 
 def test_errors_are_memstore_errors() -> None:
@@ -568,34 +574,34 @@ def test_errors_are_memstore_errors() -> None:
 
 def test_the_history_cache_reads_only_new_commits_and_follows_head(store: Store) -> None:
     cache = store.cache / "ledger-history.json"
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_check("publish", "post-0")
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.check(store, "publish", "post-0")
     first = json.loads(cache.read_text(encoding="utf-8"))
     assert first["head"] == git(store.root, "rev-parse", "HEAD").strip()
     assert len(first["lines"]) == 1
-    store.ledger_record("publish", "post-1", evidence=URL)
-    store.ledger_check("publish", "post-1")
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    ledger_io.check(store, "publish", "post-1")
     assert len(json.loads(cache.read_text(encoding="utf-8"))["lines"]) == 2
 
 
 def test_a_reset_of_history_rebuilds_the_cache_instead_of_reporting_lost_lines(
     store: Store,
 ) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_record("publish", "post-1", evidence=URL)
-    assert store.ledger_verify().ok
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
+    assert ledger_io.verify(store).ok
     git(store.root, "reset", "-q", "--hard", "HEAD~1")
-    assert store.ledger_verify().ok
-    assert store.ledger_check("publish", "post-1").state == State.NOT_EXECUTED
+    assert ledger_io.verify(store).ok
+    assert ledger_io.check(store, "publish", "post-1").state == State.NOT_EXECUTED
 
 
 def test_a_broken_or_forged_cache_is_ignored_and_rebuilt(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     cache = store.cache / "ledger-history.json"
     for text in ("not json", '{"head": "--output=/tmp/x", "lines": []}', "[]"):
         cache.write_text(text, encoding="utf-8")
-        assert store.ledger_check("publish", "post-0").state == State.EXECUTED
-        assert store.ledger_verify().ok
+        assert ledger_io.check(store, "publish", "post-0").state == State.EXECUTED
+        assert ledger_io.verify(store).ok
 
 
 def test_a_store_in_a_subfolder_of_a_project_reads_its_ledger_history_by_path(
@@ -608,10 +614,10 @@ def test_a_store_in_a_subfolder_of_a_project_reads_its_ledger_history_by_path(
     git(project, "add", "README.md")
     git(project, "commit", "-qm", "start")
     store = Store.init(project / "memory", agent="alice")
-    store.ledger_record("publish", "post-0", evidence=URL)
-    store.ledger_record("publish", "post-1", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
     store.ledger_path.write_text(lines_of(store)[0] + "\n", encoding="utf-8")
-    answer = store.ledger_check("publish", "post-1")
+    answer = ledger_io.check(store, "publish", "post-1")
     assert answer.state == State.EXECUTED
     assert "memory/ledger.jsonl lacks 1 line(s)" in answer.warnings[0]
     assert (
@@ -620,12 +626,12 @@ def test_a_store_in_a_subfolder_of_a_project_reads_its_ledger_history_by_path(
 
 
 def test_appending_after_a_last_line_without_newline_keeps_lines_apart(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence=URL)
+    ledger_io.record(store, "publish", "post-0", evidence=URL)
     text = store.ledger_path.read_text(encoding="utf-8")
     store.ledger_path.write_text(text.rstrip("\n"), encoding="utf-8")  # an editor's save
-    store.ledger_record("publish", "post-1", evidence=URL)
+    ledger_io.record(store, "publish", "post-1", evidence=URL)
     assert len(lines_of(store)) == 2
-    assert store.ledger_verify().ok
+    assert ledger_io.verify(store).ok
 
 
 def test_the_example_lines_in_the_docs_verify() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memstore import lint
 from memstore.memory import render
 from memstore.store import Store
 from tests.conftest import GIT_ENV, as_agent, git
@@ -40,7 +41,7 @@ def good(name: str = "good", **overrides: str) -> str:
 
 
 def messages(store: Store) -> list[str]:
-    return [str(p) for p in store.lint()]
+    return [str(p) for p in lint.lint_store(store)]
 
 
 def human_commit(store: Store, author: str, message: str = "hand edit") -> None:

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
+from memstore import ledger_io, lint
 from memstore.cli import main
 from memstore.errors import Conflict
 from memstore.server import build_server
@@ -26,6 +27,7 @@ from tests.state import snapshot
 BLOCKED = """
 import sys
 from pathlib import Path
+from memstore import ledger_io
 from memstore.store import Store
 store = Store(Path(sys.argv[1]), agent="bob", lock_timeout=600)
 store.deprecate("old-way", "replaced", superseded_by="new-way")
@@ -94,17 +96,17 @@ def test_a_change_killed_before_its_commit_is_committed_by_the_next_writer(
     assert git(crashed.root, "status", "--porcelain") == ""
     assert not (crashed.root / ".memstore" / JOURNAL).exists()
     assert not (crashed.root / ".git" / "index.lock").exists()
-    assert crashed.lint() == []
+    assert lint.lint_store(crashed) == []
     git(crashed.root, "fsck", "--strict")
 
 
 def test_lint_reports_a_cut_short_write_and_recover_finishes_it(crashed: Store) -> None:
-    problems = [p for p in crashed.lint() if p.path == ".memstore/pending.json"]
+    problems = [p for p in lint.lint_store(crashed) if p.path == ".memstore/pending.json"]
     assert len(problems) == 1 and "memory: deprecate fact/old-way" in problems[0].message
     result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
     assert result.exit_code == 0 and "recovered: memory: deprecate fact/old-way" in result.output
     assert subjects(crashed)[0].startswith("bob memory: deprecate fact/old-way")
-    assert crashed.lint() == []
+    assert lint.lint_store(crashed) == []
     result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
     assert result.exit_code == 0 and "nothing to recover" in result.output
 
@@ -154,7 +156,7 @@ def test_temp_files_of_a_killed_write_are_reported_by_lint_and_cleaned_by_recove
 ) -> None:
     stray = crashed.root / "fact" / ".old-way.md.k3j2h1.tmp"
     stray.write_text("---\nname: old-w", encoding="utf-8")
-    assert any(p.path == "fact/.old-way.md.k3j2h1.tmp" for p in crashed.lint())
+    assert any(p.path == "fact/.old-way.md.k3j2h1.tmp" for p in lint.lint_store(crashed))
     crashed.add("later", type="fact", description="the next write")
     assert not stray.exists()
 
@@ -189,35 +191,36 @@ def test_a_journal_that_is_not_memstores_own_is_ignored(
 RECORD = """
 import sys
 from pathlib import Path
+from memstore import ledger_io
 from memstore.store import Store
 store = Store(Path(sys.argv[1]), agent="deployer", lock_timeout=600)
-store.ledger_record("publish", "post-1", evidence="https://example.com/post-1")
+ledger_io.record(store, "publish", "post-1", evidence="https://example.com/post-1")
 """
 
 
 def test_a_ledger_line_appended_but_not_committed_is_committed_as_its_actor(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence="https://example.com/post-0")
+    ledger_io.record(store, "publish", "post-0", evidence="https://example.com/post-0")
     kill_inside_commit(store, RECORD)
     assert "post-1" in (store.root / "ledger.jsonl").read_text("utf-8")
     store.add("later", type="fact", description="the next write")
     log = subjects(store)
     assert log[0].startswith("alice memory: add fact/later")
     assert log[1].startswith("deployer ledger: done publish post-1")
-    assert store.ledger_check("publish", "post-1").state == "EXECUTED"
-    assert store.ledger_verify().ok
+    assert ledger_io.check(store, "publish", "post-1").state == "EXECUTED"
+    assert ledger_io.verify(store).ok
     assert git(store.root, "status", "--porcelain") == ""
 
 
 def test_a_torn_ledger_line_is_cut_off_by_the_next_writer(store: Store) -> None:
-    store.ledger_record("publish", "post-0", evidence="https://example.com/post-0")
+    ledger_io.record(store, "publish", "post-0", evidence="https://example.com/post-0")
     kill_inside_commit(store, RECORD)
     path = store.root / "ledger.jsonl"
     whole = path.read_bytes()
     path.write_bytes(whole[: whole.rindex(b"post-1")])  # as if the write had been cut short
     store.add("later", type="fact", description="the next write")
     assert path.read_bytes() == git(store.root, "show", "HEAD:ledger.jsonl").encode()
-    assert store.ledger_verify().ok
-    assert store.ledger_check("publish", "post-1").state == "NOT_EXECUTED"
+    assert ledger_io.verify(store).ok
+    assert ledger_io.check(store, "publish", "post-1").state == "NOT_EXECUTED"
 
 
 # -- versions and conflicts ---------------------------------------------------------------------

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import secrets
+from memstore import ledger_io, secrets
 from memstore.cli import main
 from memstore.errors import InvalidMemory, SecretFound
 from memstore.server import build_server
@@ -184,42 +184,46 @@ async def test_an_agent_storing_a_credential_through_mcp_gets_a_readable_refusal
 
 
 def test_a_credential_in_a_ledger_entry_is_refused_and_nothing_is_appended(store: Store) -> None:
-    store.ledger_record("publish", "pkg@1.0.0", evidence="https://example.com/pkg/1.0.0")
+    ledger_io.record(store, "publish", "pkg@1.0.0", evidence="https://example.com/pkg/1.0.0")
     before = snapshot(store)
     commits = git(store.root, "rev-list", "--count", "HEAD")
     ledger_bytes = store.ledger_path.read_bytes()
     token = "ghp_" + "c" * 36
     with pytest.raises(SecretFound, match="evidence.*append-only"):
-        store.ledger_record("publish", "pkg@1.0.1", evidence=f"https://ci.example.com/1?t={token}")
+        ledger_io.record(
+            store, "publish", "pkg@1.0.1", evidence=f"https://ci.example.com/1?t={token}"
+        )
     with pytest.raises(SecretFound, match="note"):
-        store.ledger_record("publish", "pkg@1.0.1", note="password" + "=hunter22", failed=True)
+        ledger_io.record(store, "publish", "pkg@1.0.1", note="password" + "=hunter22", failed=True)
     with pytest.raises(SecretFound, match="target"):
-        store.ledger_claim("rotate", f"key {token}")
+        ledger_io.claim(store, "rotate", f"key {token}")
     assert snapshot(store) == before and store.ledger_path.read_bytes() == ledger_bytes
-    store.ledger_claim("publish", "pkg@1.0.2")
+    ledger_io.claim(store, "publish", "pkg@1.0.2")
     after_claim = snapshot(store)
     with pytest.raises(SecretFound, match="target"):
-        store.ledger_release("rotate", f"key {token}")
+        ledger_io.release(store, "rotate", f"key {token}")
     assert snapshot(store) == after_claim
-    store.ledger_release("publish", "pkg@1.0.2")
+    ledger_io.release(store, "publish", "pkg@1.0.2")
     lines = store.ledger_path.read_text(encoding="utf-8")
     assert token not in lines and "hunter22" not in lines
     assert int(git(store.root, "rev-list", "--count", "HEAD")) == int(commits) + 2
 
 
 def test_a_refused_ledger_record_leaves_file_and_commit_count_unchanged(store: Store) -> None:
-    store.ledger_record("publish", "pkg@1.0.0", evidence="https://example.com/pkg/1.0.0")
+    ledger_io.record(store, "publish", "pkg@1.0.0", evidence="https://example.com/pkg/1.0.0")
     before = snapshot(store)
     commits = git(store.root, "rev-list", "--count", "HEAD")
     with pytest.raises(SecretFound):
-        store.ledger_record("deploy", "prod", note="used token: " + "ghp_" + "d" * 36, failed=True)
+        ledger_io.record(
+            store, "deploy", "prod", note="used token: " + "ghp_" + "d" * 36, failed=True
+        )
     assert snapshot(store) == before
     assert git(store.root, "rev-list", "--count", "HEAD") == commits
 
 
 def test_allow_secret_writes_a_credential_looking_ledger_note(store: Store) -> None:
     note = "rotated the key: " + "AKIA" + "IOSFODNN7EXAMPLE" + " (AWS's documented example)"
-    event = store.ledger_record("rotate", "aws-key", note=note, failed=True, allow_secret=True)
+    event = ledger_io.record(store, "rotate", "aws-key", note=note, failed=True, allow_secret=True)
     assert event.note == note and "AKIA" in store.ledger_path.read_text(encoding="utf-8")
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from memstore import stats
+from memstore import briefing, lint, session, stats
 from memstore.cli import main
 from memstore.errors import InvalidMemory, MemoryNotFound, SecretFound
 from memstore.stats import HeedRate, Outcome, OutcomeRecord, heed_rates, wilson
@@ -90,7 +90,8 @@ def test_a_bad_outcome_line_is_reported_with_its_number(line: str) -> None:
 
 
 def rule_store(store: Store) -> Store:
-    as_agent(store, "human").correct(
+    session.correct(
+        as_agent(store, "human"),
         "no-publish-on-bump",
         description="Never npm publish from a version-bump commit",
         severity="p0",
@@ -102,10 +103,10 @@ def rule_store(store: Store) -> Store:
 def test_outcomes_are_appended_and_committed_by_the_acting_identity(store: Store) -> None:
     rule_store(store)
     for _ in range(8):
-        store.record_outcome("no-publish-on-bump", "heeded", "left it to CI")
+        session.record_outcome(store, "no-publish-on-bump", "heeded", "left it to CI")
     bob = as_agent(store, "bob")
-    bob.record_outcome("no-publish-on-bump", "recurred")
-    bob.record_outcome("no-publish-on-bump", "recurred")
+    session.record_outcome(bob, "no-publish-on-bump", "recurred")
+    session.record_outcome(bob, "no-publish-on-bump", "recurred")
     lines = store.outcomes_path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 10
     assert json.loads(lines[-1])["actor"] == "bob"
@@ -115,31 +116,31 @@ def test_outcomes_are_appended_and_committed_by_the_acting_identity(store: Store
         "bob outcome: no-publish-on-bump recurred",
     ]
     assert git(store.root, "status", "--porcelain") == ""
-    rates, overall = store.heed_rates()
+    rates, overall = session.heed_rates(store)
     assert rates[0].low == pytest.approx(0.4902, abs=5e-4)
     assert overall.n == 10
 
 
 def test_a_recurrence_after_confirmation_flags_the_correction_for_rewriting(store: Store) -> None:
     rule_store(store)
-    store.record_outcome("no-publish-on-bump", "recurred")
-    assert not store.heed_rates()[0][0].rewrite
+    session.record_outcome(store, "no-publish-on-bump", "recurred")
+    assert not session.heed_rates(store)[0][0].rewrite
     store.confirm("no-publish-on-bump", "it is what the release process says")
-    store.record_outcome("no-publish-on-bump", "recurred")
-    assert store.heed_rates()[0][0].rewrite
-    text = store.brief(mark=False).text
+    session.record_outcome(store, "no-publish-on-bump", "recurred")
+    assert session.heed_rates(store)[0][0].rewrite
+    text = briefing.brief(store, mark=False).text
     assert "RECURRED after confirmation: rewrite it" in text
 
 
 def test_outcomes_are_only_for_corrections_and_warnings(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate with zod")
     with pytest.raises(InvalidMemory, match="is a decision"):
-        store.record_outcome("use-zod", "heeded")
+        session.record_outcome(store, "use-zod", "heeded")
     with pytest.raises(MemoryNotFound):
-        store.record_outcome("nothing-here", "heeded")
+        session.record_outcome(store, "nothing-here", "heeded")
     rule_store(store)
     with pytest.raises(InvalidMemory, match="unknown outcome 'ignored'"):
-        store.record_outcome("no-publish-on-bump", "ignored")
+        session.record_outcome(store, "no-publish-on-bump", "ignored")
 
 
 def test_cli_outcome_and_stats(store: Store) -> None:
@@ -164,19 +165,19 @@ def test_an_outcome_after_a_hand_edit_without_final_newline_starts_its_own_line(
     store: Store,
 ) -> None:
     rule_store(store)
-    store.record_outcome("no-publish-on-bump", "heeded")
+    session.record_outcome(store, "no-publish-on-bump", "heeded")
     path = store.outcomes_path
     path.write_text(path.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
-    store.record_outcome("no-publish-on-bump", "recurred")
-    assert [r.outcome for r in store.outcomes()] == [Outcome.HEEDED, Outcome.RECURRED]
+    session.record_outcome(store, "no-publish-on-bump", "recurred")
+    assert [r.outcome for r in session.outcomes(store)] == [Outcome.HEEDED, Outcome.RECURRED]
 
 
 def test_lint_reports_a_bad_outcome_line_with_its_number(store: Store) -> None:
     rule_store(store)
-    store.record_outcome("no-publish-on-bump", "heeded")
+    session.record_outcome(store, "no-publish-on-bump", "heeded")
     with store.outcomes_path.open("a", encoding="utf-8") as f:
         f.write('{"name": "x"}\n')
-    problems = [str(p) for p in store.lint()]
+    problems = [str(p) for p in lint.lint_store(store)]
     assert any(p.startswith("outcomes.jsonl:2: outcomes.jsonl line 2 lacks") for p in problems)
 
 
@@ -186,14 +187,14 @@ def test_concurrent_outcomes_are_neither_torn_nor_lost(store: Store) -> None:
     def record(agent: str) -> None:
         mine = as_agent(store, agent)
         for _ in range(3):
-            mine.record_outcome("no-publish-on-bump", "heeded", f"by {agent}")
+            session.record_outcome(mine, "no-publish-on-bump", "heeded", f"by {agent}")
 
     threads = [threading.Thread(target=record, args=(f"agent-{i}",)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    records = store.outcomes()
+    records = session.outcomes(store)
     assert len(records) == 12
     assert {r.actor for r in records} == {f"agent-{i}" for i in range(4)}
     commits = git(store.root, "log", "--format=%an", "--", "outcomes.jsonl").split()
@@ -204,26 +205,27 @@ def test_concurrent_outcomes_are_neither_torn_nor_lost(store: Store) -> None:
 OUTCOME = """
 import sys
 from pathlib import Path
+from memstore import session
 from memstore.store import Store
 store = Store(Path(sys.argv[1]), agent="coder", lock_timeout=600)
-store.record_outcome("no-publish-on-bump", "recurred", "published by hand")
+session.record_outcome(store, "no-publish-on-bump", "recurred", "published by hand")
 """
 
 
 def test_an_outcome_killed_before_its_commit_is_committed_as_its_actor(store: Store) -> None:
     rule_store(store)
-    store.record_outcome("no-publish-on-bump", "heeded")
+    session.record_outcome(store, "no-publish-on-bump", "heeded")
     kill_inside_commit(store, OUTCOME)
     assert "recurred" in store.outcomes_path.read_text(encoding="utf-8")
     store.add("later", type="fact", description="the next write")
     log = git(store.root, "log", "--format=%an %s", "-n2").splitlines()
     assert log[1] == "coder outcome: no-publish-on-bump recurred — published by hand"
-    assert [r.outcome for r in store.outcomes()] == [Outcome.HEEDED, Outcome.RECURRED]
+    assert [r.outcome for r in session.outcomes(store)] == [Outcome.HEEDED, Outcome.RECURRED]
     assert git(store.root, "status", "--porcelain") == ""
 
 
 def test_a_credential_in_outcome_evidence_is_refused(store: Store) -> None:
     rule_store(store)
     with pytest.raises(SecretFound):
-        store.record_outcome("no-publish-on-bump", "heeded", "token=ghp_" + "a" * 36)
-    assert store.outcomes() == []
+        session.record_outcome(store, "no-publish-on-bump", "heeded", "token=ghp_" + "a" * 36)
+    assert session.outcomes(store) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import history
+from memstore import history, ledger_io, session
 from memstore.errors import UnsafePath
 from memstore.store import Store
 from tests.conftest import GIT_ENV, git
@@ -29,7 +29,8 @@ def memstore(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def rule(store: Store) -> None:
-    store.correct(
+    session.correct(
+        store,
         "no-friday-deploys",
         description="Never deploy on a Friday",
         severity="p1",
@@ -156,10 +157,10 @@ def test_a_human_commit_of_everything_staged_mid_write_loses_nothing(
 
 def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store.add("x", type="fact", description="widgets are blue")
-    store.ledger_record("publish", "pkg@1", evidence="https://x.io/1")
+    ledger_io.record(store, "publish", "pkg@1", evidence="https://x.io/1")
     fresh = Store(store.root, agent="bob")
     fresh.search("widgets")  # the first search builds the index; the cat-file reader starts
-    fresh.ledger_check("publish", "pkg@1")
+    ledger_io.check(fresh, "publish", "pkg@1")
     forks: list[object] = []
     real = subprocess.Popen.__init__
 
@@ -170,5 +171,5 @@ def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(subprocess.Popen, "__init__", spy)
     assert [h.name for h in fresh.search("widgets")] == ["x"]
     assert fresh.get("x").description == "widgets are blue"
-    assert fresh.ledger_check("publish", "pkg@1").state.value == "EXECUTED"
+    assert ledger_io.check(fresh, "publish", "pkg@1").state.value == "EXECUTED"
     assert forks == []

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
+from memstore import ledger_io, session
 from memstore.server import build_server
 from memstore.store import Store
 from tests.conftest import as_agent, git
@@ -54,8 +55,8 @@ async def test_rule_fields_on_another_type_are_a_tool_error(store: Store) -> Non
 
 
 async def test_check_consults_the_ledger_with_action_and_target(store: Store) -> None:
-    store.ledger_claim("publish", "post-1")
-    store.ledger_record("publish", "post-1", evidence="https://blog.example.com/post-1")
+    ledger_io.claim(store, "publish", "post-1")
+    ledger_io.record(store, "publish", "post-1", evidence="https://blog.example.com/post-1")
     result = await call(
         as_agent(store, "bob"), "check", description="publish", action="publish", target="post-1"
     )
@@ -81,7 +82,7 @@ async def test_outcome_is_recorded_as_the_servers_identity(store: Store) -> None
     result = await call(store, "outcome", name="no-publish-on-bump", outcome="heeded")
     record = data(result)["outcome"]
     assert (record["actor"], record["outcome"], record["status"]) == ("alice", "heeded", "draft")
-    assert store.heed_rates()[1].heeded == 1
+    assert session.heed_rates(store)[1].heeded == 1
     wrong = await call(store, "outcome", name="no-publish-on-bump", outcome="ignored")
     assert wrong.is_error
 
