@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Generator, Iterator, Mapping
+import threading
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,8 +38,6 @@ from memstore.errors import (
     StoreLocked,
 )
 from memstore.files import atomic_write, version_of
-from memstore.index import Hit, Index, Progress, Sync
-from memstore.indexing import Upkeep
 from memstore.journal import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.lint import Problem, lint_store
 from memstore.memory import (
@@ -123,6 +122,8 @@ class Store:
         self._agent = check_identity(agent) if agent else None
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
+        self._written: list[str] = []
+        self._written_lock = threading.Lock()
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -349,7 +350,19 @@ class Store:
             journal.clear(self)
             raise
         journal.clear(self)
-        self.upkeep.written(changes)
+        self.note_written([self.rel(path) for path, _ in changes])
+
+    def note_written(self, rels: Iterable[str]) -> None:
+        """Remember memory files the write path just wrote (store-relative paths), for the
+        search index to pick up before the next search."""
+        with self._written_lock:
+            self._written.extend(rels)
+
+    def take_written(self) -> list[str]:
+        """The paths noted by `note_written` since the last call, and forget them."""
+        with self._written_lock:
+            taken, self._written = self._written, []
+        return taken
 
     def add(
         self,
@@ -604,85 +617,6 @@ class Store:
         with self.locked():
             history.remove_stale_locks(self.repo)
         return left
-
-    # -- search -------------------------------------------------------------------------------
-
-    _upkeep: Upkeep | None = None
-    watched: bool = False
-    """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
-
-    @property
-    def upkeep(self) -> Upkeep:
-        """The store's search index and how current this process last saw it."""
-        if self._upkeep is None:
-            self._upkeep = Upkeep(self)
-        return self._upkeep
-
-    @property
-    def index(self) -> Index:
-        """The store's search index in the cache folder (built on first use)."""
-        return self.upkeep.index
-
-    def catch_up(self, progress: Progress | None = None) -> Sync:
-        """Re-index the files added, changed, renamed or deleted since the index last saw them.
-
-        A missing, outdated or half-written index is rebuilt.
-
-        Raises:
-            StoreLocked: when another process holds the index lock past the timeout.
-        """
-        return self.upkeep.catch_up(progress)
-
-    def reindex(self, progress: Progress | None = None) -> Sync:
-        """Rebuild the search index from every file; `progress(done, total)` reports the pace.
-
-        Raises:
-            StoreLocked: when another process holds the index lock past the timeout.
-        """
-        return self.upkeep.reindex(progress)
-
-    def search(
-        self,
-        query: str = "",
-        *,
-        type: str | None = None,
-        status: str | None = None,
-        tags: tuple[str, ...] | list[str] = (),
-        owner: str | None = None,
-        since: str | None = None,
-        limit: int | None = None,
-        budget: str | None = None,
-        max_tokens: int | None = None,
-        include_deprecated: bool = False,
-        explain: bool = False,
-        graph: bool = False,
-        index_view: bool = False,
-    ) -> list[Hit]:
-        """The memories that best match `query` and every filter, best first.
-
-        Tags filter with AND. Deprecated and expired memories are left out unless
-        `include_deprecated`. `budget` (tiny/normal/deep) sets the limit when `limit` is not
-        given; `max_tokens` then keeps only the leading whole results that fit (counted as the
-        index line when `index_view`). `graph` adds memories linked to the matches.
-
-        Raises:
-            InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
-        """
-        return self.upkeep.search(
-            query,
-            type=type,
-            status=status,
-            tags=tuple(tags),
-            owner=owner,
-            since=since,
-            limit=limit,
-            budget=budget,
-            max_tokens=max_tokens,
-            include_deprecated=include_deprecated,
-            explain=explain,
-            graph=graph,
-            index_view=index_view,
-        )
 
     def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
         """The memories named, in the order given (e.g. names picked from an index view).
