@@ -53,8 +53,6 @@ HOP_DECAY = 0.5
 TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
 """How many times each part goes into the `text` field that queries score (BM25F-style:
 weighted term frequencies saturate together, instead of one BM25 sum per field)."""
-_FIELD_LABELS = {"name_text": "name", "description": "description", "tags_text": "tags"}
-"""The parts also indexed on their own (the body, the bulk of the index, is only in `text`)."""
 
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
@@ -813,32 +811,11 @@ class _Ranker:
                         for _, t in r.matched_terms()
                     }
                 )
-                lines.append(
-                    f"matched {' '.join(terms) or '-'} in {self._fields_with(r.docnum, terms)}"
-                )
+                lines.append(f"matched {' '.join(terms) or '-'} in {_fields_with(fields, terms)}")
             hits.append(self._hit(fields, score, lines, None))
         if not every:  # an empty query lists the newest first
             hits.sort(key=lambda h: (-h.score, h.name))
         return hits
-
-    def _fields_with(self, docnum: int, terms: list[str]) -> str:
-        """Which parts of a memory hold the matched `terms` (for explain)."""
-        reader = self.searcher.reader()
-        found: list[str] = []
-        placed: set[str] = set()
-        for field, label in _FIELD_LABELS.items():
-            for term in terms:
-                if (field, term) not in reader:
-                    continue
-                postings = reader.postings(field, term)
-                postings.skip_to(docnum)
-                if postings.is_active() and postings.id() == docnum:
-                    placed.add(term)
-                    if label not in found:
-                        found.append(label)
-        if set(terms) - placed:  # only `text` holds the body, so that is where the rest are
-            found.append("body")
-        return ", ".join(found) or "-"
 
     def _by_names(self, names: Iterable[str]) -> list[dict[str, Any]]:
         wanted = sorted(set(names))
@@ -888,6 +865,28 @@ class _Ranker:
             if not frontier:
                 break
         return sorted(found.values(), key=lambda h: (-h.score, h.name))
+
+
+def _fields_with(fields: dict[str, Any], terms: list[str]) -> str:
+    """Which parts of a memory hold the matched `terms` (for explain).
+
+    Read from its stored name, description and tags, analysed as the index does.
+    """
+    parts = {
+        "name": str(fields.get("name", "")).replace("-", " "),
+        "description": str(fields.get("description", "")),
+        "tags": str(fields.get("tags", "")).replace(",", " "),
+    }
+    found: list[str] = []
+    placed: set[str] = set()
+    for label, value in parts.items():
+        held = set(terms) & set(tokens(value))
+        if held:
+            found.append(label)
+            placed |= held
+    if set(terms) - placed:  # only `text` holds the body, so that is where the rest are
+        found.append("body")
+    return ", ".join(found) or "-"
 
 
 def _offer(

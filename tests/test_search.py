@@ -98,6 +98,53 @@ def test_explain_shows_bm25_each_boost_and_the_matched_terms(store: Store) -> No
     assert find(store, "force push")[0].explain == ()
 
 
+def _explained(store: Store, word: str) -> list[tuple[str, ...]]:
+    return [h.explain for h in find(store, word, explain=True, include_deprecated=True)]
+
+
+def test_explain_works_after_any_change_to_a_memory(store: Store) -> None:
+    # Each change replaces or deletes an indexed document; the words it took away from the
+    # name, description or tags must not break explaining the memories still found by them.
+    store.add("skip-review", type="fact", description="Skip review for typo fixes", body="review")
+    store.add("cache-keys", type="decision", description="Cache keys hold the tenant", tags=["k8s"])
+    bob = as_agent(store, "bob")
+    path = store.root / "fact" / "skip-review.md"
+    changes = [
+        lambda: store.edit("skip-review", description="Skip checks for typo fixes"),
+        lambda: store.edit("skip-review", body="typo fixes skip the cache"),
+        lambda: store.edit("cache-keys", tags=["infra"]),
+        lambda: bob.confirm("cache-keys", "checked"),
+        lambda: store.deprecate("cache-keys", "tenants moved"),
+        lambda: bob.restore("cache-keys", "tenants are back"),
+        lambda: path.write_text(
+            path.read_text(encoding="utf-8").replace("typo fixes skip", "k8s review"),
+            encoding="utf-8",
+        ),
+        lambda: (store.root / "decision" / "cache-keys.md").rename(
+            store.root / "fact" / "cache-keys.md"
+        ),
+        lambda: path.unlink(),
+    ]
+    words = ["review", "skip", "typo", "cache", "tenant", "k8s", "infra", "keys", "fixes"]
+    for change in [lambda: None, *changes]:  # first the memories as added
+        change()
+        for word in words:
+            for lines in _explained(store, word):
+                assert lines[0].startswith("bm25 ") and lines[1].startswith("matched "), lines
+
+
+def test_explain_names_the_parts_that_hold_the_words_after_an_edit(store: Store) -> None:
+    store.add("skip-review", type="fact", description="Skip review for typos", body="review")
+    assert "matched review in name, description" in _explained(store, "review")[0]
+    store.edit("skip-review", description="Skip checks for typos")
+    assert "matched review in name" in _explained(store, "review")[0]
+    store.edit("skip-review", body="skip checks")
+    assert _explained(store, "review")[0][1] == "matched review in name"
+    assert _explained(store, "typos")[0][1] == "matched typo in description"
+    store.edit("skip-review", body="typos happen")
+    assert _explained(store, "happen")[0][1] == "matched happen in body"
+
+
 def test_budgets_cut_to_3_10_and_20_results(store: Store) -> None:
     for i in range(25):
         write_memory(store, f"note-{i:02}", f"Widget note number {i}")

@@ -305,6 +305,17 @@ async def test_recall_finds_memories_with_their_status_before_work(store: Store)
     assert "explain:" in text(confirmed)
 
 
+async def test_recall_explains_after_an_edit_took_a_word_out_of_the_description(
+    store: Store,
+) -> None:
+    store.add("skip-review", type="fact", description="We skip review for typo fixes")
+    assert not (await call(store, "memory_recall", query="review", explain=True)).is_error
+    store.edit("skip-review", description="We skip checks for typo fixes")
+    result = await call(store, "memory_recall", query="review", explain=True)
+    assert [h["name"] for h in data(result)["results"]] == ["skip-review"]
+    assert "matched review in name" in text(result)
+
+
 async def test_recall_index_view_and_budget_cut_the_output(store: Store) -> None:
     for i in range(6):
         store.add(f"cache-note-{i}", type="fact", description=f"cache invalidation note {i}")
