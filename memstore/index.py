@@ -33,7 +33,7 @@ from whoosh.analysis.filters import STOP_WORDS
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.lang import porter2
 from whoosh.qparser import OrGroup, QueryParser
-from whoosh.query import And, Every, NullQuery, Or, Term, TermRange
+from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR
 
@@ -638,6 +638,8 @@ class Index:
                 try:
                     hits = self._ranked(searcher, text, filters, hidden, query, today)
                     break
+                except QueryError as e:
+                    raise InvalidQuery(f"cannot search {query.text!r}: {e}") from e
                 except _OPEN_ERRORS:
                     # A segment removed by another process's commit under a searcher that had
                     # not opened it yet: reopen on the new generation and run the query again.
@@ -733,8 +735,39 @@ def parse_query(text: str) -> Any:
         # Plain words, the usual query: the terms the parser would make, without its cost.
         terms = [Term("text", t) for t in dict.fromkeys(tokens(cleaned))]
         return Or(terms).normalize() if terms else None
-    q = _parser().parse(cleaned)
+    try:
+        q = _parser().parse(cleaned)
+    except (IndexError, AssertionError) as e:
+        # Whoosh's parser fails so on an operator followed by another operator, with nothing
+        # to act on between them ("NOT NOT x", "ANDNOT ANDMAYBE").
+        raise InvalidQuery(
+            f"cannot read the query {text!r}: an operator (AND, OR, NOT, ANDNOT, ANDMAYBE) "
+            "has no word to act on; remove it, or write it in lower case to search for it"
+        ) from e
+    for part in _parts(q):
+        if isinstance(part, Phrase) and not _SCHEMA_POSITIONS.get(part.fieldname, True):
+            field = part.fieldname
+            quoted = re.search(rf'{field}:"([^"]*)', cleaned)
+            words = quoted.group(1).strip() if quoted else "..."
+            raise InvalidQuery(
+                f"cannot search {text!r}: the {field} field keeps no word order, so it cannot "
+                f'match a "phrase"; drop the quotes ({field}:({words})), or search "{words}" '
+                "without a field name"
+            )
     return None if q is NullQuery else q
+
+
+def _parts(q: Any) -> Iterator[Any]:
+    yield q
+    for child in q.children():
+        yield from _parts(child)
+
+
+_SCHEMA_POSITIONS = {
+    name: bool(field.format and field.format.supports("positions"))
+    for name, field in _schema().items()
+}
+"""Which fields can match a phrase."""
 
 
 class _Ranker:

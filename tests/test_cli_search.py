@@ -65,6 +65,14 @@ def test_search_explain_works_after_an_edit_took_a_word_out_of_the_description(
     assert "skip-review" in out and "matched review in name" in out
 
 
+def test_a_query_whoosh_cannot_run_is_a_one_line_error(store: Store) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    for query in ('description:"skip review"', "NOT NOT review", "review " * 300):
+        code, out, err = run(store, "search", query)
+        assert code == 1 and out == "", query
+        assert err.startswith("Error: ") and err.count("\n") == 1, err
+
+
 def test_search_index_view_and_budget(store: Store) -> None:
     for i in range(5):
         write_memory(store, f"note-{i}", f"Widget note {i}")

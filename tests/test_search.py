@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from dataclasses import asdict
 
 import pytest
@@ -10,7 +12,7 @@ from conftest import as_agent
 from test_index import find, names, write_memory
 
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.index import BUDGETS, approx_tokens
+from memstore.index import BUDGETS, QUERY_MAX, approx_tokens
 from memstore.store import Store
 
 
@@ -215,3 +217,61 @@ def test_a_bad_date_limit_type_or_status_is_refused_with_the_allowed_values(stor
 def test_a_question_mark_is_not_a_wildcard(store: Store) -> None:
     write_memory(store, "pool", "We use pgbouncer for pooling")
     assert names(store, "what do we use for pooling?") == ["pool"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('description:"skip review"', "the description field keeps no word order"),
+        ('typo name_text:"skip review"', "the name_text field keeps no word order"),
+        ("NOT NOT review", "an operator (AND, OR, NOT, ANDNOT, ANDMAYBE) has no word"),
+        ("review ANDNOT ANDMAYBE skip", "has no word to act on"),
+        ("review " * 300, f"the limit is {QUERY_MAX}"),
+    ],
+)
+def test_a_query_whoosh_cannot_run_is_refused_naming_the_problem(
+    store: Store, text: str, problem: str
+) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    with pytest.raises(InvalidQuery, match=re.escape(problem)) as refused:
+        find(store, text)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('"skip review"', ["skip-review"]),  # a phrase over the whole memory is fine
+        ('"skip review', ["skip-review"]),  # an unbalanced quote: the words
+        ("(skip OR review", ["skip-review"]),
+        ("review)", ["skip-review"]),
+        ("nosuchfield:review", ["skip-review"]),  # not a field: the words
+        ("description:", []),
+        ("skip [alpha TO", ["skip-review"]),
+        ("updated:[2026-01 TO", []),
+        ("*", ["skip-review"]),
+        ("typ*", ["skip-review"]),
+        ("review^", ["skip-review"]),
+        ("don't skip", ["skip-review"]),
+        ("NOT", []),
+        ("", ["skip-review"]),
+    ],
+)
+def test_a_malformed_query_whoosh_can_read_is_read_leniently(
+    store: Store, text: str, found: list[str]
+) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    assert names(store, text, explain=True, graph=True) == found
+
+
+def test_no_query_text_fails_other_than_with_an_invalid_query_message(store: Store) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes", tags=("k8s",))
+    atoms = [*"()[]{}\"'*?^~:<>=+-!\\", "AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"]
+    atoms += ["review", "skip", "2026-01-01", "description:", "name:", "tags:", "updated:"]
+    rng = random.Random(3)
+    for _ in range(400):
+        text = "".join(rng.choice(atoms) + rng.choice(["", " "]) for _ in range(rng.randint(1, 8)))
+        try:
+            find(store, text, explain=True, graph=True)
+        except InvalidQuery as e:
+            assert "\n" not in str(e) and text in str(e), text

@@ -334,6 +334,15 @@ async def test_recall_with_a_bad_option_is_a_tool_error(store: Store) -> None:
     assert result.is_error
 
 
+async def test_recall_with_a_query_whoosh_cannot_run_is_a_tool_error_that_says_why(
+    store: Store,
+) -> None:
+    result = await call(store, "memory_recall", query='description:"skip review"')
+    assert result.is_error and "description field keeps no word order" in text(result)
+    result = await call(store, "memory_recall", query="NOT NOT review")
+    assert result.is_error and "operator" in text(result)
+
+
 async def test_ledger_check_claim_record_then_check_says_executed(store: Store) -> None:
     first = await call(store, "ledger_check", action="publish", target="post-1")
     assert data(first)["check"]["state"] == "NOT_EXECUTED"
