@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memstore import search
 from memstore.memory import DEFAULT_TYPES, Memory, render
+from memstore.search import Query
 from memstore.store import Store
 
 GIT_ENV = {
@@ -119,17 +121,18 @@ def bench(size: int, queries: int, cli_runs: int) -> list[tuple[str, str]]:
         store, text = generate(root, size)
         rows.append(("generate files + one commit", f"{time.perf_counter() - t0:.1f} s"))
 
-        reindex = timed(store.reindex)
+        reindex = timed(lambda: search.reindex(store))
         rows.append(("full reindex", f"{reindex:.2f} s ({reindex / size * 1000:.2f} ms/memory)"))
 
         rng = random.Random(11)
         qs = [text.sample(rng.randint(1, 4)) for _ in range(queries)]
-        store.search("warm up")
-        lat = [timed(lambda q=q: store.search(q)) for q in qs]
+        search.search(store, Query("warm up"))
+        lat = [timed(lambda q=q: search.search(store, Query(q))) for q in qs]
         rows.append(
             ("search in-process p50 / p95", f"{pct(lat, 0.5):.1f} / {pct(lat, 0.95):.1f} ms")
         )
-        lat = [timed(lambda q=q: store.search(q, explain=True, graph=True)) for q in qs[:100]]
+        deep = [Query(q, explain=True, graph=True) for q in qs[:100]]
+        lat = [timed(lambda q=q: search.search(store, q)) for q in deep]
         rows.append(
             ("search --graph --explain p50 / p95", f"{pct(lat, 0.5):.1f} / {pct(lat, 0.95):.1f} ms")
         )
@@ -151,7 +154,7 @@ def bench(size: int, queries: int, cli_runs: int) -> list[tuple[str, str]]:
             st = (root / m.type / f"{m.name}.md").stat()
             entry = (f"{m.type}/{m.name}.md", new, (st.st_mtime_ns, st.st_size, st.st_ino))
             t0 = time.perf_counter()
-            editor.index.update([entry])
+            search.upkeep(editor).index.update([entry])
             index_lat.append(time.perf_counter() - t0)
         rows.append(
             (
@@ -170,22 +173,21 @@ def bench(size: int, queries: int, cli_runs: int) -> list[tuple[str, str]]:
                 f.write(f"\nhand edit {i} zzhandedit\n")
         fresh = Store(root)
         t0 = time.perf_counter()
-        result = fresh.catch_up()
+        result = search.catch_up(fresh)
         catch_up = time.perf_counter() - t0
         assert result.indexed == 100, result
-        assert len(fresh.search("zzhandedit", limit=200)) == sum(
+        assert len(search.search(fresh, Query("zzhandedit", limit=200))) == sum(
             1 for p in picked if "status: deprecated" not in p.read_text(encoding="utf-8")
         )
         rows.append(
             ("catch-up after 100 hand edits (new process, incl. scan)", f"{catch_up:.2f} s")
         )
-        noop = timed(Store(root).catch_up)
+        noop = timed(lambda: search.catch_up(Store(root)))
         rows.append(("catch-up with nothing changed (scan only)", f"{noop * 1000:.0f} ms"))
         size_mb = sum(p.stat().st_size for p in (root / ".memstore" / "index").iterdir()) / 1e6
         rows.append(("index size on disk", f"{size_mb:.1f} MB"))
-        store.index.close()
-        editor.index.close()
-        fresh.index.close()
+        for opened in (store, editor, fresh):
+            search.close(opened)
     return rows
 
 

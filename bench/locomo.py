@@ -32,6 +32,7 @@ from whoosh.filedb.filestore import RamStorage
 from whoosh.query import Or, Term
 
 from memstore.memory import Memory, render
+from memstore.search import Query
 from memstore.store import Store
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
@@ -220,14 +221,15 @@ def main() -> None:
                 root = Path(tmp) / f"{conv.sample_id}-{len(ingest)}"
                 t0 = time.perf_counter()
                 store = build_store(root, conv, links=options.get("links", False), captions=False)
-                store.reindex()
+                search.reindex(store)
                 ingest.append((time.perf_counter() - t0) / len(conv.turns))
-                store.search("warm up")
+                search.search(store, Query("warm up"))
                 for question, relevant, _ in conv.queries:
                     t0 = time.perf_counter()
-                    hits = store.search(question, limit=10, graph=options.get("graph", False))
+                    graph = bool(options.get("graph", False))
+                    hits = search.search(store, Query(question, limit=10, graph=graph))
                     results[label].add([h.name for h in hits], relevant, time.perf_counter() - t0)
-                store.index.close()
+                search.close(store)
     print(f"# LoCoMo dev: {len(conversations)} conversations, {n_turns} turns, {n_queries} queries")
     print(
         f"# machine: {platform.processor() or platform.machine()}, Python {sys.version.split()[0]}"

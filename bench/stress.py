@@ -28,9 +28,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore import ledger, ledger_io, lint
+from memstore import ledger, ledger_io, lint, search
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, InvalidTransition
 from memstore.memory import parse
+from memstore.search import Query
 from memstore.store import JOURNAL, Store
 
 HERE = Path(__file__).resolve()
@@ -114,7 +115,8 @@ def worker(root: Path, agent: str, prefix: str, ops: int, seed: int) -> None:
     _emit({"op": "ready", "agent": agent})
     for i in range(ops):
         if rng.random() < 0.3:  # readers search (and catch the index up) while others write
-            store.search(f"fact tok{prefix}n{rng.randrange(i + 1)}", limit=5)
+            wanted = Query(f"fact tok{prefix}n{rng.randrange(i + 1)}", limit=5)
+            search.search(store, wanted)
         record = _one_op(store, agent, prefix, rng, i)
         _emit({"agent": agent, **record})
 
@@ -301,14 +303,15 @@ def verify(root: Path, records: list[dict[str, Any]], base_commits: int = 1) -> 
     problems.extend(f"ledger verify: {x}" for x in verification.problems)
 
     searcher = Store(root, agent="checker")
-    searcher.catch_up()
-    listed = {h.name for h in searcher.search("", include_deprecated=True, limit=100_000)}
+    search.catch_up(searcher)
+    everything = Query("", include_deprecated=True, limit=100_000)
+    listed = {h.name for h in search.search(searcher, everything)}
     counts.index_expected, counts.index_present = len(bodies), len(listed)
     if listed != set(bodies):
         problems.append(f"index lists {sorted(listed ^ set(bodies))[:5]} wrongly")
     for r in [r for r in ok if "token" in r][:: max(1, len(ok) // 60)]:
         counts.index_tokens_checked += 1
-        hits = searcher.search(r["token"], include_deprecated=True, limit=5)
+        hits = search.search(searcher, Query(r["token"], include_deprecated=True, limit=5))
         if r["name"] in [h.name for h in hits]:
             counts.index_tokens_found += 1
         else:

@@ -22,11 +22,13 @@ from memstore import (
     stats,
     workflow,
 )
+from memstore import search as searching
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 from memstore.index import Hit, index_line
 from memstore.lint import lint_store
 from memstore.memory import Memory, render
+from memstore.search import Query
 from memstore.store import Store
 
 
@@ -587,7 +589,7 @@ def search(
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
     """
-    hits = _store(ctx).search(
+    query_value = Query(
         " ".join(query),
         type=type_,
         status=status,
@@ -602,6 +604,7 @@ def search(
         graph=graph,
         index_view=index_view,
     )
+    hits = searching.search(_store(ctx), query_value)
     if as_json:
         _echo_json([_hit_json(h) for h in hits])
         return
@@ -653,7 +656,7 @@ def reindex(ctx: click.Context) -> None:
     def progress(done: int, total: int) -> None:
         click.echo(f"indexed {done}/{total} files", err=True)
 
-    result = _store(ctx).reindex(progress)
+    result = searching.reindex(_store(ctx), progress)
     click.echo(f"reindexed {result.indexed} memories")
     for path in result.skipped:
         click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import logging
@@ -32,12 +33,13 @@ from whoosh.analysis.filters import STOP_WORDS
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.lang import porter2
 from whoosh.qparser import OrGroup, QueryParser
-from whoosh.query import And, Every, Or, Term, TermRange
+from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR
 
-from memstore.errors import IndexUnavailable, InvalidMemory
+from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.memory import Memory, links_in_body
+from memstore.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,6 @@ HOP_DECAY = 0.5
 TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
 """How many times each part goes into the `text` field that queries score (BM25F-style:
 weighted term frequencies saturate together, instead of one BM25 sum per field)."""
-_FIELD_LABELS = {"name_text": "name", "description": "description", "tags_text": "tags"}
-"""The parts also indexed on their own (the body, the bulk of the index, is only in `text`)."""
 
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
@@ -261,6 +261,74 @@ class Hit:
     """With `explain`: the BM25 score, each boost applied and the matched terms, a line each."""
 
 
+QUERY_MAX = 2000
+"""The longest query text, in characters: parsing and scoring cost grows with every word."""
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T[0-9:]+Z?)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One search: the words, the filters and the shape of the answer, checked by `check`."""
+
+    text: str = ""
+    """Words to find, in Whoosh syntax; empty lists the newest first."""
+    type: str | None = None
+    status: str | None = None
+    tags: tuple[str, ...] = ()
+    """Every one of these tags (AND)."""
+    owner: str | None = None
+    since: str | None = None
+    """Updated on or after this `YYYY-MM-DD` date."""
+    limit: int | None = None
+    """At most this many results; None takes the budget's size."""
+    budget: str | None = None
+    """`tiny`, `normal` or `deep`: 3, 10 or 20 results when `limit` is None."""
+    max_tokens: int | None = None
+    """Keep only the leading whole results that fit in about this many tokens."""
+    include_deprecated: bool = False
+    """Also deprecated and expired memories (always, with `status="deprecated"`)."""
+    explain: bool = False
+    graph: bool = False
+    """Add memories 1-2 links away from the matches."""
+    index_view: bool = False
+    """Results are shown as index lines: `max_tokens` counts those."""
+
+    @property
+    def size(self) -> int:
+        """How many results at most: `limit`, else the budget's size."""
+        return self.limit if self.limit is not None else BUDGETS[self.budget or "normal"]
+
+    def check(self, types: Iterable[str]) -> None:
+        """Refuse a query no store can answer; `types` are the store's memory types.
+
+        Raises:
+            InvalidQuery: for an unknown type, status or budget, a bad date, a limit or
+                token cap below 1, or a text longer than QUERY_MAX.
+        """
+        types = list(types)
+        statuses = [s.value for s in Status]
+        if self.type is not None and self.type not in types:
+            raise InvalidQuery(f"unknown type {self.type!r}; types are: {', '.join(types)}")
+        if self.status is not None and self.status not in statuses:
+            raise InvalidQuery(
+                f"unknown status {self.status!r}; statuses are: {', '.join(statuses)}"
+            )
+        if self.budget is not None and self.budget not in BUDGETS:
+            raise InvalidQuery(f"unknown budget {self.budget!r}; budgets are: {', '.join(BUDGETS)}")
+        if self.limit is not None and self.limit < 1:
+            raise InvalidQuery(f"limit must be at least 1, got {self.limit}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise InvalidQuery(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.since is not None and not _DATE.fullmatch(self.since):
+            raise InvalidQuery(f"invalid date {self.since!r}: use YYYY-MM-DD (e.g. 2026-11-30)")
+        if len(self.text) > QUERY_MAX:
+            raise InvalidQuery(
+                f"the query is {len(self.text)} characters long; the limit is {QUERY_MAX}: "
+                "send the key words"
+            )
+
+
 def index_line(hit: Hit) -> str:
     """The index view of a hit: name, type, status, date and score on one line, no text."""
     flags = " expired" if hit.expired else ""
@@ -315,6 +383,9 @@ class Index:
         self._searcher: Searcher | None = None
         self._docsets: dict[str, set[int]] = {}
         """Documents matching a filter or mask, per query, for the current searcher."""
+        self._seen: dict[str, Stamp] | None = None
+        """The manifest as this process last wrote or read it: files that still have these
+        stamps need no look at the manifest (a JSON file as long as the store)."""
 
     # -- state on disk --
 
@@ -394,6 +465,7 @@ class Index:
             writer.commit()
         self._write_manifest(manifest)
         self.dirty_path.unlink()
+        self._seen = dict(manifest)
 
     def update(self, entries: list[tuple[str, Memory, Stamp]]) -> bool:
         """Index these memories (store-relative path, memory, file stamp) in place of old ones.
@@ -423,18 +495,40 @@ class Index:
         `disk` maps every memory file (store-relative path) to its stamp. A missing, foreign or
         half-written (DIRTY) index is rebuilt instead.
         """
-        manifest = self._read_manifest()
-        if manifest is not None and manifest == disk and self._usable():
-            return Sync()
+        result = self._sync(disk, load, None)
+        if result is not None:
+            return result
+        if self.dirty_path.exists():
+            log.warning("search index at %s was left half-written; rebuilding", self.dir)
+        return self.rebuild(disk, load, progress)
+
+    def sync_some(
+        self, disk: dict[str, Stamp], within: Callable[[str], bool], load: Loader
+    ) -> Sync | None:
+        """`sync` for the files whose paths `within` accepts (a folder, a few paths): `disk`
+        holds just those, and the index keeps its other files as they are.
+
+        Returns None, changing nothing, when the index must be rebuilt from every file.
+        """
+        return self._sync(disk, load, within)
+
+    def _sync(
+        self, disk: dict[str, Stamp], load: Loader, within: Callable[[str], bool] | None
+    ) -> Sync | None:
+        seen = self._seen
+        if seen is not None and not self.dirty_path.exists() and self.manifest_path.exists():
+            if within is not None:
+                seen = {p: s for p, s in seen.items() if within(p)}
+            if seen == disk:
+                return Sync()
         with self._mutex, self._lock():
             manifest = self._read_manifest()
             if manifest is None or not self._usable():
-                if self.dirty_path.exists():
-                    log.warning("search index at %s was left half-written; rebuilding", self.dir)
-                return self._rebuild(disk, load, progress)
+                return None
             changed = [p for p, s in disk.items() if manifest.get(p) != s]
-            gone = [p for p in manifest if p not in disk]
+            gone = [p for p in manifest if p not in disk and (within is None or within(p))]
             if not changed and not gone:
+                self._seen = manifest
                 return Sync()
             updates, skipped = self._load_all(changed, disk, load, None)
             self._apply(manifest, updates, gone)
@@ -509,69 +603,61 @@ class Index:
             self._docsets[key] = set(searcher.docs_for_query(q))
         return self._docsets[key]
 
-    def search(
-        self,
-        text: str,
-        *,
-        type: str | None = None,
-        status: str | None = None,
-        tags: tuple[str, ...] = (),
-        owner: str | None = None,
-        since: str | None = None,
-        limit: int = 10,
-        include_deprecated: bool = False,
-        explain: bool = False,
-        graph: bool = False,
-        today: str | None = None,
-    ) -> list[Hit]:
-        """The best `limit` memories for `text` that pass every filter, best first.
+    def search(self, query: Query, today: str | None = None) -> list[Hit]:
+        """The best `query.size` memories for `query.text` that pass every filter, best first.
 
         Deprecated and expired memories are left out unless `include_deprecated` (or
         `status="deprecated"`). With `graph`, memories linked to the text matches (1-2 hops)
-        join with decaying scores.
+        join with decaying scores. With `max_tokens`, only the leading whole hits that fit.
+
+        Raises:
+            InvalidQuery: for query text Whoosh cannot run, naming the problem.
         """
         today = today or datetime.now(UTC).strftime("%Y-%m-%d")
         filters: list[Any] = []
-        if type:
-            filters.append(Term("type", type))
-        if status:
-            filters.append(Term("status", status))
-        if owner:
-            filters.append(Term("owner", owner))
-        filters += [Term("tags", tag) for tag in tags]
-        if since:
-            filters.append(TermRange("updated", since, None))
+        if query.type:
+            filters.append(Term("type", query.type))
+        if query.status:
+            filters.append(Term("status", query.status))
+        if query.owner:
+            filters.append(Term("owner", query.owner))
+        filters += [Term("tags", tag) for tag in query.tags]
+        if query.since:
+            filters.append(TermRange("updated", query.since, None))
         hidden: list[Any] = []
-        if not include_deprecated and status != "deprecated":
+        if not query.include_deprecated and query.status != "deprecated":
             hidden.append(Term("status", "deprecated"))
             hidden.append(TermRange("expires", "0", today, endexcl=True))
+        text = parse_query(query.text)
+        hits: list[Hit] = []
         with self._mutex:
             if self._searcher is None and not _exists(self.dir):
                 return []
             for attempt in range(3):
                 searcher = self._current_searcher()
                 try:
-                    return self._ranked(
-                        searcher, text, filters, hidden, limit, today, explain, graph
-                    )
+                    hits = self._ranked(searcher, text, filters, hidden, query, today)
+                    break
+                except QueryError as e:
+                    raise InvalidQuery(f"cannot search {query.text!r}: {e}") from e
                 except _OPEN_ERRORS:
                     # A segment removed by another process's commit under a searcher that had
                     # not opened it yet: reopen on the new generation and run the query again.
                     if attempt == 2:
                         raise
                     self.close()
-            return []
+        if query.max_tokens is not None:
+            hits = fit_tokens(hits, query.max_tokens, query.index_view)
+        return hits
 
     def _ranked(
         self,
         searcher: Searcher,
-        text: str,
+        text: Any,
         filters: list[Any],
         hidden: list[Any],
-        limit: int,
+        query: Query,
         today: str,
-        explain: bool,
-        graph: bool,
     ) -> list[Hit]:
         allowed = self._docset(searcher, And(filters)) if filters else None
         if allowed is not None and not allowed:
@@ -581,12 +667,12 @@ class Index:
             filter=allowed,
             mask=self._docset(searcher, Or(hidden)) if hidden else None,
             today=today,
-            explain=explain,
+            explain=query.explain,
         )
-        hits = ranked.text_hits(text, limit)
-        if graph:
-            hits = ranked.expand(hits, limit)
-        return hits[:limit]
+        hits = ranked.text_hits(text, query.size)
+        if query.graph:
+            hits = ranked.expand(hits, query.size)
+        return hits[: query.size]
 
 
 # What opening a damaged index can raise: it is then rebuilt from the files.
@@ -620,14 +706,68 @@ def _weighting() -> Any:
     return scoring.BM25F(B=0.75, K1=1.2)
 
 
-def _parser(schema: Schema) -> Any:
+@functools.cache
+def _parser() -> Any:
     group: Any = OrGroup
-    return QueryParser("text", schema, group=group)
+    return QueryParser("text", _schema(), group=group)
 
 
 def _clean_query(text: str) -> str:
     # A question's trailing '?' would otherwise be a one-character wildcard.
     return re.sub(r"\?(?=\s|$)", " ", text).strip()
+
+
+_SYNTAX = re.compile(r"""['"():*?\[\]{}^~\\]|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE|REQUIRE|TO)\b""")
+"""What the Whoosh parser reads as syntax; a query without any is plain words."""
+
+
+def parse_query(text: str) -> Any:
+    """`text` as a Whoosh query over the `text` field: `Every()` for an empty text or `*`,
+    None when no searchable word is left (only stop words, say).
+
+    Raises:
+        InvalidQuery: naming what Whoosh cannot run in `text`.
+    """
+    cleaned = _clean_query(text)
+    if not cleaned or cleaned == "*":
+        return Every()
+    if not _SYNTAX.search(cleaned):
+        # Plain words, the usual query: the terms the parser would make, without its cost.
+        terms = [Term("text", t) for t in dict.fromkeys(tokens(cleaned))]
+        return Or(terms).normalize() if terms else None
+    try:
+        q = _parser().parse(cleaned)
+    except (IndexError, AssertionError) as e:
+        # Whoosh's parser fails so on an operator followed by another operator, with nothing
+        # to act on between them ("NOT NOT x", "ANDNOT ANDMAYBE").
+        raise InvalidQuery(
+            f"cannot read the query {text!r}: an operator (AND, OR, NOT, ANDNOT, ANDMAYBE) "
+            "has no word to act on; remove it, or write it in lower case to search for it"
+        ) from e
+    for part in _parts(q):
+        if isinstance(part, Phrase) and not _SCHEMA_POSITIONS.get(part.fieldname, True):
+            field = part.fieldname
+            quoted = re.search(rf'{field}:"([^"]*)', cleaned)
+            words = quoted.group(1).strip() if quoted else "..."
+            raise InvalidQuery(
+                f"cannot search {text!r}: the {field} field keeps no word order, so it cannot "
+                f'match a "phrase"; drop the quotes ({field}:({words})), or search "{words}" '
+                "without a field name"
+            )
+    return None if q is NullQuery else q
+
+
+def _parts(q: Any) -> Iterator[Any]:
+    yield q
+    for child in q.children():
+        yield from _parts(child)
+
+
+_SCHEMA_POSITIONS = {
+    name: bool(field.format and field.format.supports("positions"))
+    for name, field in _schema().items()
+}
+"""Which fields can match a phrase."""
 
 
 class _Ranker:
@@ -676,13 +816,11 @@ class _Ranker:
             explain=tuple(lines) if self.explain else (),
         )
 
-    def text_hits(self, text: str, limit: int) -> list[Hit]:
-        """Text matches re-ranked with the status and type boosts."""
-        text = _clean_query(text)
-        if not text or text == "*":
-            q: Any = Every()
-        else:
-            q = _parser(self.searcher.schema).parse(text)
+    def text_hits(self, q: Any, limit: int) -> list[Hit]:
+        """Matches of the parsed query `q` re-ranked with the status and type boosts."""
+        if q is None:
+            return []
+        every = isinstance(q, Every)
         # Boosts can lift a result a few places: rank more candidates than asked for.
         results = self.searcher.search(
             q,
@@ -690,15 +828,14 @@ class _Ranker:
             filter=self.filter,
             mask=self.mask,
             terms=self.explain,
-            sortedby="updated" if isinstance(q, Every) else None,
-            reverse=isinstance(q, Every),
+            sortedby="updated" if every else None,
+            reverse=every,
         )
         hits: list[Hit] = []
         for r in results:
             lines: list[str] = []
-            score = float(r.score) if r.score is not None else 0.0
-            if isinstance(q, Every):
-                score = 0.0
+            score = 0.0 if every or r.score is None else float(r.score)
+            fields = dict(r.fields())
             if self.explain:
                 lines.append(f"bm25 {score:.3f}")
                 terms = sorted(
@@ -707,32 +844,11 @@ class _Ranker:
                         for _, t in r.matched_terms()
                     }
                 )
-                lines.append(
-                    f"matched {' '.join(terms) or '-'} in {self._fields_with(r.docnum, terms)}"
-                )
-            hits.append(self._hit(dict(r.fields()), score, lines, None))
-        if not isinstance(q, Every):  # an empty query lists the newest first
+                lines.append(f"matched {' '.join(terms) or '-'} in {_fields_with(fields, terms)}")
+            hits.append(self._hit(fields, score, lines, None))
+        if not every:  # an empty query lists the newest first
             hits.sort(key=lambda h: (-h.score, h.name))
         return hits
-
-    def _fields_with(self, docnum: int, terms: list[str]) -> str:
-        """Which parts of a memory hold the matched `terms` (for explain)."""
-        reader = self.searcher.reader()
-        found: list[str] = []
-        placed: set[str] = set()
-        for field, label in _FIELD_LABELS.items():
-            for term in terms:
-                if (field, term) not in reader:
-                    continue
-                postings = reader.postings(field, term)
-                postings.skip_to(docnum)
-                if postings.is_active() and postings.id() == docnum:
-                    placed.add(term)
-                    if label not in found:
-                        found.append(label)
-        if set(terms) - placed:  # only `text` holds the body, so that is where the rest are
-            found.append("body")
-        return ", ".join(found) or "-"
 
     def _by_names(self, names: Iterable[str]) -> list[dict[str, Any]]:
         wanted = sorted(set(names))
@@ -782,6 +898,28 @@ class _Ranker:
             if not frontier:
                 break
         return sorted(found.values(), key=lambda h: (-h.score, h.name))
+
+
+def _fields_with(fields: dict[str, Any], terms: list[str]) -> str:
+    """Which parts of a memory hold the matched `terms` (for explain).
+
+    Read from its stored name, description and tags, analysed as the index does.
+    """
+    parts = {
+        "name": str(fields.get("name", "")).replace("-", " "),
+        "description": str(fields.get("description", "")),
+        "tags": str(fields.get("tags", "")).replace(",", " "),
+    }
+    found: list[str] = []
+    placed: set[str] = set()
+    for label, value in parts.items():
+        held = set(terms) & set(tokens(value))
+        if held:
+            found.append(label)
+            placed |= held
+    if set(terms) - placed:  # only `text` holds the body, so that is where the rest are
+        found.append("body")
+    return ", ".join(found) or "-"
 
 
 def _offer(

@@ -24,9 +24,19 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memstore import __version__, briefing, ledger, ledger_io, render_text, session, workflow
+from memstore import (
+    __version__,
+    briefing,
+    ledger,
+    ledger_io,
+    render_text,
+    search,
+    session,
+    workflow,
+)
 from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.memory import Memory, check_name, render
+from memstore.search import Query
 from memstore.status import Status
 from memstore.store import Store, Versioned, version_of
 from memstore.watch import Watcher
@@ -318,11 +328,11 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call BEFORE starting work: what the team knows about the task (decisions,
         corrections, warnings, runbooks), best first, each with its status. Then memory_get the
         ones that matter."""
-        hits = store.search(
+        wanted = Query(
             query,
             type=type,
             status=status,
-            tags=tags or (),
+            tags=tuple(tags or ()),
             since=since,
             budget=budget,
             max_tokens=max_tokens,
@@ -331,6 +341,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             graph=graph,
             index_view=index,
         )
+        hits = search.search(store, wanted)
         shown = render_text.hits_text(hits, query=query, index_view=index)
         return result(shown, {"results": plain(hits)})
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from memstore import ledger_io, stats, transaction, workflow
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.files import read_regular
-from memstore.index import Hit
+from memstore.index import QUERY_MAX, Hit
 from memstore.memory import Memory, now
+from memstore.search import Query, search
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -109,14 +110,19 @@ def check(
 
 def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
     """Confirmed memories of `types` about `text`, best first, from the search index."""
-    # Only the words: a shell command's quotes, colons and brackets are query syntax.
-    query = " ".join(re.findall(r"\w+", text))
+    # Only the words, lower-cased: a shell command's quotes, colons and brackets, and words
+    # such as NOT and AND, are query syntax.
+    query = " ".join(re.findall(r"\w+", text.lower()))
+    if len(query) > QUERY_MAX:  # a long text: its leading words
+        query = query[: QUERY_MAX + 1].rpartition(" ")[0]
     if not query:
         return []
     hits = [
         hit
         for type_ in types
-        for hit in store.search(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+        for hit in search(
+            store, Query(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+        )
     ]
     return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]
 

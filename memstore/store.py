@@ -30,8 +30,6 @@ from memstore.errors import (
     NotAStore,
 )
 from memstore.files import atomic_write, memory_files, read_regular, version_of
-from memstore.index import Hit, Index, Progress, Sync
-from memstore.indexing import Upkeep
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -586,85 +584,6 @@ class Store:
         with self.locked():
             pass  # taking the lock finishes or undoes what a killed writer left
         return left
-
-    # -- search -------------------------------------------------------------------------------
-
-    _upkeep: Upkeep | None = None
-    watched: bool = False
-    """Set while a `Watcher` keeps this store's index current (no periodic rescans needed)."""
-
-    @property
-    def upkeep(self) -> Upkeep:
-        """The store's search index and how current this process last saw it."""
-        if self._upkeep is None:
-            self._upkeep = Upkeep(self)
-        return self._upkeep
-
-    @property
-    def index(self) -> Index:
-        """The store's search index in the cache folder (built on first use)."""
-        return self.upkeep.index
-
-    def catch_up(self, progress: Progress | None = None) -> Sync:
-        """Re-index the files added, changed, renamed or deleted since the index last saw them.
-
-        A missing, outdated or half-written index is rebuilt.
-
-        Raises:
-            StoreLocked: when another process holds the index lock past the timeout.
-        """
-        return self.upkeep.catch_up(progress)
-
-    def reindex(self, progress: Progress | None = None) -> Sync:
-        """Rebuild the search index from every file; `progress(done, total)` reports the pace.
-
-        Raises:
-            StoreLocked: when another process holds the index lock past the timeout.
-        """
-        return self.upkeep.reindex(progress)
-
-    def search(
-        self,
-        query: str = "",
-        *,
-        type: str | None = None,
-        status: str | None = None,
-        tags: tuple[str, ...] | list[str] = (),
-        owner: str | None = None,
-        since: str | None = None,
-        limit: int | None = None,
-        budget: str | None = None,
-        max_tokens: int | None = None,
-        include_deprecated: bool = False,
-        explain: bool = False,
-        graph: bool = False,
-        index_view: bool = False,
-    ) -> list[Hit]:
-        """The memories that best match `query` and every filter, best first.
-
-        Tags filter with AND. Deprecated and expired memories are left out unless
-        `include_deprecated`. `budget` (tiny/normal/deep) sets the limit when `limit` is not
-        given; `max_tokens` then keeps only the leading whole results that fit (counted as the
-        index line when `index_view`). `graph` adds memories linked to the matches.
-
-        Raises:
-            InvalidQuery: for an unknown type, status or budget, a bad date or a limit below 1.
-        """
-        return self.upkeep.search(
-            query,
-            type=type,
-            status=status,
-            tags=tuple(tags),
-            owner=owner,
-            since=since,
-            limit=limit,
-            budget=budget,
-            max_tokens=max_tokens,
-            include_deprecated=include_deprecated,
-            explain=explain,
-            graph=graph,
-            index_view=index_view,
-        )
 
     def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
         """The memories named, in the order given (e.g. names picked from an index view).

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from watchfiles import Change, watch
 
+from memstore import search
 from memstore.errors import MemstoreError
 from memstore.store import CACHE_DIR, Store
 
@@ -60,7 +61,7 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        self.store.watched = False
+        search.upkeep(self.store).watched = False
 
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until `predicate()` holds, re-checking after each catch-up; False on timeout."""
@@ -92,13 +93,13 @@ class Watcher:
             if batch or not self.ready.is_set():
                 self._catch_up()
             if not self.ready.is_set():
-                self.store.watched = True
+                search.upkeep(self.store).watched = True
                 self.ready.set()
         self.ready.set()
 
     def _catch_up(self) -> None:
         try:
-            result = self.store.catch_up()
+            result = search.catch_up(self.store)
         except (MemstoreError, OSError) as e:
             log.warning("could not re-index after a change: %s", e)
             return

@@ -51,6 +51,28 @@ def test_search_explain_prints_the_parts_under_each_result(store: Store) -> None
     ]
 
 
+def test_search_explain_works_after_an_edit_took_a_word_out_of_the_description(
+    store: Store,
+) -> None:
+    alice = ("--agent", "alice")
+    assert (
+        run(store, *alice, "add", "skip-review", "--type", "fact", "-d", "We skip review")[0] == 0
+    )
+    assert run(store, "search", "--explain", "review")[0] == 0
+    assert run(store, *alice, "edit", "skip-review", "--description", "We skip checks")[0] == 0
+    code, out, err = run(store, "search", "--explain", "review")
+    assert code == 0, err
+    assert "skip-review" in out and "matched review in name" in out
+
+
+def test_a_query_whoosh_cannot_run_is_a_one_line_error(store: Store) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    for query in ('description:"skip review"', "NOT NOT review", "review " * 300):
+        code, out, err = run(store, "search", query)
+        assert code == 1 and out == "", query
+        assert err.startswith("Error: ") and err.count("\n") == 1, err
+
+
 def test_search_index_view_and_budget(store: Store) -> None:
     for i in range(5):
         write_memory(store, f"note-{i}", f"Widget note {i}")

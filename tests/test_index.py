@@ -7,13 +7,18 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GIT_ENV, as_agent, git
+from filelock import FileLock
 
+from memstore import search
 from memstore.index import tokens
 from memstore.memory import Memory, render
+from memstore.search import Hit, Query
 from memstore.store import Store
 
 
@@ -38,8 +43,15 @@ def write_memory(
     return path
 
 
-def names(store: Store, query: str, **options: object) -> list[str]:
-    return [h.name for h in store.search(query, **options)]  # pyright: ignore[reportArgumentType]
+def find(store: Store, text: str = "", **options: Any) -> list[Hit]:
+    """`search.search` with the query's fields as keywords (tags as a list or tuple)."""
+    if "tags" in options:
+        options["tags"] = tuple(options["tags"])
+    return search.search(store, Query(text, **options))
+
+
+def names(store: Store, query: str, **options: Any) -> list[str]:
+    return [h.name for h in find(store, query, **options)]
 
 
 def test_cjk_text_is_indexed_as_character_bigrams() -> None:
@@ -58,13 +70,30 @@ def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:
     assert names(store, "zod") == ["use-zod"]
 
 
+def test_the_write_path_hands_the_paths_it_wrote_to_the_next_search(store: Store) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    store.add("zod-errors", type="fact", description="zod reports every error at once")
+    assert store.take_written() == ["decision/use-zod.md", "fact/zod-errors.md"]
+    assert store.take_written() == []
+
+
+def test_a_write_does_not_wait_for_the_search_index(store: Store) -> None:
+    search.catch_up(store)
+    patient = Store(store.root, agent="alice", lock_timeout=30)
+    with FileLock(store.cache / "index.lock"):  # another process indexing, say
+        started = time.monotonic()
+        patient.add("use-zod", type="decision", description="Validate API input with zod")
+        assert time.monotonic() - started < 10
+    assert names(patient, "zod") == ["use-zod"]
+
+
 def test_a_write_by_another_store_is_seen_by_an_open_one(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
     assert names(store, "schemas") == ["use-zod"]
     other = as_agent(store, "bob")
     other.add("zod-errors", type="fact", description="zod schemas report every error at once")
     other.confirm("use-zod", "checked")
-    hits = store.search("schemas")
+    hits = find(store, "schemas")
     assert {h.name: h.status for h in hits} == {"use-zod": "confirmed", "zod-errors": "draft"}
 
 
@@ -85,7 +114,7 @@ def test_an_open_store_without_a_watcher_rescans_for_edits_in_place(
     text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
-    monkeypatch.setattr("memstore.indexing.RESCAN_SECONDS", 0.0)  # as if the interval had passed
+    monkeypatch.setattr("memstore.search.RESCAN_SECONDS", 0.0)  # as if the interval had passed
     assert names(store, "pgbouncer") == ["pool-size"]
 
 
@@ -96,7 +125,7 @@ def test_deleted_and_renamed_files_vanish_from_results(store: Store) -> None:
     gone.unlink()
     (store.root / "decision").mkdir()
     moved.rename(store.root / "decision" / "cache-keys.md")
-    hits = Store(store.root).search("cache")
+    hits = find(Store(store.root), "cache")
     assert [(h.name, h.path) for h in hits] == [("cache-keys", "decision/cache-keys.md")]
 
 
@@ -125,9 +154,9 @@ def test_a_malformed_file_is_skipped_with_a_warning_naming_it(
 
 def test_an_index_left_half_written_is_rebuilt(store: Store) -> None:
     write_memory(store, "kept", "Widgets are blue")
-    assert store.catch_up().rebuilt
+    assert search.catch_up(store).rebuilt
     (store.cache / "index" / "DIRTY").touch()
-    result = Store(store.root).catch_up()
+    result = search.catch_up(Store(store.root))
     assert result.rebuilt and result.indexed == 1
     assert not (store.cache / "index" / "DIRTY").exists()
 
@@ -137,6 +166,7 @@ CRASHER = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from memstore import index
+    from memstore.search import Query, search
     from memstore.store import Store
 
     def die(self, files):  # the index is committed, the manifest not yet written
@@ -145,7 +175,7 @@ CRASHER = textwrap.dedent(
     index.Index._write_manifest = die
     store = Store(Path(sys.argv[1]), agent="crasher")
     store.add("late-note", type="fact", description="Written by a process that then died")
-    store.search("written")  # indexes the new file, and dies doing it
+    search(store, Query("written"))  # indexes the new file, and dies doing it
     """
 )
 
@@ -157,14 +187,14 @@ def test_a_process_killed_in_the_middle_of_an_index_write_leaves_it_rebuilt(stor
     done = subprocess.run([sys.executable, "-c", CRASHER, str(store.root)], env=env, check=False)
     assert done.returncode == 9
     assert (store.cache / "index" / "DIRTY").exists()
-    result = Store(store.root).catch_up()
+    result = search.catch_up(Store(store.root))
     assert result.rebuilt and result.indexed == 2
     assert names(Store(store.root), "written") == ["late-note"]
 
 
 def test_a_corrupt_index_is_rebuilt_not_trusted(store: Store) -> None:
     write_memory(store, "kept", "Widgets are blue")
-    store.catch_up()
+    search.catch_up(store)
     for toc in (store.cache / "index").glob("*.toc"):
         toc.write_bytes(b"garbage")
     (store.cache / "index" / "manifest.json").write_text("{", encoding="utf-8")
@@ -175,7 +205,7 @@ def test_reindex_rebuilds_everything_and_reports_progress(store: Store) -> None:
     for i in range(3):
         write_memory(store, f"m-{i}", f"Memory number {i}")
     seen: list[tuple[int, int]] = []
-    result = store.reindex(lambda done, total: seen.append((done, total)))
+    result = search.reindex(store, lambda done, total: seen.append((done, total)))
     assert result.rebuilt and result.indexed == 3
     assert seen[-1] == (3, 3)
 
@@ -184,21 +214,23 @@ WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
+    from memstore.search import Query, search
     from memstore.store import Store
 
     root, me = Path(sys.argv[1]), sys.argv[2]
     store = Store(root, agent=me)
     if me == "reader":
         while not (root / "done").exists():
-            store.search("widget note")
-            Store(root).search("shared")
+            search(store, Query("widget note"))
+            search(Store(root), Query("shared"))
         sys.exit(0)
     for i in range(6):
         store.add(f"{me}-{i}", type="fact", description=f"shared widget note {i} by {me}")
-        assert store.search("widget"), "a search found nothing"
+        assert search(store, Query("widget")), "a search found nothing"
         if i == 2:
-            store.reindex()
-        Store(root).search("widget note")
+            from memstore import search as searching
+            searching.reindex(store)
+        search(Store(root), Query("widget note"))
     """
 )
 
@@ -224,4 +256,4 @@ def test_processes_writing_and_reading_one_index_at_once_get_no_error(store: Sto
     (store.root / "done").touch()
     _, err = reader.communicate(timeout=60)
     assert reader.returncode == 0 and "Traceback" not in err, err
-    assert len(Store(store.root).search("widget", limit=50)) == 12
+    assert len(find(Store(store.root), "widget", limit=50)) == 12

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from dataclasses import asdict
 
 import pytest
 from conftest import as_agent
-from test_index import names, write_memory
+from test_index import find, names, write_memory
 
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.index import BUDGETS, approx_tokens
+from memstore.index import BUDGETS, QUERY_MAX, approx_tokens
 from memstore.store import Store
 
 
 def test_deprecated_memories_are_left_out_unless_asked_for(store: Store) -> None:
     store.add("use-joi", type="decision", description="Validate input with joi")
     as_agent(store, "bob").deprecate("use-joi", "replaced by zod")
-    assert store.search("validate input") == []
-    hits = store.search("validate input", include_deprecated=True)
+    assert find(store, "validate input") == []
+    hits = find(store, "validate input", include_deprecated=True)
     assert [(h.name, h.status) for h in hits] == [("use-joi", "deprecated")]
     assert names(store, "validate", status="deprecated") == ["use-joi"]
 
@@ -27,7 +29,7 @@ def test_expired_memories_are_left_out_unless_asked_for_and_marked(store: Store)
     write_memory(store, "promo-price", "Promo price is 9 EUR", extra={"expires": "2020-01-31"})
     write_memory(store, "promo-next", "Promo price next year", extra={"expires": "2999-01-31"})
     assert names(store, "promo") == ["promo-next"]
-    hits = store.search("promo", include_deprecated=True)
+    hits = find(store, "promo", include_deprecated=True)
     assert {h.name: h.expired for h in hits} == {"promo-price": True, "promo-next": False}
 
 
@@ -41,7 +43,7 @@ def test_warnings_and_corrections_get_a_modest_boost(store: Store) -> None:
     write_memory(store, "a-fact", "Force push rewrites history on main")
     write_memory(store, "b-warning", "Force push rewrites history on main", type="warning")
     write_memory(store, "c-better", "Force push to main rewrites shared history; force push")
-    hits = store.search("force push main history")
+    hits = find(store, "force push main history")
     assert hits[0].name in ("b-warning", "c-better")
     assert [h.name for h in hits].index("b-warning") < [h.name for h in hits].index("a-fact")
     by_name = {h.name: h.score for h in hits}
@@ -64,7 +66,7 @@ def test_stemming_matches_word_variants(store: Store) -> None:
 def test_every_result_shows_its_status(store: Store) -> None:
     write_memory(store, "one", "Widgets are blue")
     write_memory(store, "two", "Widgets are red", status="confirmed")
-    assert {h.status for h in store.search("widgets")} == {"draft", "confirmed"}
+    assert {h.status for h in find(store, "widgets")} == {"draft", "confirmed"}
 
 
 def test_filters_combine_and_tags_are_anded(store: Store) -> None:
@@ -88,37 +90,84 @@ def test_an_empty_query_lists_the_newest_first(store: Store) -> None:
 
 def test_explain_shows_bm25_each_boost_and_the_matched_terms(store: Store) -> None:
     write_memory(store, "no-force", "Never force push to main", type="warning", status="confirmed")
-    (hit,) = store.search("force push", explain=True)
+    (hit,) = find(store, "force push", explain=True)
     assert hit.explain[0].startswith("bm25 ")
     assert "matched forc push in name, description" in hit.explain  # stems, per field
     assert "boost status confirmed x1.2" in hit.explain
     assert "boost type warning x1.15" in hit.explain
     bm25 = float(hit.explain[0].split()[1])
     assert hit.score == pytest.approx(bm25 * 1.2 * 1.15, rel=1e-3)
-    assert store.search("force push")[0].explain == ()
+    assert find(store, "force push")[0].explain == ()
+
+
+def _explained(store: Store, word: str) -> list[tuple[str, ...]]:
+    return [h.explain for h in find(store, word, explain=True, include_deprecated=True)]
+
+
+def test_explain_works_after_any_change_to_a_memory(store: Store) -> None:
+    # Each change replaces or deletes an indexed document; the words it took away from the
+    # name, description or tags must not break explaining the memories still found by them.
+    store.add("skip-review", type="fact", description="Skip review for typo fixes", body="review")
+    store.add("cache-keys", type="decision", description="Cache keys hold the tenant", tags=["k8s"])
+    bob = as_agent(store, "bob")
+    path = store.root / "fact" / "skip-review.md"
+    changes = [
+        lambda: store.edit("skip-review", description="Skip checks for typo fixes"),
+        lambda: store.edit("skip-review", body="typo fixes skip the cache"),
+        lambda: store.edit("cache-keys", tags=["infra"]),
+        lambda: bob.confirm("cache-keys", "checked"),
+        lambda: store.deprecate("cache-keys", "tenants moved"),
+        lambda: bob.restore("cache-keys", "tenants are back"),
+        lambda: path.write_text(
+            path.read_text(encoding="utf-8").replace("typo fixes skip", "k8s review"),
+            encoding="utf-8",
+        ),
+        lambda: (store.root / "decision" / "cache-keys.md").rename(
+            store.root / "fact" / "cache-keys.md"
+        ),
+        lambda: path.unlink(),
+    ]
+    words = ["review", "skip", "typo", "cache", "tenant", "k8s", "infra", "keys", "fixes"]
+    for change in [lambda: None, *changes]:  # first the memories as added
+        change()
+        for word in words:
+            for lines in _explained(store, word):
+                assert lines[0].startswith("bm25 ") and lines[1].startswith("matched "), lines
+
+
+def test_explain_names_the_parts_that_hold_the_words_after_an_edit(store: Store) -> None:
+    store.add("skip-review", type="fact", description="Skip review for typos", body="review")
+    assert "matched review in name, description" in _explained(store, "review")[0]
+    store.edit("skip-review", description="Skip checks for typos")
+    assert "matched review in name" in _explained(store, "review")[0]
+    store.edit("skip-review", body="skip checks")
+    assert _explained(store, "review")[0][1] == "matched review in name"
+    assert _explained(store, "typos")[0][1] == "matched typo in description"
+    store.edit("skip-review", body="typos happen")
+    assert _explained(store, "happen")[0][1] == "matched happen in body"
 
 
 def test_budgets_cut_to_3_10_and_20_results(store: Store) -> None:
     for i in range(25):
         write_memory(store, f"note-{i:02}", f"Widget note number {i}")
     for budget, size in BUDGETS.items():
-        assert len(store.search("widget", budget=budget)) == size
-    assert len(store.search("widget")) == 10
-    assert len(store.search("widget", budget="tiny", limit=5)) == 5
+        assert len(find(store, "widget", budget=budget)) == size
+    assert len(find(store, "widget")) == 10
+    assert len(find(store, "widget", budget="tiny", limit=5)) == 5
     with pytest.raises(InvalidQuery, match="huge"):
-        store.search("widget", budget="huge")
+        find(store, "widget", budget="huge")
 
 
 def test_a_token_cap_keeps_only_whole_results_that_fit(store: Store) -> None:
     for i in range(10):
         write_memory(store, f"note-{i}", f"Widget note number {i} " + "padding " * i)
-    full = store.search("widget")
+    full = find(store, "widget")
     costs = [approx_tokens(h) for h in full]
     cap = sum(costs[:3]) + costs[3] - 1
-    kept = store.search("widget", max_tokens=cap)
+    kept = find(store, "widget", max_tokens=cap)
     assert kept == full[:3]
     assert sum(len(json.dumps(asdict(h), ensure_ascii=False)) for h in kept) / 4 <= cap
-    index = store.search("widget", max_tokens=cap, index_view=True)
+    index = find(store, "widget", max_tokens=cap, index_view=True)
     assert len(index) > 3  # index lines are cheaper
 
 
@@ -129,7 +178,7 @@ def test_graph_adds_linked_memories_with_decaying_scores(store: Store) -> None:
     write_memory(store, "postmortem-7", "Outage review", body="caused by [[hpa-off]]")
     write_memory(store, "unrelated", "Something else")
     assert names(store, "checkout") == ["hpa-off"]
-    hits = store.search("checkout", graph=True, explain=True)
+    hits = find(store, "checkout", graph=True, explain=True)
     by_name = {h.name: h for h in hits}
     assert set(by_name) == {"hpa-off", "scaling-spec", "postmortem-7", "capacity-plan"}
     top = by_name["hpa-off"].score
@@ -156,15 +205,73 @@ def test_get_many_returns_memories_in_the_order_asked(store: Store) -> None:
 
 def test_a_bad_date_limit_type_or_status_is_refused_with_the_allowed_values(store: Store) -> None:
     with pytest.raises(InvalidQuery, match="yesterday"):
-        store.search("x", since="yesterday")
+        find(store, "x", since="yesterday")
     with pytest.raises(InvalidQuery, match="at least 1"):
-        store.search("x", limit=0)
+        find(store, "x", limit=0)
     with pytest.raises(InvalidQuery, match="unknown type 'decisions'; types are: decision, "):
-        store.search("x", type="decisions")
+        find(store, "x", type="decisions")
     with pytest.raises(InvalidQuery, match="unknown status 'done'"):
-        store.search("x", status="done")
+        find(store, "x", status="done")
 
 
 def test_a_question_mark_is_not_a_wildcard(store: Store) -> None:
     write_memory(store, "pool", "We use pgbouncer for pooling")
     assert names(store, "what do we use for pooling?") == ["pool"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('description:"skip review"', "the description field keeps no word order"),
+        ('typo name_text:"skip review"', "the name_text field keeps no word order"),
+        ("NOT NOT review", "an operator (AND, OR, NOT, ANDNOT, ANDMAYBE) has no word"),
+        ("review ANDNOT ANDMAYBE skip", "has no word to act on"),
+        ("review " * 300, f"the limit is {QUERY_MAX}"),
+    ],
+)
+def test_a_query_whoosh_cannot_run_is_refused_naming_the_problem(
+    store: Store, text: str, problem: str
+) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    with pytest.raises(InvalidQuery, match=re.escape(problem)) as refused:
+        find(store, text)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('"skip review"', ["skip-review"]),  # a phrase over the whole memory is fine
+        ('"skip review', ["skip-review"]),  # an unbalanced quote: the words
+        ("(skip OR review", ["skip-review"]),
+        ("review)", ["skip-review"]),
+        ("nosuchfield:review", ["skip-review"]),  # not a field: the words
+        ("description:", []),
+        ("skip [alpha TO", ["skip-review"]),
+        ("updated:[2026-01 TO", []),
+        ("*", ["skip-review"]),
+        ("typ*", ["skip-review"]),
+        ("review^", ["skip-review"]),
+        ("don't skip", ["skip-review"]),
+        ("NOT", []),
+        ("", ["skip-review"]),
+    ],
+)
+def test_a_malformed_query_whoosh_can_read_is_read_leniently(
+    store: Store, text: str, found: list[str]
+) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes")
+    assert names(store, text, explain=True, graph=True) == found
+
+
+def test_no_query_text_fails_other_than_with_an_invalid_query_message(store: Store) -> None:
+    write_memory(store, "skip-review", "We skip review for typo fixes", tags=("k8s",))
+    atoms = [*"()[]{}\"'*?^~:<>=+-!\\", "AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"]
+    atoms += ["review", "skip", "2026-01-01", "description:", "name:", "tags:", "updated:"]
+    rng = random.Random(3)
+    for _ in range(400):
+        text = "".join(rng.choice(atoms) + rng.choice(["", " "]) for _ in range(rng.randint(1, 8)))
+        try:
+            find(store, text, explain=True, graph=True)
+        except InvalidQuery as e:
+            assert "\n" not in str(e) and text in str(e), text

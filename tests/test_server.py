@@ -305,6 +305,17 @@ async def test_recall_finds_memories_with_their_status_before_work(store: Store)
     assert "explain:" in text(confirmed)
 
 
+async def test_recall_explains_after_an_edit_took_a_word_out_of_the_description(
+    store: Store,
+) -> None:
+    store.add("skip-review", type="fact", description="We skip review for typo fixes")
+    assert not (await call(store, "memory_recall", query="review", explain=True)).is_error
+    store.edit("skip-review", description="We skip checks for typo fixes")
+    result = await call(store, "memory_recall", query="review", explain=True)
+    assert [h["name"] for h in data(result)["results"]] == ["skip-review"]
+    assert "matched review in name" in text(result)
+
+
 async def test_recall_index_view_and_budget_cut_the_output(store: Store) -> None:
     for i in range(6):
         store.add(f"cache-note-{i}", type="fact", description=f"cache invalidation note {i}")
@@ -321,6 +332,15 @@ async def test_recall_with_a_bad_option_is_a_tool_error(store: Store) -> None:
     assert result.is_error and "invalid date" in text(result)
     result = await call(store, "memory_recall", query="x", budget="huge")
     assert result.is_error
+
+
+async def test_recall_with_a_query_whoosh_cannot_run_is_a_tool_error_that_says_why(
+    store: Store,
+) -> None:
+    result = await call(store, "memory_recall", query='description:"skip review"')
+    assert result.is_error and "description field keeps no word order" in text(result)
+    result = await call(store, "memory_recall", query="NOT NOT review")
+    assert result.is_error and "operator" in text(result)
 
 
 async def test_ledger_check_claim_record_then_check_says_executed(store: Store) -> None:

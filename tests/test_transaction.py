@@ -12,6 +12,8 @@ import pytest
 
 from memstore import history, ledger_io, session
 from memstore.errors import UnsafePath
+from memstore.index import Query
+from memstore.search import search
 from memstore.store import Store
 from tests.conftest import GIT_ENV, git
 
@@ -159,7 +161,7 @@ def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch
     store.add("x", type="fact", description="widgets are blue")
     ledger_io.record(store, "publish", "pkg@1", evidence="https://x.io/1")
     fresh = Store(store.root, agent="bob")
-    fresh.search("widgets")  # the first search builds the index; the cat-file reader starts
+    search(fresh, Query("widgets"))  # the first search builds the index
     ledger_io.check(fresh, "publish", "pkg@1")
     forks: list[object] = []
     real = subprocess.Popen.__init__
@@ -169,7 +171,7 @@ def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch
         real(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    assert [h.name for h in fresh.search("widgets")] == ["x"]
+    assert [h.name for h in search(fresh, Query("widgets"))] == ["x"]
     assert fresh.get("x").description == "widgets are blue"
     assert ledger_io.check(fresh, "publish", "pkg@1").state.value == "EXECUTED"
     assert forks == []

@@ -199,6 +199,13 @@ def test_check_lists_confirmed_runbooks_to_follow(store: Store) -> None:
     assert [r.name for r in result.runbooks] == ["release-npm"]
 
 
+def test_check_reads_any_command_as_words_not_query_syntax(store: Store) -> None:
+    store.add("release-npm", type="runbook", description="Release the npm package with CI")
+    as_agent(store, "bob").confirm("release-npm", "followed it for 1.4.0")
+    for command in ('npm publish NOT NOT "quoted', "npm AND OR publish: [x TO", "npm " * 900):
+        assert [r.name for r in session.check(store, command).runbooks] == ["release-npm"], command
+
+
 def test_cli_check_exit_codes(store: Store) -> None:
     add_p0(store)
     session.correct(

@@ -1,0 +1,246 @@
+"""Searching a store, and keeping its search index in step with its files.
+
+`index.py` is Whoosh; this module decides when and what to (re)index: the files the write path
+reports (`Store.take_written`), and what the type folders' modification times and the files'
+stamps show others changed. `search(store, Query(...))` is the one way in for every face.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+import weakref
+from collections.abc import Callable, Collection, Generator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from filelock import FileLock, Timeout
+
+from memstore.errors import StoreLocked
+from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
+from memstore.memory import Memory
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+__all__ = ["Hit", "Query", "Upkeep", "catch_up", "close", "reindex", "search", "upkeep"]
+
+log = logging.getLogger(__name__)
+
+RESCAN_SECONDS = 2.0
+"""Without a watcher, how old a search's view of in-place edits may be."""
+
+Folders = dict[str, int]
+"""The store root (`.`) and each type folder, by name, with its modification time in ns."""
+
+
+class Upkeep:
+    """One store's search index and how current this process last saw it.
+
+    It keeps no reference to its `Store`, so it lives exactly as long as the store does.
+    """
+
+    def __init__(self, cache: Path, lock_timeout: float) -> None:
+        self.cache = cache
+        self.lock_timeout = lock_timeout
+        self.index = Index(cache / "index", self._locked)
+        self.watched = False
+        """Set while a `Watcher` keeps the index current (no periodic rescans needed)."""
+        self.seen: Folders | None = None
+        """The folders' modification times at this process's last catch-up."""
+        self.scanned_at = 0.0
+        self._mutex = threading.RLock()
+
+    @contextmanager
+    def _locked(self) -> Generator[None]:
+        # Its own lock, so searches catching up never wait for a git commit; writers take the
+        # store lock first, then this one.
+        self.cache.mkdir(exist_ok=True)
+        lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
+        try:
+            with lock:
+                yield
+        except Timeout as e:
+            raise StoreLocked(
+                f"search index busy: could not take {lock.lock_file} within "
+                f"{self.lock_timeout:g}s; another memstore process is indexing — try again"
+            ) from e
+
+    def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
+        """Re-index what changed since the index last saw the files, in every folder."""
+        with self._mutex:
+            folders = _folders(store.root)
+            result = self.index.sync(_scan(store.root, folders), _loader(store), progress)
+            self.seen, self.scanned_at = folders, time.monotonic()
+            return result
+
+    def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
+        """Rebuild the index from every file."""
+        with self._mutex:
+            folders = _folders(store.root)
+            result = self.index.rebuild(_scan(store.root, folders), _loader(store), progress)
+            self.seen, self.scanned_at = folders, time.monotonic()
+            return result
+
+    def fresh(self, store: Store) -> None:
+        """Bring the index up to what a search must see: this process's own writes, then any
+        folder whose modification time moved (a file created, deleted, renamed or replaced).
+
+        An edit in place moves no folder's time: without a watcher, every file is compared
+        again once the last full look is older than RESCAN_SECONDS.
+        """
+        with self._mutex:
+            written = store.take_written()
+            try:
+                if written:
+                    self._written(store, written)
+                folders = _folders(store.root)
+                stale = not self.watched and time.monotonic() - self.scanned_at > RESCAN_SECONDS
+                seen = self.seen
+                if stale or seen is None or seen["."] != folders["."]:
+                    self.catch_up(store)
+                    return
+                moved = {name for name, at in folders.items() if seen.get(name) != at}
+                if moved:
+                    disk = _scan(store.root, folders, moved)
+                    within = _in_folders(moved)
+                    if self.index.sync_some(disk, within, _loader(store)) is None:
+                        self.catch_up(store)
+                        return
+                    self.seen = folders
+            except StoreLocked as e:
+                store.note_written(written)  # left for the next search
+                log.warning("searching the index as it is: %s", e)
+
+    def _written(self, store: Store, rels: list[str]) -> None:
+        disk: dict[str, Stamp] = {}
+        for rel in set(rels):
+            stamp = _stamp(store.root / rel)
+            if stamp is not None:
+                disk[rel] = stamp
+        wanted = set(rels)
+        if self.index.sync_some(disk, wanted.__contains__, _loader(store)) is None:
+            self.catch_up(store)
+
+
+def _in_folders(names: Collection[str]) -> Callable[[str], bool]:
+    return lambda rel: rel.partition("/")[0] in names
+
+
+def _folders(root: Path) -> Folders:
+    """The store root's and each type folder's modification time."""
+    # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
+    # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
+    found: Folders = {".": root.stat().st_mtime_ns}
+    with os.scandir(root) as entries:
+        for e in entries:
+            if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
+                found[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
+    return found
+
+
+def _scan(root: Path, folders: Folders, only: Collection[str] | None = None) -> dict[str, Stamp]:
+    """Every memory file (store-relative path) in `folders` (or in `only` of them) and its
+    stamp, as `Store.memories` finds them."""
+    found: dict[str, Stamp] = {}
+    for name in sorted(folders):
+        if name == "." or (only is not None and name not in only):
+            continue
+        try:
+            entries = os.scandir(root / name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone since it was listed: the root's time moved, the next look sees it
+        with entries:
+            for e in entries:
+                if (
+                    e.name.endswith(".md")
+                    and not e.name.startswith(".")
+                    and e.is_file(follow_symlinks=False)
+                ):
+                    st = e.stat(follow_symlinks=False)
+                    found[f"{name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return found
+
+
+def _stamp(path: Path) -> Stamp | None:
+    """The stamp of a memory file, None if it is gone or not a regular file (a symlink)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp]]:
+    def load(rel: str) -> tuple[Memory | None, Stamp]:
+        path = store.root / rel
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None, (0, 0, 0)
+        return store.read_file(path)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    return load
+
+
+# -- one upkeep per store ---------------------------------------------------------------------
+
+_upkeeps: weakref.WeakKeyDictionary[Store, Upkeep] = weakref.WeakKeyDictionary()
+_upkeeps_lock = threading.Lock()
+
+
+def upkeep(store: Store) -> Upkeep:
+    """The search index of `store` and how current this process last saw it (made on first
+    use, dropped with the store)."""
+    with _upkeeps_lock:
+        found = _upkeeps.get(store)
+        if found is None:
+            found = _upkeeps[store] = Upkeep(store.cache, store.lock_timeout)
+        return found
+
+
+def search(store: Store, query: Query) -> list[Hit]:
+    """The memories that best match `query` and its filters, best first.
+
+    Indexes this process's own writes and catches up with other changes first, so a write
+    is found by the very next search.
+
+    Raises:
+        InvalidQuery: for an unknown type, status or budget, a bad date, a limit or token cap
+            below 1, or query text that is too long or that Whoosh cannot run (naming why).
+    """
+    query.check(store.types)
+    up = upkeep(store)
+    up.fresh(store)
+    return up.index.search(query)
+
+
+def catch_up(store: Store, progress: Progress | None = None) -> Sync:
+    """Re-index the files added, changed, renamed or deleted since the index last saw them.
+
+    A missing, outdated or half-written index is rebuilt.
+
+    Raises:
+        StoreLocked: when another process holds the index lock past the timeout.
+    """
+    return upkeep(store).catch_up(store, progress)
+
+
+def reindex(store: Store, progress: Progress | None = None) -> Sync:
+    """Rebuild the search index from every file; `progress(done, total)` reports the pace.
+
+    Raises:
+        StoreLocked: when another process holds the index lock past the timeout.
+    """
+    return upkeep(store).reindex(store, progress)
+
+
+def close(store: Store) -> None:
+    """Release the store's open index searcher (it reopens on the next search)."""
+    upkeep(store).index.close()
