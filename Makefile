@@ -2,27 +2,34 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
+DEV := $(VENV)/.dev
 
 .PHONY: venv serve test lint check bench clean
 
 # Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
-$(STAMP): pyproject.toml
-	@echo "creating $(VENV) from pyproject.toml" >&2
-	@$(PYTHON) -m venv $(VENV) >&2
+# `serve` installs the runtime dependencies only; `test` adds the dev tools.
+$(RUNTIME): pyproject.toml
+	@echo "creating $(VENV) from pyproject.toml (runtime dependencies)" >&2
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
 	@$(BIN)/pip install --quiet --upgrade pip >&2
-	@$(BIN)/pip install --quiet -e '.[dev]' >&2
-	@touch $(STAMP)
+	@$(BIN)/pip install --quiet -e . >&2
+	@touch $(RUNTIME)
 
-venv: $(STAMP)
+$(DEV): $(RUNTIME)
+	@echo "adding the dev tools to $(VENV)" >&2
+	@$(BIN)/pip install --quiet -e '.[dev]' >&2
+	@touch $(DEV)
+
+venv: $(DEV)
 
 ## Start memstore's MCP server over stdio on this repository's own memory/ store.
 ## Silent recipe: stdout is the MCP wire, so a client may run `make serve` as its command.
-serve: $(STAMP)
+serve: $(RUNTIME)
 	@exec $(BIN)/memstore --store memory serve
 
 ## Run the whole test suite: static checks, the project's own store, then pytest.
-test: $(STAMP)
+test: $(DEV)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/pyright
@@ -30,13 +37,13 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 ## Static checks: formatting, lint, types.
-check: $(STAMP)
+check: $(DEV)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/pyright
 
 ## Benchmarks (scripts, not tests): LoCoMo retrieval quality, then latency at 1k and 10k memories.
-bench: $(STAMP)
+bench: $(DEV)
 	$(BIN)/python bench/locomo.py
 	$(BIN)/python bench/latency.py
 

@@ -7,29 +7,33 @@ import stat
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memstore import (
-    __version__,
-    briefing,
-    hooks,
-    ledger,
-    ledger_io,
-    render_text,
-    session,
-    stats,
-    workflow,
-)
-from memstore import search as searching
+from memstore import __version__
 from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
-from memstore.index import Hit, index_line
-from memstore.lint import lint_store
-from memstore.memory import Memory, render
-from memstore.search import Query
-from memstore.store import Store
+
+if TYPE_CHECKING:
+    from memstore import ledger
+    from memstore.index import Hit
+    from memstore.memory import Memory
+    from memstore.store import Store
+
+# Each command imports the core it needs when it runs: `memstore --help` loads click alone.
+# The choices below are the core's (test_cli.py keeps them equal), spelled out for the same
+# reason.
+SEVERITIES = ("p0", "p1", "p2", "p3")
+"""`workflow.SEVERITIES`."""
+RULE_TYPES = ("correction", "warning")
+"""`workflow.RULE_TYPES`."""
+OUTCOMES = ("heeded", "recurred")
+"""The values of `stats.Outcome`."""
+MIN_BUDGET = 100
+"""`briefing.MIN_BUDGET`."""
+DEFAULT_BUDGET = 1500
+"""`briefing.DEFAULT_BUDGET`."""
 
 
 class _Group(click.Group):
@@ -58,6 +62,8 @@ def _stdin_text(only_if_piped: bool) -> str:
 
 
 def _store(ctx: click.Context) -> Store:
+    from memstore.store import Store
+
     config = _config(ctx)
     return Store(config.store, config.agent, config.lock_timeout)
 
@@ -141,6 +147,8 @@ def init(ctx: click.Context, directory: str | None) -> None:
     Example:
       memstore init memory
     """
+    from memstore.store import Store
+
     config = _config(ctx)
     root = Path(directory).absolute() if directory else config.store
     store = Store.init(root, config.agent)
@@ -423,6 +431,8 @@ def lint(ctx: click.Context) -> None:
     Example:
       memstore --store memory lint
     """
+    from memstore.lint import lint_store
+
     store = _store(ctx)
     problems = lint_store(store)
     for problem in problems:
@@ -507,6 +517,7 @@ def config_(ctx: click.Context, client: str, grouped: bool) -> None:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
     """
     from memstore.clients import WHERE, client_config
+    from memstore.store import Store
 
     config = _config(ctx)
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
@@ -589,6 +600,10 @@ def search(
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
     """
+    from memstore import search as searching
+    from memstore.index import index_line
+    from memstore.search import Query
+
     query_value = Query(
         " ".join(query),
         type=type_,
@@ -629,6 +644,8 @@ def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     Example:
       memstore get use-zod disable-hpa-checkout --json
     """
+    from memstore.memory import render
+
     memories = _store(ctx).get_many(list(names))
     if as_json:
         _echo_json([_memory_json(m) for m in memories])
@@ -652,6 +669,7 @@ def reindex(ctx: click.Context) -> None:
     Example:
       memstore --store memory reindex
     """
+    from memstore import search as searching
 
     def progress(done: int, total: int) -> None:
         click.echo(f"indexed {done}/{total} files", err=True)
@@ -670,7 +688,7 @@ def reindex(ctx: click.Context) -> None:
 @click.option("--description", "-d", required=True, help="The rule, in one line.")
 @click.option(
     "--severity",
-    type=click.Choice(list(workflow.SEVERITIES)),
+    type=click.Choice(list(SEVERITIES)),
     help="p0 blocks matching actions in `check`; p1-p3 warn. Default: p1 (warning: p2).",
 )
 @click.option(
@@ -686,7 +704,7 @@ def reindex(ctx: click.Context) -> None:
 @click.option(
     "--type",
     "type_",
-    type=click.Choice(list(workflow.RULE_TYPES)),
+    type=click.Choice(list(RULE_TYPES)),
     default="correction",
     show_default=True,
     help="A correction (a human corrected an agent) or a warning (a known trap).",
@@ -712,6 +730,8 @@ def correct(
           --applies-when "npm publish" --applies-when "version bump" \\
           --evidence "Stop publishing by hand, the release job does it."
     """
+    from memstore import session
+
     memory = session.correct(
         _store(ctx),
         name,
@@ -762,6 +782,8 @@ def check_(
       echo '{"tool_name":"Bash","tool_input":{"command":"npm publish"}}' \\
           | memstore check --hook claude-code
     """
+    from memstore import hooks, session, workflow
+
     if hook:
         try:
             payload: object = json.loads(_stdin_text(only_if_piped=False) or "null")
@@ -785,7 +807,7 @@ def check_(
 
 @main.command()
 @click.argument("name")
-@click.argument("outcome", type=click.Choice([o.value for o in stats.Outcome]))
+@click.argument("outcome", type=click.Choice(list(OUTCOMES)))
 @click.option("--evidence", help="What happened (one line): the command, the commit, the PR.")
 @click.pass_context
 def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -> None:
@@ -795,6 +817,8 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     Example:
       memstore outcome no-publish-on-bump heeded --evidence "left publishing to CI for 1.4.1"
     """
+    from memstore import session
+
     record = session.record_outcome(_store(ctx), name, outcome, evidence)
     click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
 
@@ -812,6 +836,8 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
     Example:
       memstore stats
     """
+    from memstore import session, stats
+
     rates, overall = session.heed_rates(_store(ctx))
     if as_json:
         _echo_json(
@@ -831,8 +857,8 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
 @click.option("--for", "for_text", metavar="TEXT", help="The task at hand, to pick what applies.")
 @click.option(
     "--budget-tokens",
-    type=click.IntRange(min=briefing.MIN_BUDGET),
-    default=briefing.DEFAULT_BUDGET,
+    type=click.IntRange(min=MIN_BUDGET),
+    default=DEFAULT_BUDGET,
     show_default=True,
     help="Approximate size limit (characters / 4); the least important parts are cut first.",
 )
@@ -862,6 +888,8 @@ def brief(
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
       memstore brief --fenced        # in a client's SessionStart hook
     """
+    from memstore import briefing, render_text
+
     result = briefing.brief(
         _store(ctx), for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
     )
@@ -875,11 +903,8 @@ def brief(
 
 # -- ledger ---------------------------------------------------------------------------------------
 
-CHECK_EXIT = {
-    ledger.State.NOT_EXECUTED: 0,
-    ledger.State.IN_PROGRESS: 3,
-    ledger.State.EXECUTED: 4,
-}
+CHECK_EXIT = {"NOT_EXECUTED": 0, "IN_PROGRESS": 3, "EXECUTED": 4}
+"""`ledger check`'s exit code for each ledger state."""
 
 
 def _event_json(event: ledger.Event) -> dict[str, Any]:
@@ -924,6 +949,8 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     Example:
       memstore ledger check publish post-1 && ./publish.sh post-1
     """
+    from memstore import ledger, ledger_io
+
     result = ledger_io.check(_store(ctx), action, target)
     if as_json:
         _echo_json(asdict(result))
@@ -966,6 +993,8 @@ def ledger_claim(
     Example:
       memstore ledger claim deploy api-v2 --ttl 15m && ./deploy.sh api-v2
     """
+    from memstore import ledger, ledger_io
+
     seconds = ledger.parse_duration(ttl)
     try:
         event = ledger_io.claim(_store(ctx), action, target, seconds, allow_secret=allow_secret)
@@ -990,6 +1019,8 @@ def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: b
     Example:
       memstore ledger release deploy api-v2
     """
+    from memstore import ledger_io
+
     event = ledger_io.release(_store(ctx), action, target, allow_secret=allow_secret)
     click.echo(f"released {action} {target} (event {event.id})")
 
@@ -1020,6 +1051,8 @@ def ledger_record(
       memstore ledger record publish post-1 --evidence https://blog.example.com/post-1
       memstore ledger record publish post-1 --failed --note "CMS returned 503"
     """
+    from memstore import ledger_io
+
     event = ledger_io.record(
         _store(ctx), action, target, evidence, note, failed, allow_secret=allow_secret
     )
@@ -1048,6 +1081,8 @@ def ledger_list(
     Example:
       memstore ledger list --action publish --since 7d
     """
+    from memstore import ledger_io
+
     events = ledger_io.events(_store(ctx), action, target, actor, since)
     if as_json:
         _echo_json([_event_json(e) for e in events])
@@ -1071,6 +1106,8 @@ def ledger_verify(ctx: click.Context) -> None:
     Example:
       memstore ledger verify
     """
+    from memstore import ledger_io
+
     result = ledger_io.verify(_store(ctx))
     for problem in result.problems:
         click.echo(problem)

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from memstore import secrets
 from memstore.errors import InvalidMemory
-from memstore.memory import DEFAULT_TYPES, check_name
+
+# yaml and the memory format load when a store's settings are read, not when a CLI command
+# only resolves its flags (`memstore --help` stays fast).
 
 DEFAULT_STORE = "memory"
 STORE_CONFIG = "memstore.yaml"
@@ -45,6 +44,10 @@ def store_types(root: Path) -> tuple[str, ...]:
     Raises:
         InvalidMemory: for a settings file that is not YAML or a bad type name.
     """
+    import yaml
+
+    from memstore.memory import DEFAULT_TYPES, check_name
+
     path = root / STORE_CONFIG
     if not path.is_file():
         return DEFAULT_TYPES
@@ -67,6 +70,10 @@ def secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
     Raises:
         InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
     """
+    import yaml
+
+    from memstore import secrets
+
     path = root / STORE_CONFIG
     data: Any = {}
     if path.is_file():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,29 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0
     assert "Example:" in result.output and "memstore" in result.output
+
+
+def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
+    # cli.py names them itself so that `memstore --help` imports no core module.
+    from memstore import briefing, cli, ledger, stats, workflow
+
+    assert cli.SEVERITIES == workflow.SEVERITIES
+    assert cli.RULE_TYPES == workflow.RULE_TYPES
+    assert cli.OUTCOMES == tuple(o.value for o in stats.Outcome)
+    assert (cli.MIN_BUDGET, cli.DEFAULT_BUDGET) == (briefing.MIN_BUDGET, briefing.DEFAULT_BUDGET)
+    assert set(cli.CHECK_EXIT) == {s.value for s in ledger.State}
+
+
+def test_help_imports_no_core_module() -> None:
+    code = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        "    main(['--help'], prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'git', 'whoosh', 'mcp', 'yaml', 'frontmatter', 'memstore.store'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
