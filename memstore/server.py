@@ -4,23 +4,15 @@ Who acts is the server's identity (the store's agent, from `--agent` / `MEMSTORE
 takes an identity argument, so an agent cannot confirm its own memory by naming someone else.
 """
 
-import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import (
-    ResourceError,
-    ResourceNotFoundError,
-    ToolError,
-    UnexpectedToolError,
-)
-from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -34,19 +26,16 @@ from memstore import (
     session,
     workflow,
 )
-from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
-from memstore.memory import Memory, check_name, render
+from memstore.memory import Memory, render
 from memstore.search import Query
 from memstore.status import Status
 from memstore.store import Store, Versioned, version_of
+from memstore.toolkit import Tools, resource_reported
 from memstore.watch import Watcher
 
 log = logging.getLogger(__name__)
 
 RECENT_EVENTS = 50
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 INSTRUCTIONS = (
     "memstore is this team's shared, reviewed memory. Call session_start first, and "
@@ -69,68 +58,6 @@ Target = Annotated[str, Field(description="what it acts on, e.g. post-42, api@v1
 
 NewName = Annotated[str, Field(description="kebab-case slug, e.g. use-zod-for-validation")]
 Name = str
-
-
-def reported(fn: Callable[P, R]) -> Callable[P, R]:
-    """Let a `MemstoreError` reach the model as a tool error carrying its message.
-
-    The SDK hides the text of any exception other than `ToolError` (it may hold secrets), but a
-    `MemstoreError` message is written for the caller to read and act on.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except MemstoreError as e:
-            raise ToolError(str(e)) from e
-
-    return wrapper
-
-
-def resource_reported(fn: Callable[P, R]) -> Callable[P, R]:
-    """Like `reported`, for resources: a missing or malformed memory is a clear read error."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except (MemoryNotFound, InvalidName) as e:
-            raise ResourceNotFoundError(str(e)) from e
-        except MemstoreError as e:
-            raise ResourceError(str(e)) from e
-
-    return wrapper
-
-
-def compact_schema(schema: Any) -> Any:
-    """`schema` without pydantic's generated `title` keys, which every client pays for."""
-    if isinstance(schema, dict):
-        schema = _optional(schema)  # pyright: ignore[reportUnknownArgumentType]
-        out: dict[str, Any] = {}
-        for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
-            if key == "title" and isinstance(value, str):
-                continue
-            if key in ("properties", "$defs") and isinstance(value, dict):
-                out[key] = {k: compact_schema(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-            else:
-                out[str(key)] = compact_schema(value)  # pyright: ignore[reportUnknownArgumentType]
-        return out
-    if isinstance(schema, list):
-        return [compact_schema(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
-    return schema
-
-
-def _optional(schema: dict[str, Any]) -> dict[str, Any]:
-    """`{"anyOf": [X, {"type": "null"}], "default": null}` as plain X: omitting it means None."""
-    options: Any = schema.get("anyOf")
-    if schema.get("default", ...) is not None or not isinstance(options, list):
-        return schema
-    kept: list[Any] = [o for o in options if o != {"type": "null"}]  # pyright: ignore[reportUnknownVariableType]
-    if len(kept) != 1 or len(options) != 2 or not isinstance(kept[0], dict):  # pyright: ignore[reportUnknownArgumentType]
-        return schema
-    rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
-    return {**kept[0], **rest}
 
 
 def plain(value: Any) -> Any:
@@ -175,85 +102,12 @@ def _versioned_text(items: list[Versioned], problems: list[str]) -> str:
     return render_text.memories_text([(v.memory, v.version) for v in items], problems)
 
 
-class Tools:
-    """The tools of one server, collected so their schemas can be compacted before listing."""
-
-    def __init__(self) -> None:
-        self.tools: list[Tool] = []
-
-    def __call__(
-        self, annotations: ToolAnnotations
-    ) -> Callable[[Callable[P, CallToolResult]], Callable[P, CallToolResult]]:
-        def decorator(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
-            tool = Tool.from_function(reported(fn), annotations=annotations)
-            description = " ".join(tool.description.split())
-            self.tools.append(
-                tool.model_copy(
-                    update={
-                        "parameters": compact_schema(tool.parameters),
-                        "description": description,
-                    }
-                )
-            )
-            return fn
-
-        return decorator
-
-    def grouped(self) -> list[Tool]:
-        """One dispatching tool per family (`memory_*` → `memory`) of two or more tools."""
-        families: dict[str, list[Tool]] = {}
-        for t in self.tools:
-            families.setdefault(t.name.split("_", 1)[0], []).append(t)
-        out: list[Tool] = []
-        for family, members in families.items():
-            if len(members) < 2 or any("_" not in t.name for t in members):
-                out.extend(members)
-            else:
-                out.append(_dispatcher(family, members))
-        return out
-
-
-def _signature(tool: Tool) -> str:
-    props: dict[str, Any] = tool.parameters.get("properties", {})
-    required: list[str] = tool.parameters.get("required", [])
-    args = [p if p in required else f"{p}?" for p in props]
-    first = tool.description.split(". ")[0].rstrip(".")
-    return f"{tool.name.split('_', 1)[1]}({', '.join(args)}): {first}."
-
-
-def _dispatcher(family: str, members: list[Tool]) -> Tool:
-    """A tool `family(op, args)` that runs `family_<op>` with `args`, validated the same way."""
-    by_op = {t.name.split("_", 1)[1]: t for t in members}
-    read_only = all(t.annotations is not None and t.annotations.read_only_hint for t in members)
-
-    async def dispatch(
-        op: str, ctx: Context[Any, Any], args: dict[str, Any] | None = None
-    ) -> CallToolResult:
-        tool = by_op.get(op)
-        if tool is None:
-            raise ToolError(f"unknown op {op!r}; ops are: {', '.join(by_op)}")
-        try:
-            done = await tool.run(args or {}, ctx, convert_result=True)
-        except UnexpectedToolError:
-            raise
-        except ToolError as e:  # drop the inner "Error executing tool x: " the outer adds again
-            raise ToolError(str(e).split(": ", 1)[-1]) from e
-        if not isinstance(done, CallToolResult):
-            raise ToolError(f"op {op!r} asked for input this server does not request")
-        return done
-
-    description = f"{family} operations; args per op (? = optional): " + " ".join(
-        _signature(t) for t in members
-    )
-    tool = Tool.from_function(
-        dispatch,
-        name=family,
-        description=description,
-        annotations=ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
-    )
-    schema = compact_schema(tool.parameters)
-    schema["properties"]["op"]["enum"] = list(by_op)
-    return tool.model_copy(update={"parameters": schema})
+def _versions_result(found: list[Versioned], problems: list[tuple[str, str]]) -> CallToolResult:
+    data = {
+        "memories": [memory_data(v.memory, v.version, v.path) for v in found],
+        "errors": [{"name": name, "error": message} for name, message in problems],
+    }
+    return result(_versioned_text(found, [message for _, message in problems]), data)
 
 
 def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> MCPServer:
@@ -287,28 +141,18 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         correction, a settled decision and why, what prevents a failure recurring, a runbook.
         Not chat, not what the code or git log already says. One fact per memory. A correction
         or warning (a rule) acts at once in session_start and check."""
-        if type in workflow.RULE_TYPES or severity or applies_when or evidence:
-            memory = session.correct(
-                store,
-                name,
-                type=type,
-                description=description,
-                body=body,
-                tags=tags or (),
-                links=links or (),
-                severity=severity,
-                applies_when=applies_when or (),
-                evidence=evidence,
-            )
-        else:
-            memory = store.add(
-                name,
-                type=type,
-                description=description,
-                body=body,
-                tags=tags or (),
-                links=links or (),
-            )
+        memory = session.save(
+            store,
+            name,
+            type=type,
+            description=description,
+            body=body,
+            tags=tags or (),
+            links=links or (),
+            severity=severity,
+            applies_when=applies_when or (),
+            evidence=evidence,
+        )
         return _written("saved", memory)
 
     @tool(READ)
@@ -351,24 +195,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
     ) -> CallToolResult:
         """Read whole memories by name, in the order given, each with its status and version
         (pass the version to memory_update)."""
-        for name in names:
-            check_name(name)  # a bad name is the caller's mistake: refuse the whole call
-        found: list[Versioned] = []
-        problems: list[str] = []
-        errors: list[dict[str, str]] = []
-        for name in names:
-            try:
-                found.append(store.read(name))
-            except MemstoreError as e:  # one broken or missing file must not hide the others
-                problems.append(str(e))
-                errors.append({"name": name, "error": str(e)})
-        if not found:
-            raise ToolError("; ".join(problems))
-        data = {
-            "memories": [memory_data(v.memory, v.version, v.path) for v in found],
-            "errors": errors,
-        }
-        return result(_versioned_text(found, problems), data)
+        found, problems = store.read_each(names)
+        return _versions_result(found, problems)
 
     @tool(UPDATE)
     def memory_update(
@@ -406,14 +234,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Review a memory: confirm someone else's draft after checking it, deprecate a wrong or
         stale one (kept, with the reason), or restore a deprecated one to draft. You cannot
         confirm your own."""
-        target = Status(to)
-        if target is Status.CONFIRMED:
-            memory = store.confirm(name, reason, expected_version=version)
-        elif target is Status.DEPRECATED:
-            memory = store.deprecate(name, reason, superseded_by, expected_version=version)
-        else:
-            memory = store.restore(name, reason, expected_version=version)
-        return _written(PAST[target], memory)
+        memory = store.move(name, Status(to), reason, superseded_by, expected_version=version)
+        return _written(PAST[Status(to)], memory)
 
     @tool(READ)
     def ledger_check(action: Action, target: Target) -> CallToolResult:

@@ -58,6 +58,41 @@ def correct(
     )
 
 
+def save(
+    store: Store,
+    name: str,
+    *,
+    type: str,
+    description: str,
+    body: str = "",
+    tags: tuple[str, ...] | list[str] = (),
+    links: tuple[str, ...] | list[str] = (),
+    severity: str | None = None,
+    applies_when: tuple[str, ...] | list[str] = (),
+    evidence: str | None = None,
+) -> Memory:
+    """Save a new draft: a rule (`correct`) when its type is a rule type or rule fields are
+    given, else a plain memory (`Store.add`).
+
+    Raises:
+        InvalidMemory, InvalidName, MemoryExists, SecretFound, NoIdentity.
+    """
+    if type in workflow.RULE_TYPES or severity or applies_when or evidence:
+        return correct(
+            store,
+            name,
+            type=type,
+            description=description,
+            body=body,
+            tags=tags,
+            links=links,
+            severity=severity,
+            applies_when=applies_when,
+            evidence=evidence,
+        )
+    return store.add(name, type=type, description=description, body=body, tags=tags, links=links)
+
+
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
     """Every correction and warning that is not deprecated, most severe first."""
     pool = memories_in(store, workflow.RULE_TYPES) if memories is None else memories

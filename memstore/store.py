@@ -26,6 +26,7 @@ from memstore.errors import (
     InvalidName,
     MemoryExists,
     MemoryNotFound,
+    MemstoreError,
     NoIdentity,
     NotAStore,
 )
@@ -459,7 +460,7 @@ class Store:
             self._commit([(self.root / current.path, new)], message, actor)
         return new
 
-    def _move(
+    def move(
         self,
         name: str,
         to: Status,
@@ -468,6 +469,12 @@ class Store:
         expected_version: str | None = None,
         allow_secret: bool = False,
     ) -> Memory:
+        """Move memory `name` to status `to` as the acting identity (see `confirm`, `deprecate`
+        and `restore`), and commit it.
+
+        Raises:
+            SelfApproval, InvalidTransition, MemoryNotFound, Conflict, SecretFound.
+        """
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
@@ -508,7 +515,7 @@ class Store:
         Raises:
             SelfApproval, InvalidTransition, MemoryNotFound, Conflict.
         """
-        return self._move(
+        return self.move(
             name,
             Status.CONFIRMED,
             reason,
@@ -532,7 +539,7 @@ class Store:
         """
         if superseded_by is not None:
             check_name(superseded_by, "superseded_by")
-        return self._move(
+        return self.move(
             name, Status.DEPRECATED, reason, superseded_by, expected_version, allow_secret
         )
 
@@ -549,7 +556,7 @@ class Store:
         Raises:
             InvalidTransition, MemoryNotFound, Conflict.
         """
-        return self._move(
+        return self.move(
             name,
             Status.DRAFT,
             reason,
@@ -584,6 +591,29 @@ class Store:
         with self.locked():
             pass  # taking the lock finishes or undoes what a killed writer left
         return left
+
+    def read_each(
+        self, names: list[str] | tuple[str, ...]
+    ) -> tuple[list[Versioned], list[tuple[str, str]]]:
+        """The memories named that can be read, in the order given, and (name, message) for each
+        that cannot (missing or broken): one bad file never hides the others.
+
+        Raises:
+            InvalidName: for a name that is not a slug (the caller's mistake: nothing is read).
+            MemoryNotFound: when none of them can be read, with every message.
+        """
+        for name in names:
+            check_name(name)
+        found: list[Versioned] = []
+        problems: list[tuple[str, str]] = []
+        for name in names:
+            try:
+                found.append(self.read(name))
+            except MemstoreError as e:
+                problems.append((name, str(e)))
+        if not found:
+            raise MemoryNotFound("; ".join(message for _, message in problems))
+        return found, problems
 
     def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
         """The memories named, in the order given (e.g. names picked from an index view).

@@ -14,6 +14,7 @@ LAYERS: dict[str, int] = {
     "__main__": 6,
     "cli": 5,
     "server": 5,
+    "toolkit": 4,
     # plain functions over a store
     "search": 4,
     "session": 4,
