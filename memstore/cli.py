@@ -152,7 +152,7 @@ def init(ctx: click.Context, directory: str | None) -> None:
     config = _config(ctx)
     root = Path(directory).absolute() if directory else config.store
     store = Store.init(root, config.agent)
-    click.echo(f"store ready at {store.root} (git repository {store.repo.working_tree_dir})")
+    click.echo(f"store ready at {store.root} (git repository {store.repo.top})")
     if store.identity is None:
         click.echo(
             "note: no identity is set; writes will need --agent NAME, MEMSTORE_AGENT or git's "
@@ -466,7 +466,7 @@ def install_hook(ctx: click.Context, force: bool) -> None:
       memstore --store memory install-hook
     """
     store = _store(ctx)
-    git_dir = Path(store.repo.git_dir)
+    git_dir = store.repo.git_dir
     hook = git_dir / "hooks" / "pre-commit"
     if hook.exists() and not force:
         raise click.ClickException(f"{hook} exists; pass --force to replace it")

@@ -10,15 +10,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import git
-from git.refs.symbolic import SymbolicReference
-from gitdb import GitDB  # pyright: ignore[reportMissingTypeStubs]
-from gitdb.exc import BadObject  # pyright: ignore[reportMissingTypeStubs]
 
 from memstore.errors import GitError
 
@@ -54,34 +49,97 @@ def email_for(identity: str) -> str:
     return f"{slug}@memstore.invalid"
 
 
-def find_repo(path: Path) -> git.Repo | None:
-    """The git repository containing `path`, or None."""
-    try:
-        return git.Repo(path, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Repo:
+    """A git repository with a working tree: where it is, and where git keeps its data."""
+
+    top: Path
+    """The working tree's top folder."""
+    git_dir: Path
+    """`.git` (or a worktree's own folder inside the main repository's)."""
+    common_dir: Path
+    """Where objects and branches live (the main `.git` for a linked worktree)."""
 
 
-def init_repo(path: Path) -> git.Repo:
-    """Create a git repository at `path` with `main` as its first branch."""
-    try:
-        return git.Repo.init(path, initial_branch="main")
-    except git.GitCommandError as e:
-        raise GitError(f"git init failed in {path}: {e.stderr.strip()}") from e
+def find_repo(path: Path) -> Repo | None:
+    """The git repository whose working tree contains `path`, or None. Runs no git process."""
+    here = path.resolve()
+    for top in (here, *here.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            git_dir = dot
+        elif dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            git_dir = (top / line[len("gitdir:") :].strip()).resolve()
+        else:
+            continue
+        if not (git_dir / "HEAD").is_file():
+            return None
+        common = git_dir
+        if (git_dir / "commondir").is_file():
+            text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+            common = (git_dir / text).resolve()
+        return Repo(top, git_dir, common)
+    return None
 
 
-def git_identity(repo: git.Repo) -> str | None:
+def init_repo(path: Path) -> Repo:
+    """Create a git repository at `path` with `main` as its first branch.
+
+    Raises:
+        GitError: when git init fails.
+    """
+    _run(path, ["init", "--quiet", "--initial-branch=main"])
+    repo = find_repo(path)
+    if repo is None:
+        raise GitError(f"git init made no repository in {path}")
+    return repo
+
+
+def git_identity(repo: Repo) -> str | None:
     """git's `user.name` for this repository, if set."""
     try:
-        name = repo.git.config("--get", "user.name").strip()
-    except git.GitCommandError:
+        name = _git(repo, "config", "--get", "user.name").strip()
+    except GitError:
         return None
     return name or None
 
 
-def repo_path(repo: git.Repo, path: Path) -> str:
+def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
+    """Run git in `cwd` and return its output (stripped of one final newline).
+
+    Raises:
+        GitError: with git's message when it fails.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git {args[0]} failed: {err or f'exit {proc.returncode}'}")
+    out = proc.stdout.decode("utf-8", "replace")
+    return out[:-1] if out.endswith("\n") else out
+
+
+def _git(repo: Repo, *args: str, env: dict[str, str] | None = None) -> str:
+    return _run(repo.top, list(args), env)
+
+
+def repo_path(repo: Repo, path: Path) -> str:
     """`path` relative to the repository's top folder, as git names it."""
-    top = Path(repo.working_tree_dir or ".").resolve()
+    top = repo.top
     # The folder is resolved, the name is not: a symlink is named, never followed outside.
     try:
         rel = (path.parent.resolve() / path.name).relative_to(top).as_posix()
@@ -95,19 +153,18 @@ def repo_path(repo: git.Repo, path: Path) -> str:
 _rel = repo_path
 
 
-def changed_paths(repo: git.Repo, under: Path) -> set[str]:
+def changed_paths(repo: Repo, under: Path) -> set[str]:
     """Paths under `under` (relative to the repository) that differ from HEAD or are untracked."""
-    try:
-        out = repo.git.status(
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--",
-            _rel(repo, under) or ".",
-            env=_READ_ONLY,
-        )
-    except git.GitCommandError as e:
-        raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
+    out = _git(
+        repo,
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--",
+        _rel(repo, under) or ".",
+        env=_READ_ONLY,
+    )
     paths: set[str] = set()
     entries = out.split("\0")
     skip = False
@@ -124,7 +181,7 @@ def changed_paths(repo: git.Repo, under: Path) -> set[str]:
 
 
 def commit(
-    repo: git.Repo, paths: list[Path], message: str, author: str, lock_wait: float = 10.0
+    repo: Repo, paths: list[Path], message: str, author: str, lock_wait: float = 10.0
 ) -> str | None:
     """Commit exactly `paths` (their working-tree content; a missing file is removed) and
     return the new commit's sha, or None when HEAD already holds that content.
@@ -144,7 +201,7 @@ def commit(
 
 
 def commit_files(
-    repo: git.Repo,
+    repo: Repo,
     files: dict[str, bytes | None],
     message: str,
     author: str,
@@ -192,10 +249,8 @@ def commit_files(
 _ZERO = "0" * 40
 _FILE_MODE = b"100644"
 _TREE_MODE = b"40000"
-# gitdb's readers keep caches of their own: one reader at a time.
+# One reader at a time of the tree cache and of each repository's cat-file pipe.
 _objects_lock = threading.RLock()
-_readers: dict[str, Any] = {}
-"""Per objects folder, gitdb's pure-Python reader of loose and packed objects."""
 
 
 def _check_rel(rel: str) -> None:
@@ -213,7 +268,7 @@ def _stamp(author: str) -> str:
     return f"{author} <{email_for(author)}> {int(time.time())} {zone}"
 
 
-def _write_object(repo: git.Repo, kind: bytes, data: bytes) -> str:
+def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
     """Store a loose object and return its sha; an object git already has changes nothing.
 
     Written as git writes one: compressed to a temp file in its folder, then linked into
@@ -221,7 +276,7 @@ def _write_object(repo: git.Repo, kind: bytes, data: bytes) -> str:
     """
     raw = b"%s %d\0" % (kind, len(data)) + data
     sha = hashlib.sha1(raw).hexdigest()
-    folder = Path(repo.common_dir) / "objects" / sha[:2]
+    folder = repo.common_dir / "objects" / sha[:2]
     path = folder / sha[2:]
     if path.exists():
         return sha
@@ -240,27 +295,93 @@ def _write_object(repo: git.Repo, kind: bytes, data: bytes) -> str:
     return sha
 
 
-def _read_object(repo: git.Repo, sha: str) -> tuple[str, bytes]:
-    """An object's type and content, read in-process (loose or packed): no git process."""
-    objects = str(Path(repo.common_dir) / "objects")
+def _read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
+    """An object's type and content. A loose object (every one memstore writes) is read
+    in-process; a packed one through one long-running `git cat-file --batch` per repository.
+
+    Raises:
+        GitError: when the object is missing.
+    """
+    path = repo.common_dir / "objects" / sha[:2] / sha[2:]
+    try:
+        raw = zlib.decompress(path.read_bytes())
+    except (OSError, zlib.error):
+        return _batch(repo).read(sha)
+    header, _, data = raw.partition(b"\0")
+    return header.split(b" ", 1)[0].decode("ascii"), data
+
+
+class _Batch:
+    """A `git cat-file --batch` process that answers object reads without a fork each."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, sha: str) -> tuple[str, bytes]:
+        with _objects_lock:
+            for attempt in (1, 2):
+                proc = self._started()
+                assert proc.stdin is not None and proc.stdout is not None
+                try:
+                    proc.stdin.write(f"{sha}\n".encode("ascii"))
+                    proc.stdin.flush()
+                    header = proc.stdout.readline().split()
+                    if len(header) == 2 and header[1] == b"missing":
+                        raise GitError(f"git object {sha} is missing from {self.repo.common_dir}")
+                    if len(header) != 3:
+                        raise OSError("cat-file ended")
+                    data = proc.stdout.read(int(header[2]))
+                    proc.stdout.read(1)
+                    return header[1].decode("ascii"), data
+                except OSError:
+                    self.close()
+                    if attempt == 2:
+                        raise GitError(f"cannot read git object {sha}") from None
+        raise AssertionError("unreachable")
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=self.repo.top,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            weakref.finalize(self.repo, _stop, self.proc)
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+_batches: weakref.WeakKeyDictionary[Repo, _Batch] = weakref.WeakKeyDictionary()
+
+
+def _batch(repo: Repo) -> _Batch:
     with _objects_lock:
-        odb: Any = _readers.get(objects)
-        if odb is None:
-            odb = _readers[objects] = GitDB(objects)
-        try:
-            stream: Any = odb.stream(bytes.fromhex(sha))
-        except BadObject:
-            odb.update_cache(force=True)  # a gc or fetch may have packed it since
-            try:
-                stream = odb.stream(bytes.fromhex(sha))
-            except BadObject as e:
-                raise GitError(f"git object {sha} is missing from {objects}") from e
-        kind: bytes = stream.type
-        data: bytes = stream.read()
-    return kind.decode("ascii"), data
+        found = _batches.get(repo)
+        if found is None:
+            found = _batches[repo] = _Batch(repo)
+        return found
 
 
-def _commit_tree(repo: git.Repo, commit_sha: str) -> str:
+def _commit_tree(repo: Repo, commit_sha: str) -> str:
     kind, data = _read_object(repo, commit_sha)
     if kind != "commit" or not data.startswith(b"tree "):
         raise GitError(f"{commit_sha} is not a commit")
@@ -274,7 +395,7 @@ _trees: dict[str, TreeEntries] = {}
 _TREES_KEPT = 64
 
 
-def _tree_entries(repo: git.Repo, tree_sha: str | None) -> TreeEntries:
+def _tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:
     if tree_sha is None:
         return {}
     with _objects_lock:
@@ -303,7 +424,7 @@ def _remember(tree_sha: str, entries: TreeEntries) -> None:
 
 
 def _tree_with(
-    repo: git.Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
+    repo: Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
 ) -> str | None:
     """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
     entries = _tree_entries(repo, base)
@@ -335,7 +456,7 @@ def _tree_with(
     return sha
 
 
-def _run_git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+def _run_git(repo: Repo, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
     """Run git in the repository's top folder; (exit code, stderr).
 
     git runs in a session of its own: a kill aimed at memstore's process group never stops it
@@ -343,7 +464,7 @@ def _run_git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> tup
     """
     proc = subprocess.run(
         ["git", *args],
-        cwd=repo.working_tree_dir or repo.git_dir,
+        cwd=repo.top,
         input=stdin,
         capture_output=True,
         env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
@@ -353,10 +474,8 @@ def _run_git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> tup
     return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
 
 
-def _sync_index(repo: git.Repo, blobs: dict[str, str | None], deadline: float) -> None:
+def _sync_index(repo: Repo, blobs: dict[str, str | None], deadline: float) -> None:
     """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
-    if repo.working_tree_dir is None:
-        return  # a bare repository has no index to keep in step
     lines = "".join(
         f"0 {_ZERO}\t{rel}\n" if sha is None else f"100644 {sha}\t{rel}\n"
         for rel, sha in blobs.items()
@@ -368,13 +487,13 @@ def _sync_index(repo: git.Repo, blobs: dict[str, str | None], deadline: float) -
         )
         if code == 0:
             return
-        lock = Path(repo.git_dir) / "index.lock"
+        lock = repo.git_dir / "index.lock"
         if "index.lock" not in err and not lock.exists():
             raise GitError(f"git update-index failed: {err}")
         waited = _wait_for_lock(lock, deadline, waited)
 
 
-def _move_head(repo: git.Repo, new: str, old: str | None, message: str, deadline: float) -> bool:
+def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:
     """Compare-and-swap HEAD from `old` to `new`; False when another commit moved it first."""
     subject = message.splitlines()[0] if message else ""
     waited = False
@@ -411,7 +530,7 @@ def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:
     return True
 
 
-def dirty(repo: git.Repo, paths: list[Path]) -> bool:
+def dirty(repo: Repo, paths: list[Path]) -> bool:
     """Whether any of `paths` differs from HEAD (changed, added, removed or untracked).
 
     Compares each file's content with HEAD's blob, without running git.
@@ -435,11 +554,8 @@ def dirty(repo: git.Repo, paths: list[Path]) -> bool:
     return False
 
 
-def _status_dirty(repo: git.Repo, rel: str) -> bool:
-    try:
-        out = repo.git.status("--porcelain=v1", "--untracked-files=all", "--", rel, env=_READ_ONLY)
-    except git.GitCommandError as e:
-        raise GitError(f"git status failed: {(e.stderr or str(e)).strip()}") from e
+def _status_dirty(repo: Repo, rel: str) -> bool:
+    out = _git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--", rel, env=_READ_ONLY)
     return bool(out.strip())
 
 
@@ -447,7 +563,7 @@ def _hash_blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _blob_sha(repo: git.Repo, commit_sha: str, rel: str) -> str | None:
+def _blob_sha(repo: Repo, commit_sha: str, rel: str) -> str | None:
     tree: str | None = _commit_tree(repo, commit_sha)
     parts = rel.split("/")
     for i, name in enumerate(parts):
@@ -463,7 +579,7 @@ def _blob_sha(repo: git.Repo, commit_sha: str, rel: str) -> str | None:
     return None
 
 
-def unstage(repo: git.Repo, paths: list[Path]) -> None:
+def unstage(repo: Repo, paths: list[Path]) -> None:
     """Reset the index entries of `paths` to HEAD; a failure is logged, not raised."""
     parent = head(repo)
     blobs: dict[str, str | None] = {}
@@ -476,9 +592,9 @@ def unstage(repo: git.Repo, paths: list[Path]) -> None:
         logger.warning("could not unstage %s: %s", paths, e)
 
 
-def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
+def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:
     """The exact bytes of `path` at `commit_sha` (a sha or HEAD), or None if it did not exist
-    there. Reads objects through GitPython's long-running `git cat-file`: no process per call."""
+    there. Reads loose objects in-process, packed ones through a long-running `git cat-file`."""
     if commit_sha == "HEAD":
         resolved = head(repo)
         if resolved is None:
@@ -488,10 +604,10 @@ def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
             raise GitError(f"not a commit id: {commit_sha!r}")
         try:
-            commit_sha = repo.git.rev_parse(
-                "--verify", "--quiet", f"{commit_sha}^{{commit}}"
+            commit_sha = _git(
+                repo, "rev-parse", "--verify", "--quiet", f"{commit_sha}^{{commit}}"
             ).strip()
-        except git.GitCommandError:
+        except GitError:
             return None
     sha = _blob_sha(repo, commit_sha.lower(), repo_path(repo, path))
     if sha is None:
@@ -506,17 +622,17 @@ _LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)'")
 LOCK_POLL = 0.02
 
 
-def log(repo: git.Repo, path: Path, limit: int | None = None) -> list[Revision]:
+def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
     """The commits that touched `path`, newest first, following renames."""
     args = ["--follow", f"--format=%H{_SEP}%an{_SEP}%aI{_SEP}%B{_REC}"]
     if limit is not None:
         args.append(f"-n{limit}")
     try:
-        out = repo.git.log(*args, "--", _rel(repo, path))
-    except git.GitCommandError as e:
-        if "does not have any commits" in (e.stderr or ""):
+        out = _git(repo, "log", *args, "--", _rel(repo, path))
+    except GitError as e:
+        if "does not have any commits" in str(e):
             return []
-        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+        raise
     revisions: list[Revision] = []
     for record in out.split(_REC):
         record = record.strip("\n")
@@ -527,24 +643,26 @@ def log(repo: git.Repo, path: Path, limit: int | None = None) -> list[Revision]:
     return revisions
 
 
-def show(repo: git.Repo, commit_sha: str, path: Path) -> str | None:
+def show(repo: Repo, commit_sha: str, path: Path) -> str | None:
     """The content of `path` at `commit_sha`, or None if it did not exist there."""
     if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
         raise GitError(f"not a commit id: {commit_sha!r}")
     try:
-        return repo.git.show(f"{commit_sha}:{_rel(repo, path)}")
-    except git.GitCommandError:
+        return _git(repo, "show", f"{commit_sha}:{_rel(repo, path)}")
+    except GitError:
         return None
 
 
-def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
+def confirmations(repo: Repo, store: Path) -> dict[str, Confirmation]:
     """For each file under `store`, the latest commit whose diff set `status: confirmed`.
 
     Keys are paths relative to the repository root. One `git log -p` over the store.
     """
     try:
         rel = _rel(repo, store)
-        out = repo.git.log(
+        out = _git(
+            repo,
+            "log",
             "--no-renames",
             "--format=" + _REC + "%H" + _SEP + "%an",
             "-p",
@@ -552,10 +670,10 @@ def confirmations(repo: git.Repo, store: Path) -> dict[str, Confirmation]:
             "--",
             rel or ".",
         )
-    except git.GitCommandError as e:
-        if "does not have any commits" in (e.stderr or ""):
+    except GitError as e:
+        if "does not have any commits" in str(e):
             return {}
-        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+        raise
     found: dict[str, Confirmation] = {}
     for chunk in out.split(_REC):
         header, _, diff = str(chunk).partition("\n")
@@ -596,15 +714,37 @@ class Change:
     files: tuple[FileChange, ...]
 
 
-def head(repo: git.Repo) -> str | None:
+def head(repo: Repo) -> str | None:
     """The sha of the commit HEAD points at, or None before the first commit.
 
     Read from git's ref files (loose or packed) without running git.
     """
+    ref = "HEAD"
+    for _ in range(5):  # a symbolic ref may point at another
+        folder = repo.git_dir if ref == "HEAD" else repo.common_dir
+        try:
+            value = (folder / ref).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            value = _packed_ref(repo, ref) or ""
+        except (OSError, UnicodeDecodeError):
+            return None
+        if value.startswith("ref:"):
+            ref = value[4:].strip()
+            continue
+        return value if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", value) else None
+    return None
+
+
+def _packed_ref(repo: Repo, ref: str) -> str | None:
     try:
-        return SymbolicReference.dereference_recursive(repo, "HEAD")
-    except (ValueError, OSError):
+        text = (repo.common_dir / "packed-refs").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
+    for line in text.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref:
+            return sha
+    return None
 
 
 def _file_change(section: str) -> FileChange | None:
@@ -633,7 +773,7 @@ def _file_change(section: str) -> FileChange | None:
 
 
 def changes(
-    repo: git.Repo,
+    repo: Repo,
     store: Path,
     *,
     since_commit: str | None = None,
@@ -657,11 +797,11 @@ def changes(
             raise GitError(f"not a commit id: {since_commit!r}")
         args.append(f"{since_commit}..HEAD")
     try:
-        out = repo.git.log(*args, "--", _rel(repo, store) or ".")
-    except git.GitCommandError as e:
-        if "does not have any commits" in (e.stderr or ""):
+        out = _git(repo, "log", *args, "--", _rel(repo, store) or ".")
+    except GitError as e:
+        if "does not have any commits" in str(e):
             return []
-        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+        raise
     found: list[Change] = []
     for chunk in out.split(_REC):
         header, _, diff = str(chunk).partition("\n")
@@ -674,19 +814,19 @@ def changes(
     return found
 
 
-def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
+def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     """Whether commit `older` is reachable from commit `newer` (both full shas)."""
     for sha in (older, newer):
         if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
             raise GitError(f"not a full commit id: {sha!r}")
     try:
-        repo.git.merge_base("--is-ancestor", older, newer)
-    except git.GitCommandError:
+        _git(repo, "merge-base", "--is-ancestor", older, newer)
+    except GitError:
         return False
     return True
 
 
-def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None) -> list[str]:
+def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[str]:
     """Every line a commit reachable from `until` (and not from `since`) added to `path`,
     oldest first. Merge commits show no diff here, so a union merge adds nothing of its own.
 
@@ -697,22 +837,21 @@ def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None
         if sha is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
             raise GitError(f"not a full commit id: {sha!r}")
     span = f"{since}..{until}" if since else until
-    try:
-        out = repo.git.log(
-            "--reverse",
-            "--no-renames",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--format=%x1e",
-            "-p",
-            "--unified=0",
-            span,
-            "--",
-            _rel(repo, path),
-        )
-    except git.GitCommandError as e:
-        raise GitError(f"git log failed: {(e.stderr or str(e)).strip()}") from e
+    out = _git(
+        repo,
+        "log",
+        "--reverse",
+        "--no-renames",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--format=%x1e",
+        "-p",
+        "--unified=0",
+        span,
+        "--",
+        _rel(repo, path),
+    )
     lines: list[str] = []
     in_hunk = False
     for line in out.split("\n"):
@@ -725,11 +864,8 @@ def added_lines(repo: git.Repo, path: Path, until: str, since: str | None = None
     return lines
 
 
-def attribute(repo: git.Repo, path: Path, name: str) -> str | None:
+def attribute(repo: Repo, path: Path, name: str) -> str | None:
     """The value git's attributes give `path` for `name` (e.g. `merge`), or None if unset."""
-    try:
-        out = repo.git.check_attr(name, "--", _rel(repo, path))
-    except git.GitCommandError as e:
-        raise GitError(f"git check-attr failed: {(e.stderr or str(e)).strip()}") from e
+    out = _git(repo, "check-attr", name, "--", _rel(repo, path))
     value = str(out).rsplit(": ", 1)[-1].strip()
     return None if value in ("unspecified", "unset", "") else value

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import git
 from filelock import FileLock, Timeout
 
 from memstore import history
@@ -57,7 +56,7 @@ class Site(Protocol):
     @property
     def cache(self) -> Path: ...
     @property
-    def repo(self) -> git.Repo: ...
+    def repo(self) -> history.Repo: ...
     @property
     def lock_timeout(self) -> float: ...
     @property

@@ -52,7 +52,7 @@ def test_init_inside_a_repository_uses_it_and_is_idempotent(tmp_path: Path) -> N
     (tmp_path / "src.py").write_text("x = 1\n", encoding="utf-8")
     store = Store.init(tmp_path / "memory", agent="alice")
     assert not (tmp_path / "memory" / ".git").exists()
-    assert Path(store.repo.working_tree_dir or "") == tmp_path
+    assert Path(store.repo.top or "") == tmp_path
     before = git(tmp_path, "rev-parse", "HEAD")
     Store.init(tmp_path / "memory", agent="alice")
     assert git(tmp_path, "rev-parse", "HEAD") == before
