@@ -14,6 +14,11 @@ from pathlib import Path
 
 from memstore.errors import UnsafePath
 
+LEDGER_FILE = "ledger.jsonl"
+"""The store's append-only ledger of external actions, at its root."""
+OUTCOMES_FILE = "outcomes.jsonl"
+"""The store's append-only record of correction outcomes, at its root."""
+
 
 def version_of(data: bytes) -> str:
     """The version of a file's content: the first 12 hex digits of its SHA-256."""

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+from memstore import files
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -26,7 +27,7 @@ from memstore.errors import (
 )
 from memstore.memory import check_identity
 
-LEDGER_FILE = "ledger.jsonl"
+LEDGER_FILE = files.LEDGER_FILE
 """In the store's git-ignored cache folder: the ledger lines git had committed up to a commit."""
 TEXT_MAX = 200
 NOTE_MAX = 2000

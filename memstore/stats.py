@@ -10,12 +10,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from memstore import files
 from memstore.errors import InvalidMemory
 
 Z95 = 1.959963984540054
 """The standard normal quantile for a two-sided 95% interval."""
 
-OUTCOMES_FILE = "outcomes.jsonl"
+OUTCOMES_FILE = files.OUTCOMES_FILE
 """Beside the memories and the ledger at the store root; committed, append-only."""
 
 MIN_N_FOR_RATE = 10

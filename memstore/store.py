@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 import threading
@@ -15,9 +14,7 @@ from typing import Any
 from memstore import (
     config,
     history,
-    ledger,
     secrets,
-    stats,
     transaction,
 )
 from memstore.errors import (
@@ -30,7 +27,14 @@ from memstore.errors import (
     NoIdentity,
     NotAStore,
 )
-from memstore.files import atomic_write, memory_files, read_regular, version_of
+from memstore.files import (
+    LEDGER_FILE,
+    OUTCOMES_FILE,
+    atomic_write,
+    memory_files,
+    read_regular,
+    version_of,
+)
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -91,6 +95,8 @@ def check_version(store: Store, name: str, current: Versioned, expected: str | N
     if old is None:
         detail = f"version {expected} is not in the history; the file now reads:\n{text}"
     else:
+        import difflib  # here: only a conflict needs it, and every CLI call would pay for it
+
         detail = "".join(
             difflib.unified_diff(
                 old.splitlines(keepends=True),
@@ -640,11 +646,11 @@ class Store:
     @property
     def outcomes_path(self) -> Path:
         """The append-only record of correction outcomes, committed beside the memories."""
-        return self.root / stats.OUTCOMES_FILE
+        return self.root / OUTCOMES_FILE
 
     # -- ledger -------------------------------------------------------------------------------
 
     @property
     def ledger_path(self) -> Path:
         """The store's ledger file, `<store>/ledger.jsonl`."""
-        return self.root / ledger.LEDGER_FILE
+        return self.root / LEDGER_FILE

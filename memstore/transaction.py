@@ -31,7 +31,7 @@ from memstore.errors import (
     StoreLocked,
     UnsafePath,
 )
-from memstore.files import atomic_write, version_of
+from memstore.files import LEDGER_FILE, OUTCOMES_FILE, atomic_write, version_of
 from memstore.memory import check_identity
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ JOURNAL = "pending.json"
 """The change the lock holder is writing; a writer that finds it finishes or undoes it."""
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
-RECORD_FILES = ("ledger.jsonl", "outcomes.jsonl")
+RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
 """The append-only record files at the store's root."""
 
 _MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
