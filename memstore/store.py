@@ -124,6 +124,18 @@ def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> 
     return None
 
 
+WROTE_KEPT = 4096
+"""How many of its own recent writes a store remembers for the watcher."""
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def _texts(value: object) -> list[str]:
     """The text in an extra field's value (a string, or the strings in a list)."""
     if isinstance(value, str):
@@ -154,6 +166,7 @@ class Store:
         self._agent = check_identity(agent) if agent else None
         self._git_name: str | None = None
         self._written: list[str] = []
+        self._wrote: dict[str, tuple[int, int, int] | None] = {}
         self._written_lock = threading.Lock()
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
@@ -336,9 +349,21 @@ class Store:
         return transaction.locked(self)
 
     def note_written(self, rels: Iterable[str]) -> None:
-        """Remember memory files this process wrote (store-relative), for the search index."""
+        """Remember memory files this process wrote (store-relative), for the search index,
+        with the stamp each has now."""
         with self._written_lock:
-            self._written.extend(rels)
+            for rel in rels:
+                self._written.append(rel)
+                self._wrote[rel] = _stamp(self.root / rel)
+                if len(self._wrote) > WROTE_KEPT:
+                    del self._wrote[next(iter(self._wrote))]
+
+    def wrote(self, rel: str) -> bool:
+        """Whether the file at `rel` is as this process last wrote it (a watcher's event for
+        it is this process's own write)."""
+        with self._written_lock:
+            seen = self._wrote.get(rel)
+        return seen is not None and seen == _stamp(self.root / rel)
 
     def take_written(self) -> list[str]:
         """The memory files this process wrote since the last call (store-relative paths)."""

@@ -10,8 +10,9 @@ from pathlib import Path
 from watchfiles import Change, watch
 
 from memstore import search
+from memstore.config import STORE_CONFIG
 from memstore.errors import MemstoreError
-from memstore.store import CACHE_DIR, Store
+from memstore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -20,15 +21,22 @@ DEBOUNCE_MS = 200
 
 
 def relevant(change: Change, path: str, root: Path) -> bool:
-    """Whether a change can affect the index: not the cache, not git, not a temp file."""
+    """Whether a change can affect the index: a memory file or a type folder, not the cache,
+    git, a temp file or a record file at the root."""
     del change
     try:
         parts = Path(path).relative_to(root).parts
     except ValueError:
         return False
-    if not parts or parts[0] == CACHE_DIR or parts[0] == ".git":
+    if not parts or parts[0].startswith("."):
         return False
-    return not (parts[-1].startswith(".") and parts[-1].endswith(".tmp"))
+    if len(parts) == 1:  # a type folder comes or goes; a root file (ledger.jsonl) is no memory
+        return "." not in parts[0] or parts[0] == STORE_CONFIG
+    return not parts[-1].startswith(".")
+
+
+def _rel(path: str, root: Path) -> str:
+    return Path(path).relative_to(root).as_posix()
 
 
 class Watcher:
@@ -45,6 +53,8 @@ class Watcher:
         self.ready = threading.Event()
         self.catch_ups = 0
         """How many catch-ups the watcher has run."""
+        self.own_writes_seen = 0
+        """How many bursts of changes were this process's own writes (no catch-up needed)."""
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -89,9 +99,15 @@ class Watcher:
         )
         for batch in changes:
             # The first yield (a change, or the empty timeout set) means the watch is in place;
-            # the catch-up then covers anything changed before it was.
-            if batch or not self.ready.is_set():
+            # the catch-up then covers anything changed before it was. Files this process just
+            # wrote need none: its next search indexes them (`Store.take_written`).
+            own = all(self.store.wrote(_rel(path, root)) for _, path in batch)
+            if (batch and not own) or not self.ready.is_set():
                 self._catch_up()
+            elif batch:
+                with self._changed:
+                    self.own_writes_seen += 1
+                    self._changed.notify_all()
             if not self.ready.is_set():
                 search.upkeep(self.store).watched = True
                 self.ready.set()

@@ -56,3 +56,26 @@ def test_stopping_the_watcher_ends_its_thread(store: Store) -> None:
     thread = watcher._thread  # pyright: ignore[reportPrivateUsage]
     watcher.stop()
     assert thread is not None and not thread.is_alive()
+
+
+def test_the_watcher_leaves_the_servers_own_writes_to_its_next_search(store: Store) -> None:
+    # Re-indexing its own write in the background would compete with the next request; the
+    # next search indexes it anyway.
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    with Watcher(store) as watcher:
+        before = watcher.catch_ups
+        store.add("cache-ttl", type="fact", description="Cache entries live 24 hours")
+        assert watcher.wait(lambda: watcher.own_writes_seen >= 1, timeout=5)
+        assert watcher.catch_ups == before
+        assert names(store, "cache") == ["cache-ttl"]
+        edit_in_place(path, "size is 20", "size is pgbouncer")  # a hand edit still counts
+        assert watcher.wait(lambda: watcher.catch_ups == before + 1, timeout=5)
+        assert names(store, "pgbouncer") == ["pool-size"]
+
+
+def test_record_files_at_the_root_are_not_memories(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    assert not relevant(Change.modified, str(root / "ledger.jsonl"), root)
+    assert not relevant(Change.modified, str(root / "outcomes.jsonl"), root)
+    assert relevant(Change.modified, str(root / "memstore.yaml"), root)
+    assert relevant(Change.added, str(root / "runbook"), root)
