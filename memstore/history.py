@@ -360,7 +360,7 @@ class _Batch:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for stream in (proc.stdin, proc.stdout):
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
     try:
@@ -498,9 +498,7 @@ def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: fl
     subject = message.splitlines()[0] if message else ""
     waited = False
     while True:
-        code, err = _run_git(
-            repo, ["update-ref", "-m", f"commit: {subject}", "HEAD", new, old or _ZERO]
-        )
+        code, err = _swap(repo, new, old or _ZERO, subject)
         if code == 0:
             return True
         match = _LOCK_RE.search(err)
@@ -510,6 +508,77 @@ def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: fl
             return False  # HEAD moved: rebuild on top of the new one
         else:
             raise GitError(f"git update-ref failed: {err}")
+
+
+def _swap(repo: Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    """`git update-ref HEAD NEW OLD` in one transaction of the repository's long-running
+    `git update-ref --stdin`; (0, "") when HEAD moved, else (exit code, git's message)."""
+    with _objects_lock:
+        found = _swappers.get(repo)
+        if found is None:
+            found = _swappers[repo] = _Swapper(repo)
+    return found.swap(new, old, subject)
+
+
+class _Swapper:
+    """A `git update-ref --stdin` process: each swap is one transaction, with no fork.
+
+    git ends the process when a transaction fails (a moved HEAD, a lock in the way); the next
+    swap starts another. It runs in a session of its own: a kill of memstore leaves it
+    reading end-of-input, and git then aborts the open transaction and removes its locks.
+    """
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()
+
+    def swap(self, new: str, old: str, subject: str) -> tuple[int, str]:
+        with self.lock:
+            proc = self._started()
+            assert proc.stdin is not None and proc.stdout is not None
+            request = f"start\nupdate HEAD {new} {old}\nprepare\ncommit\n"
+            try:
+                proc.stdin.write(request.encode("ascii"))
+                proc.stdin.flush()
+                answers = [proc.stdout.readline() for _ in range(3)]
+            except OSError:
+                answers = []
+            if answers == [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
+                return 0, ""
+            return self._ended()
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                ["git", "update-ref", "-m", "commit (memstore)", "--stdin"],
+                cwd=self.repo.top,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
+                start_new_session=True,
+            )
+            weakref.finalize(self.repo, _stop, self.proc)
+        return self.proc
+
+    def _ended(self) -> tuple[int, str]:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return 1, "git update-ref did not start"
+        err = b""
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if proc.stderr is not None:
+                err = proc.stderr.read()
+        except OSError:
+            pass
+        _stop(proc)
+        return proc.returncode or 1, err.decode("utf-8", "replace").strip()
+
+
+_swappers: weakref.WeakKeyDictionary[Repo, _Swapper] = weakref.WeakKeyDictionary()
 
 
 def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:

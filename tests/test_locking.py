@@ -194,33 +194,40 @@ def test_a_git_lock_in_the_way_is_never_deleted_and_the_refused_write_changes_no
     assert "memory: edit fact/x" in git(store.root, "log", "-1", "--format=%s")
 
 
-def test_a_git_killed_with_its_writer_leaves_no_lock(store: Store) -> None:
+def test_a_writer_killed_inside_its_ref_update_leaves_no_lock(store: Store) -> None:
     # memstore's git runs in a session of its own: killing the writer's process group (as a
-    # terminal's Ctrl-C or a supervisor does) lets it finish and release its lock.
+    # terminal's Ctrl-C or a supervisor does) while git holds HEAD's lock leaves git reading
+    # end-of-input, and git then aborts the transaction and removes its lock.
     code = (
         "import sys, os, signal\n"
         "from pathlib import Path\n"
         "from memstore import history\n"
         "from memstore.store import Store\n"
-        "real = history._run_git\n"
-        "def run(repo, args, stdin=None):\n"
-        "    if args[0] == 'update-ref':\n"
-        "        os.killpg(0, signal.SIGKILL)\n"
-        "    return real(repo, args, stdin)\n"
-        "history._run_git = run\n"
+        "def swap(self, new, old, subject):\n"
+        "    proc = self._started()\n"
+        "    proc.stdin.write(f'start\\nupdate HEAD {new} {old}\\nprepare\\n'.encode())\n"
+        "    proc.stdin.flush()\n"
+        "    proc.stdout.readline(); proc.stdout.readline()  # HEAD is locked now\n"
+        "    print('locked', flush=True)\n"
+        "    os.killpg(0, signal.SIGKILL)\n"
+        "history._Swapper.swap = swap\n"
         "Store(Path(sys.argv[1]), agent='bob').add('x', type='fact', description='d')\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(store.root)],
         env={**os.environ, **GIT_ENV},
         start_new_session=True,
+        capture_output=True,
+        text=True,
         check=False,
     )
-    assert proc.returncode == -9
+    assert proc.returncode == -9 and "locked" in proc.stdout
     git_dir = store.root / ".git"
-    assert not [*git_dir.glob("*.lock"), *git_dir.glob("refs/heads/*.lock")]
+    locks = lambda: [*git_dir.glob("*.lock"), *git_dir.glob("refs/heads/*.lock")]  # noqa: E731
+    wait_for(lambda: not locks())
     store.add("y", type="fact", description="the next write")  # undoes the killed one
     assert git(store.root, "status", "--porcelain") == ""
+    assert "memory: add fact/y" in git(store.root, "log", "-1", "--format=%s")
 
 
 def test_a_writer_waits_while_a_live_git_finishes(

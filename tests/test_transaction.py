@@ -114,18 +114,18 @@ def test_staged_work_elsewhere_stays_staged_and_out_of_memstores_commit(store: S
 def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = history._run_git  # pyright: ignore[reportPrivateUsage]
+    real = history._swap  # pyright: ignore[reportPrivateUsage]
     raced: list[str] = []
 
-    def run(repo: object, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
-        if args[0] == "update-ref" and not raced:
+    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+        if not raced:
             (store.root / "notes.txt").write_text("by hand\n", encoding="utf-8")
             git(store.root, "add", "notes.txt")
             git(store.root, "commit", "-qm", "a human commit", "--", "notes.txt")
             raced.append(git(store.root, "rev-parse", "HEAD"))
-        return real(repo, args, stdin)  # type: ignore[arg-type]
+        return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_run_git", run)
+    monkeypatch.setattr(history, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "rev-parse", "HEAD~1") == raced[0]
     assert git(store.root, "log", "-2", "--format=%s").splitlines() == [
@@ -143,14 +143,14 @@ def test_a_human_commit_of_everything_staged_mid_write_loses_nothing(
     # The written paths' index entries are brought in step before HEAD moves, so a human's
     # `git commit` in between takes memstore's change along (under the human's name) rather
     # than reverting it; memstore then finds HEAD holding its content and adds no commit.
-    real = history._run_git  # pyright: ignore[reportPrivateUsage]
+    real = history._swap  # pyright: ignore[reportPrivateUsage]
 
-    def run(repo: object, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
-        if args[0] == "update-ref" and "human" not in git(store.root, "log", "-1", "--format=%s"):
+    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+        if "human" not in git(store.root, "log", "-1", "--format=%s"):
             git(store.root, "commit", "-qm", "human commit of what is staged")
-        return real(repo, args, stdin)  # type: ignore[arg-type]
+        return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_run_git", run)
+    monkeypatch.setattr(history, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "log", "-1", "--format=%s").strip() == "human commit of what is staged"
     assert "name: x" in git(store.root, "show", "HEAD:fact/x.md")
