@@ -478,7 +478,7 @@ def unstage(repo: git.Repo, paths: list[Path]) -> None:
 
 def blob(repo: git.Repo, commit_sha: str, path: Path) -> bytes | None:
     """The exact bytes of `path` at `commit_sha` (a sha or HEAD), or None if it did not exist
-    there. Reads objects through GitPython's long-running `git cat-file`: no process per call."""
+    there. Reads git's objects in-process; only an abbreviated sha or `HEAD~n` runs git."""
     if commit_sha == "HEAD":
         resolved = head(repo)
         if resolved is None:
