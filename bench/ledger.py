@@ -1,8 +1,8 @@
 """How long ledger check, record and verify take as the ledger's git history grows.
 
 Builds a store whose ledger has N events, one commit each (as memstore makes them), with
-`git fast-import`, then times the first `Store.ledger_check` (no history cache yet: one full
-`git log -p`), then warm `ledger_check`, `ledger_record` and `ledger_verify`, and a plain
+`git fast-import`, then times the first `ledger_io.check` (no history cache yet: one full
+`git log -p`), then warm `ledger_io.check`, `record` and `verify`, and a plain
 `git log -p` of the ledger for scale.
 
     .venv/bin/python bench/ledger.py            # N = 100, 1000, 5000
@@ -99,7 +99,7 @@ def measure(count: int) -> str:
                 store, "deploy", f"api-{next(counter)}", evidence="https://ci.example.com/1"
             )
         )
-        verify = median_ms(store.ledger_verify)
+        verify = median_ms(lambda: ledger_io.verify(store))
         log = median_ms(
             lambda: subprocess.run(
                 ["git", "log", "-p", "--", "ledger.jsonl"],

@@ -1126,11 +1126,11 @@ def ledger_verify(ctx: click.Context) -> None:
 @main.command()
 @click.pass_context
 def recover(ctx: click.Context) -> None:
-    """Finish or undo a write that a killed memstore process left, and remove stale lock files.
+    """Finish or undo a write that a killed memstore process left.
 
     Any write does this first; `recover` does only this. A write whose files were all written
-    is committed as its author; a partial one is undone; git lock files left by a killed git
-    are removed when no git process runs. `lint` reports a write waiting for this.
+    is committed as its author; a partial one is undone. git's own lock files are never
+    deleted. `lint` reports a write waiting for this.
 
     \b
     Example:

@@ -663,7 +663,8 @@ def unstage(repo: Repo, paths: list[Path]) -> None:
 
 def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:
     """The exact bytes of `path` at `commit_sha` (a sha or HEAD), or None if it did not exist
-    there. Reads loose objects in-process, packed ones through a long-running `git cat-file`."""
+    there. Loose objects are read in-process, packed ones through a long-running
+    `git cat-file`; only an abbreviated sha or `HEAD~n` runs a git of its own."""
     if commit_sha == "HEAD":
         resolved = head(repo)
         if resolved is None:

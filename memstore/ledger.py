@@ -1,7 +1,7 @@
 """The handoff ledger: append-only, hash-linked JSONL records of external actions.
 
-Pure functions over the file's bytes and the lines git has committed, plus `append`, the one
-place that writes the file. `Store` reads git, holds the lock and commits; see docs/ledger.md.
+Pure functions over the file's bytes and the lines git has committed. `ledger_io` reads git and
+appends through the store's one write transaction (`transaction.py`); see docs/ledger.md.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from memstore.errors import (
 from memstore.memory import check_identity
 
 LEDGER_FILE = files.LEDGER_FILE
-"""In the store's git-ignored cache folder: the ledger lines git had committed up to a commit."""
+"""The ledger's file, at the store's root and committed with it."""
 TEXT_MAX = 200
 NOTE_MAX = 2000
 URL_MAX = 2000
