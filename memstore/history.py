@@ -14,6 +14,7 @@ import weakref
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 
 from memstore.errors import GitError
 
@@ -235,7 +236,9 @@ def commit_files(
         tree = _tree_with(repo, base, {tuple(rel.split("/")): sha for rel, sha in blobs.items()})
         if tree == base:
             if parent is not None:
-                logger.info("%s already committed; no new commit", ", ".join(files))
+                logger.warning(
+                    "%s already committed by someone else; no new commit", ", ".join(files)
+                )
             return None
         body = f"tree {tree}\n"
         if parent:
@@ -600,17 +603,23 @@ def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:
 
 
 def dirty(repo: Repo, paths: list[Path]) -> bool:
-    """Whether any of `paths` differs from HEAD (changed, added, removed or untracked).
+    """Whether any of `paths` differs from HEAD (changed, added, removed or untracked), in
+    the working tree or in the index (a staged change).
 
-    Compares each file's content with HEAD's blob, without running git.
+    Compares each file's content and index entry with HEAD's blob, without running git.
 
     Raises:
         GitError: when a file cannot be read.
     """
     parent = head(repo)
+    index = _read_index(repo)
     for path in paths:
         rel = repo_path(repo, path)
         committed = _blob_sha(repo, parent, rel) if parent else None
+        staged = _staged(index, rel) if index is not None else ...
+        if staged is ... or staged != committed:
+            if staged is not ... or _status_dirty(repo, rel):
+                return True
         try:
             data = path.read_bytes() if path.is_file() else None
         except OSError as e:
@@ -621,6 +630,42 @@ def dirty(repo: Repo, paths: list[Path]) -> bool:
         if here != committed and (data is None or committed is None or _status_dirty(repo, rel)):
             return True
     return False
+
+
+def _read_index(repo: Repo) -> bytes | None:
+    """git's index file, if it is one this module can read (version 2 or 3)."""
+    try:
+        data = (repo.git_dir / "index").read_bytes()
+    except OSError:
+        return None
+    if len(data) < 12 or data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    return data
+
+
+def _staged(index: bytes, rel: str) -> str | None | EllipsisType:
+    """The blob sha the index holds for `rel` (stage 0), None when it holds none, or `...`
+    when it cannot tell (a conflict, or a match it cannot be sure of)."""
+    name = rel.encode("utf-8")
+    needle = name + b"\0"
+    found: str | None | EllipsisType = None
+    at = index.find(needle, 12)
+    while at != -1:
+        # An entry is 40 bytes of stat data, the 20-byte sha, 2 bytes of flags (the name's
+        # length in the low 12 bits), 2 more when the extended bit is set, then the name.
+        for flags_at, extended in ((at - 2, False), (at - 4, True)):
+            flags = int.from_bytes(index[flags_at : flags_at + 2], "big")
+            if (
+                flags_at >= 12 + 40
+                and bool(flags & 0x4000) == extended
+                and flags & 0x0FFF == min(len(name), 0x0FFF)
+                and index[at - 1] != ord("/")
+            ):
+                if flags & 0x3000 or found is not None:
+                    return ...  # a merge conflict's stages, or two candidates
+                found = index[flags_at - 20 : flags_at].hex()
+        at = index.find(needle, at + 1)
+    return found
 
 
 def _status_dirty(repo: Repo, rel: str) -> bool:

@@ -106,6 +106,7 @@ def check(store: Store, action: str, target: str, *, now: datetime | None = None
     Raises:
         InvalidLedgerEntry: for a bad action or target.
         LedgerCorrupt: when a damaged line might hide a `done` record (fail closed).
+        StoreLocked: when the re-read under the lock cannot take it in time.
     """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")

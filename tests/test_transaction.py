@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memstore import history, ledger_io, session
-from memstore.errors import UnsafePath
+from memstore.errors import Conflict, UnsafePath
 from memstore.index import Query
 from memstore.search import search
 from memstore.store import Store
@@ -175,3 +175,21 @@ def test_reads_fork_no_git_process(store: Store, monkeypatch: pytest.MonkeyPatch
     assert fresh.get("x").description == "widgets are blue"
     assert ledger_io.check(fresh, "publish", "pkg@1").state.value == "EXECUTED"
     assert forks == []
+
+
+@pytest.mark.parametrize("index_version", ["2", "3", "4"])
+def test_a_staged_change_is_never_written_over(store: Store, index_version: str) -> None:
+    store.add("x", type="fact", description="d")
+    git(store.root, "update-index", "--index-version", index_version)
+    path = store.root / "fact" / "x.md"
+    committed = path.read_text(encoding="utf-8")
+    path.write_text(committed.replace("description: d", "description: staged"), "utf-8")
+    git(store.root, "add", "fact/x.md")
+    path.write_text(committed, encoding="utf-8")  # the working file is back to HEAD's
+    with pytest.raises(Conflict, match="not committed"):
+        store.edit("x", body="new body")
+    assert "description: staged" in git(store.root, "show", ":fact/x.md")
+    assert path.read_text(encoding="utf-8") == committed
+    git(store.root, "reset", "-q", "--", "fact/x.md")
+    store.edit("x", body="new body")  # once the staged change is gone, all is well
+    assert git(store.root, "status", "--porcelain") == ""
