@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from conftest import GIT_ENV, as_agent, git
 from filelock import FileLock
+from whoosh.query import NullQuery
 
 from memstore import search
-from memstore.index import tokens
+from memstore.index import _clean_query, _parser, parse_query, tokens  # pyright: ignore[reportPrivateUsage]
 from memstore.memory import Memory, render
 from memstore.search import Hit, Query
 from memstore.store import Store
@@ -62,6 +63,25 @@ def test_cjk_text_is_indexed_as_character_bigrams() -> None:
 def test_english_words_are_stemmed_so_variants_meet() -> None:
     assert len(set(tokens("autoscaling autoscaler autoscaled autoscalers"))) == 1
     assert tokens("the deploying of deployments") == ["deploy", "deploy"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "force push main",
+        "When did Caroline's friend move?",
+        "force-push, the main/dev branch; don't",
+        "CDNキャッシュの無効化 cache",
+        "deploy deploy deploying",
+        "the of and",
+        "what about 2026-11-30 v1.4.1 api@v2",
+    ],
+)
+def test_plain_words_make_the_query_whoosh_would_parse(text: str) -> None:
+    # Plain words skip Whoosh's parser (several milliseconds for a question); the query
+    # made instead must be the one it would have made.
+    parsed = _parser().parse(_clean_query(text))
+    assert parse_query(text) == (None if parsed is NullQuery else parsed)
 
 
 def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:
