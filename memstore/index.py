@@ -37,7 +37,6 @@ from whoosh.analysis.filters import STOP_WORDS
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.lang import porter2
 from whoosh.matching.wrappers import FilterMatcher
-from whoosh.qparser import OrGroup, QueryParser
 from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR
@@ -398,28 +397,43 @@ class Index:
         self._mutex = threading.RLock()
         self._searcher: Searcher | None = None
         self._cache = _Cache()
-        """What the current searcher has worked out, dropped when it is replaced."""
+        """What the current searcher has worked out, replaced with it (keeping what its
+        segments hold)."""
         self._seen: dict[str, Stamp] | None = None
         """The manifest as this process last wrote or read it: files that still have these
         stamps need no look at the manifest (a JSON file as long as the store)."""
+        self._seen_stamp: tuple[int, int, int, int] | None = None
+        """The manifest file's stamp then: an unchanged file need not be read again."""
 
     # -- state on disk --
 
     def _read_manifest(self) -> dict[str, Stamp] | None:
+        """The manifest on disk, as a dict the caller may change; None if it is unreadable
+        (the index is then rebuilt)."""
+        try:
+            stamp = _file_stamp(self.manifest_path.stat())
+        except OSError:
+            return None
+        if self._seen is not None and stamp == self._seen_stamp:
+            return dict(self._seen)  # the file this process last wrote or read
         try:
             data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
                 return None
             files: dict[str, list[int]] = data["files"]
-            return {path: (int(s[0]), int(s[1]), int(s[2])) for path, s in files.items()}
+            manifest = {path: (int(s[0]), int(s[1]), int(s[2])) for path, s in files.items()}
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
-            return None  # unreadable: the index is rebuilt
+            return None
+        self._seen, self._seen_stamp = manifest, stamp
+        return dict(manifest)
 
     def _write_manifest(self, files: dict[str, Stamp]) -> None:
         tmp = self.dir / f".manifest.{os.getpid()}.{threading.get_ident()}.tmp"
-        data = {"schema": SCHEMA_VERSION, "files": {p: list(s) for p, s in files.items()}}
+        data = {"schema": SCHEMA_VERSION, "files": files}
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, self.manifest_path)
+        # Written under the index lock: no other process replaces it before this stat.
+        self._seen, self._seen_stamp = dict(files), _file_stamp(self.manifest_path.stat())
 
     def _usable(self) -> bool:
         return not self.dirty_path.exists() and _exists(self.dir)
@@ -481,7 +495,6 @@ class Index:
             writer.commit()
         self._write_manifest(manifest)
         self.dirty_path.unlink()
-        self._seen = dict(manifest)
 
     def update(self, entries: list[tuple[str, Memory, Stamp]]) -> bool:
         """Index these memories (store-relative path, memory, file stamp) in place of old ones.
@@ -537,6 +550,14 @@ class Index:
                 seen = {p: s for p, s in seen.items() if within(p)}
             if seen == disk:
                 return Sync()
+        elif seen is None:  # this process's first look: the manifest, without the lock
+            manifest = self._read_manifest()
+            if manifest is not None and self._usable():
+                mine = (
+                    manifest if within is None else {p: s for p, s in manifest.items() if within(p)}
+                )
+                if mine == disk:
+                    return Sync()
         with self._mutex, self._lock():
             manifest = self._read_manifest()
             if manifest is None or not self._usable():
@@ -544,7 +565,6 @@ class Index:
             changed = [p for p, s in disk.items() if manifest.get(p) != s]
             gone = [p for p in manifest if p not in disk and (within is None or within(p))]
             if not changed and not gone:
-                self._seen = manifest
                 return Sync()
             updates, skipped = self._load_all(changed, disk, load, None)
             self._apply(manifest, updates, gone)
@@ -593,10 +613,10 @@ class Index:
                 if self._searcher is None:
                     ix = windex.open_dir(str(self.dir))
                     self._searcher = ix.searcher(weighting=_weighting())
-                    self._cache = self._cache.next(self._searcher)
+                    self._cache = _Cache(self._searcher, self._cache.segments)
                 elif not self._searcher.up_to_date():
                     self._searcher = self._searcher.refresh()
-                    self._cache = self._cache.next(self._searcher)
+                    self._cache = _Cache(self._searcher, self._cache.segments)
                 return self._searcher
             except _OPEN_ERRORS as e:
                 # A concurrent commit can remove a segment between reading the table of
@@ -698,6 +718,12 @@ _OPEN_ERRORS = (
 )
 
 
+def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    # A replaced file has a new inode (the old one was still in place when it was written)
+    # and, a clock tick later, new times.
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
 def _exists(directory: Path) -> bool:
     # Whoosh leaves a damaged table of contents open when reading it fails; its file object
     # is collected here rather than warning later, somewhere unrelated.
@@ -722,6 +748,10 @@ def _weighting() -> Any:
 
 @functools.cache
 def _parser() -> Any:
+    # Imported on first use: plain words, nearly every query, never need the parser, and a
+    # one-shot `memstore search` need not pay for loading it.
+    from whoosh.qparser import OrGroup, QueryParser
+
     group: Any = OrGroup
     return QueryParser("text", _schema(), group=group)
 
@@ -787,43 +817,72 @@ _SCHEMA_POSITIONS = {
 """Which fields can match a phrase."""
 
 
-TERM_CACHE_MAX = 2_000_000
-"""How many (document, score) postings of looked-up terms one searcher keeps (12 bytes each)."""
+POSTINGS_CACHE_MAX = 2_000_000
+"""How many postings of looked-up words an index keeps in memory (8 bytes each)."""
 STORED_CACHE_MAX = 20_000
-"""How many documents' stored fields one searcher keeps."""
+"""How many documents' stored fields an index keeps in memory."""
+
+
+class _Segment:
+    """What a segment holds, once read: a segment never changes once written (only which of
+    its documents are deleted), so this is kept from one index generation to the next."""
+
+    def __init__(self, reader: Any) -> None:
+        count = reader.doc_count_all()
+        self.lengths: list[int] = [reader.doc_field_length(d, "text", 0) or 0 for d in range(count)]
+        """Each document's `text` length, as Whoosh's scorer reads it."""
+        self.postings: dict[str, tuple[array[int], array[float]]] = {}
+        """Each looked-up word's documents and term frequencies, deleted documents included."""
+        self.docsets: dict[str, frozenset[int]] = {}
+        """The documents matching each filter looked up (when it was looked up)."""
+        self.stored: dict[int, dict[str, Any]] = {}
 
 
 class _Cache:
-    """What one searcher (one index generation) worked out, for the queries that follow:
-    filter document sets, each looked-up word's BM25F scores, stored fields."""
+    """One searcher's (one index generation's) view for the queries that follow: where each
+    segment's documents start, filter document sets, each looked-up word's BM25F scores."""
 
-    def __init__(self, lengths: dict[str, list[int]] | None = None) -> None:
+    def __init__(self, searcher: Searcher | None = None, kept: dict[str, _Segment] | None = None):
+        self.segments: dict[str, _Segment] = {}
+        """The segments of this generation, by id (those of the last one carried over)."""
+        self.leaves: list[tuple[Any, int, _Segment, AbstractSet[int]]] = []
+        """Each segment's searcher, first document number, cache and deleted documents."""
+        self.starts: list[int] = []
         self.docsets: dict[str, set[int]] = {}
         self.terms: dict[str, tuple[array[int], array[float]]] = {}
-        self.postings = 0
-        self.stored: dict[int, dict[str, Any]] = {}
-        self.lengths = {} if lengths is None else lengths
-        """Each segment's `text` lengths by document, kept across generations: a segment
-        never changes once written."""
-        self._norms: dict[str, list[float]] = {}
+        self._norms: dict[int, list[float]] = {}
         self._boosts: dict[int, float] | None = None
-
-    def next(self, searcher: Searcher) -> _Cache:
-        """A cache for a new generation: only the lengths of segments it still has carry
-        over."""
-        live = {_segment(r) for r, _ in searcher.reader().leaf_readers()}
-        return _Cache({k: v for k, v in self.lengths.items() if k in live})
+        if searcher is None:
+            return
+        kept = kept or {}
+        for sub, start in searcher.subsearchers or [(searcher, 0)]:
+            reader = sub.reader()
+            if reader.segment() is None:
+                continue  # the reader of an empty index
+            key = str(reader.segment().segment_id())
+            segment = self.segments[key] = kept.get(key) or _Segment(reader)
+            deleted = frozenset(reader.segment().deleted_docs()) if reader.has_deletions() else ()
+            self.leaves.append((sub, start, segment, frozenset(deleted)))
+            self.starts.append(start)
 
     def docset(self, searcher: Searcher, q: Any) -> set[int]:
         """The documents matching the filter `q`."""
-        # The same mask (deprecated, expired) applies to nearly every search: computing its
-        # documents once per index generation keeps it off the per-query cost.
+        # The same mask (deprecated, expired) applies to nearly every search: its documents
+        # are worked out once per segment, and put together once per generation.
         key = repr(q)
         found = self.docsets.get(key)
         if found is None:
             if len(self.docsets) > 64:
                 self.docsets.clear()
-            found = self.docsets[key] = set(searcher.docs_for_query(q))
+            found = set()
+            for sub, start, segment, _ in self.leaves:
+                local = segment.docsets.get(key)
+                if local is None:
+                    if len(segment.docsets) > 64:
+                        segment.docsets.clear()
+                    local = segment.docsets[key] = frozenset(sub.docs_for_query(q))
+                found.update(start + d for d in local)
+            self.docsets[key] = found
         return found
 
     def boosts(self, searcher: Searcher) -> dict[int, float]:
@@ -840,83 +899,81 @@ class _Cache:
         return self._boosts
 
     def term(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
-        """The documents holding index term `word` in `text`, in order, with the BM25F score
-        Whoosh gives each."""
+        """The live documents holding index term `word` in `text`, in order, with the BM25F
+        score Whoosh gives each."""
         found = self.terms.get(word)
         if found is None:
-            found = self._score(searcher, word)
-            if self.postings + len(found[0]) > TERM_CACHE_MAX:
-                self.terms.clear()
-                self.postings = 0
-            self.terms[word] = found
-            self.postings += len(found[0])
+            found = self.terms[word] = self._score(searcher, word)
         return found
 
     def _score(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         scores: array[float] = array("d")
-        top = searcher.reader()
         # (Not in the index at all: no idf either, which needs a document.)
-        if ("text", word) not in top:
+        if ("text", word) not in searcher.reader():
             return ids, scores
         # Whoosh's BM25F (`scoring.bm25`) with the same operations in the same order, so the
         # same floats; the per-document part is worked out once per generation.
         idf = searcher.idf("text", word)
         k1 = BM25_K1 + 1
-        for reader, offset in top.leaf_readers():
-            if ("text", word) not in reader:
-                continue
-            norms = self._segment_norms(searcher, reader)
-            for block, weights, deleted in _blocks(reader.postings("text", word)):
-                for docnum, tf in zip(block, weights, strict=True):
-                    if docnum not in deleted:
-                        ids.append(docnum + offset)
-                        scores.append(idf * ((tf * k1) / (tf + norms[docnum])))
+        for i, (sub, start, segment, deleted) in enumerate(self.leaves):
+            local = segment.postings.get(word)
+            if local is None:
+                local = segment.postings[word] = self._read(sub.reader(), word)
+            norms = self._leaf_norms(searcher, i)
+            for docnum, tf in zip(*local, strict=True):
+                if docnum not in deleted:
+                    ids.append(start + docnum)
+                    scores.append(idf * ((tf * k1) / (tf + norms[docnum])))
         return ids, scores
 
-    def _segment_norms(self, searcher: Searcher, reader: Any) -> list[float]:
-        segment = _segment(reader)
-        norms = self._norms.get(segment)
+    def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
+        ids: array[int] = array("i")
+        frequencies: array[float] = array("f")
+        if ("text", word) in reader:
+            if sum(len(p[0]) for s in self.segments.values() for p in s.postings.values()) > (
+                POSTINGS_CACHE_MAX
+            ):
+                for segment in self.segments.values():
+                    segment.postings.clear()
+            for block, weights in _blocks(reader.postings("text", word)):
+                ids.extend(block)
+                frequencies.extend(weights)
+        return ids, frequencies
+
+    def _leaf_norms(self, searcher: Searcher, leaf: int) -> list[float]:
+        norms = self._norms.get(leaf)
         if norms is None:
-            lengths = self.lengths.get(segment)
-            if lengths is None:
-                count = reader.doc_count_all()
-                lengths = [reader.doc_field_length(d, "text", 0) or 0 for d in range(count)]
-                self.lengths[segment] = lengths
             avgfl = searcher.avg_field_length("text") or 1
             b, k1 = BM25_B, BM25_K1
-            norms = self._norms[segment] = [k1 * ((1 - b) + b * fl / avgfl) for fl in lengths]
+            lengths = self.leaves[leaf][2].lengths
+            norms = self._norms[leaf] = [k1 * ((1 - b) + b * fl / avgfl) for fl in lengths]
         return norms
 
-    def fields(self, searcher: Searcher, docnum: int) -> dict[str, Any]:
+    def fields(self, docnum: int) -> dict[str, Any]:
         """The stored fields of document `docnum`."""
-        found = self.stored.get(docnum)
+        sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
+        local = docnum - start
+        found = segment.stored.get(local)
         if found is None:
-            if len(self.stored) > STORED_CACHE_MAX:
-                self.stored.clear()
-            found = self.stored[docnum] = dict(searcher.reader().stored_fields(docnum))
+            if len(segment.stored) > STORED_CACHE_MAX:
+                segment.stored.clear()
+            found = segment.stored[local] = dict(sub.reader().stored_fields(local))
         return found
 
 
-def _segment(reader: Any) -> str:
-    """The id of a leaf reader's segment ("" for the reader of an empty index)."""
-    segment = reader.segment()
-    return "" if segment is None else str(segment.segment_id())
-
-
-def _blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float], AbstractSet[int]]]:
-    """A segment's postings of one term, a block at a time: (documents, term frequencies,
-    deleted documents to skip)."""
+def _blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """A segment's postings of one term, a block at a time: (documents, term frequencies),
+    deleted documents included."""
     # Whoosh 2.7.4 (its last release) reads a block at once but hands it out one posting per
     # call through two or three wrappers; these are its own reads, without the calls.
-    deleted: AbstractSet[int] = frozenset()
-    if isinstance(m, FilterMatcher):
-        deleted, m = m._ids, m.child  # pyright: ignore[reportPrivateUsage]
+    if isinstance(m, FilterMatcher):  # the deleted documents left out
+        m = m.child
         m.reset()
     while m.is_active():
         m._read_ids()
         m._read_weights()
-        yield m._ids, m._weights, deleted
+        yield m._ids, m._weights
         m._next_block()
 
 
@@ -1006,7 +1063,7 @@ class _Ranker:
             scored = self._leading(scored, limit)
         hits: list[Hit] = []
         for score, docnum in scored:
-            fields = self.cache.fields(self.searcher, docnum)
+            fields = self.cache.fields(docnum)
             lines: list[str] = []
             if self.explain:
                 matched = sorted({w for w in words if _holds(self.cache.terms[w][0], docnum)})
@@ -1099,14 +1156,14 @@ class _Ranker:
     def _holding(self, field: str, values: Iterable[str]) -> list[dict[str, Any]]:
         """The stored fields of the memories whose `field` holds one of `values` and that
         pass the filter and mask, in document order."""
-        searcher, reader = self.searcher, self.searcher.reader()
+        reader = self.searcher.reader()
         found: set[int] = set()
         for value in set(values):
             if (field, value) in reader:
-                found.update(searcher.postings(field, value).all_ids())
+                found.update(reader.postings(field, value).all_ids())
         allowed, hidden = self.filter, self.mask
         return [
-            self.cache.fields(searcher, docnum)
+            self.cache.fields(docnum)
             for docnum in sorted(found)
             if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden)
         ]
