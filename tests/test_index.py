@@ -97,6 +97,21 @@ def test_the_write_path_hands_the_paths_it_wrote_to_the_next_search(store: Store
     assert store.take_written() == []
 
 
+def test_a_search_starts_no_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    started: list[object] = []
+    popen = subprocess.Popen.__init__
+
+    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
+        started.append(args[0] if args else kwargs.get("args"))
+        popen(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    assert names(store, "zod") == ["use-zod"]  # indexes the write first
+    assert names(Store(store.root), "zod", explain=True, graph=True) == ["use-zod"]
+    assert started == []
+
+
 def test_a_write_does_not_wait_for_the_search_index(store: Store) -> None:
     search.catch_up(store)
     patient = Store(store.root, agent="alice", lock_timeout=30)
