@@ -395,7 +395,7 @@ TreeEntries = dict[bytes, tuple[bytes, bytes]]
 """A tree's entries: name → (mode as git writes it, binary sha), names as raw bytes."""
 _trees: dict[str, TreeEntries] = {}
 """Trees read or written lately, by sha: a write changes one path, so its folders are reused."""
-_TREES_KEPT = 64
+_TREES_KEPT = 8
 
 
 def _tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:

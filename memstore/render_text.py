@@ -35,11 +35,12 @@ def word(value: object) -> str:
     return text if _PLAIN.fullmatch(text) else json.dumps(text[:64], ensure_ascii=False)
 
 
+_BREAKERS = re.compile("[\x00-\x1f\x7f\u2028\u2029]")
+
+
 def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped, so it stays on one line."""
-    return "".join(
-        json.dumps(c)[1:-1] if (ord(c) < 32 or c in "\u2028\u2029\x7f") else c for c in text
-    )
+    return _BREAKERS.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import fields, is_dataclass
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -65,9 +65,15 @@ def plain(value: Any) -> Any:
 
     A hand-edited file may hold YAML that JSON lacks (`!!binary`, dates): it is shown as text.
     """
-    if isinstance(value, list):
-        return [plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    return json.loads(json.dumps(asdict(value), ensure_ascii=False, default=str))
+    return json.loads(json.dumps(value, ensure_ascii=False, default=_json_value))
+
+
+def _json_value(value: object) -> object:
+    """A dataclass as its fields (json walks them itself, so no deep copy as `asdict` makes),
+    anything else JSON lacks as text."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return str(value)
 
 
 def memory_data(

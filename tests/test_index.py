@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from conftest import GIT_ENV, as_agent, git
 from filelock import FileLock
+from whoosh.query import NullQuery
 
 from memstore import search
-from memstore.index import tokens
+from memstore.index import _clean_query, _parser, parse_query, tokens  # pyright: ignore[reportPrivateUsage]
 from memstore.memory import Memory, render
 from memstore.search import Hit, Query
 from memstore.store import Store
@@ -64,6 +65,25 @@ def test_english_words_are_stemmed_so_variants_meet() -> None:
     assert tokens("the deploying of deployments") == ["deploy", "deploy"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "force push main",
+        "When did Caroline's friend move?",
+        "force-push, the main/dev branch; don't",
+        "CDNキャッシュの無効化 cache",
+        "deploy deploy deploying",
+        "the of and",
+        "what about 2026-11-30 v1.4.1 api@v2",
+    ],
+)
+def test_plain_words_make_the_query_whoosh_would_parse(text: str) -> None:
+    # Plain words skip Whoosh's parser (several milliseconds for a question); the query
+    # made instead must be the one it would have made.
+    parsed = _parser().parse(_clean_query(text))
+    assert parse_query(text) == (None if parsed is NullQuery else parsed)
+
+
 def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:
     assert names(store, "zod") == []
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
@@ -75,6 +95,21 @@ def test_the_write_path_hands_the_paths_it_wrote_to_the_next_search(store: Store
     store.add("zod-errors", type="fact", description="zod reports every error at once")
     assert store.take_written() == ["decision/use-zod.md", "fact/zod-errors.md"]
     assert store.take_written() == []
+
+
+def test_a_search_starts_no_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    started: list[object] = []
+    popen = subprocess.Popen.__init__
+
+    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
+        started.append(args[0] if args else kwargs.get("args"))
+        popen(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    assert names(store, "zod") == ["use-zod"]  # indexes the write first
+    assert names(Store(store.root), "zod", explain=True, graph=True) == ["use-zod"]
+    assert started == []
 
 
 def test_a_write_does_not_wait_for_the_search_index(store: Store) -> None:

@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict
 
 import pytest
-from conftest import as_agent
+from conftest import as_agent, git
 from test_index import find, names, write_memory
 
 from memstore.errors import InvalidQuery, MemoryNotFound
@@ -275,3 +275,70 @@ def test_no_query_text_fails_other_than_with_an_invalid_query_message(store: Sto
             find(store, text, explain=True, graph=True)
         except InvalidQuery as e:
             assert "\n" not in str(e) and text in str(e), text
+
+
+def test_plain_words_rank_exactly_as_whoosh_ranks_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Plain words are scored from cached postings rather than by Whoosh's matchers: the same
+    # hits, scores and order, with every filter and option, over one segment or several
+    # with deleted documents.
+    rng = random.Random(1)
+    vocab = [f"{a}{b}" for a in ("dep", "cach", "rol", "pag", "shard") for b in ("lo", "ra", "xi")]
+    vocab += ["deploy", "cache", "review", "typo", "k8s"]
+    for i in range(150):
+        write_memory(
+            store,
+            f"m-{i:03}",
+            " ".join(rng.choices(vocab, k=rng.randint(3, 8))),
+            body=" ".join(rng.choices(vocab, k=rng.randint(0, 40))),
+            type=rng.choice(["fact", "warning", "decision"]),
+            status=rng.choice(["draft", "confirmed", "deprecated"]),
+            tags=tuple(rng.sample(vocab, 2)),
+            links=tuple({f"m-{rng.randrange(150):03}" for _ in range(i % 3)} - {f"m-{i:03}"}),
+        )
+    queries = [" ".join(rng.choices(vocab, k=rng.randint(1, 5))) for _ in range(40)]
+    options: list[dict[str, object]] = [
+        {},
+        {"include_deprecated": True, "limit": 3},
+        {"type": "warning", "budget": "deep"},
+        {"graph": True},
+    ]
+
+    def results(**extra: object) -> list[list[tuple[str, float]]]:
+        return [
+            [(h.name, h.score) for h in find(store, q, **o, **extra)]
+            for q in queries
+            for o in options
+        ]
+
+    def whoosh_results() -> list[list[tuple[str, float]]]:
+        with monkeypatch.context() as m:
+            m.setattr("memstore.index._words", lambda q: None)
+            return results()
+
+    fast = results()
+    assert fast == whoosh_results()
+    assert fast == results(explain=True)  # explaining changes no ranking
+    assert sum(map(len, fast)) > 500
+    git(store.root, "add", ".")
+    git(store.root, "commit", "-qm", "generated memories")
+    for i in range(0, 150, 7):
+        store.edit(f"m-{i:03}", body=" ".join(rng.choices(vocab, k=20)))
+        find(store, "deploy")  # indexes each edit on its own: a segment each, until merged
+    for i in range(3, 150, 11):
+        next(store.root.glob(f"*/m-{i:03}.md")).unlink()
+    fast = results()
+    assert fast == whoosh_results()
+    assert fast == results(explain=True)
+
+
+def test_explain_lists_the_matched_words_of_plain_and_whoosh_queries_alike(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_memory(store, "no-force", "Never force push to main", body="rewrites history")
+    write_memory(store, "history", "History of main", tags=("push",))
+    fast = [h.explain for h in find(store, "force push history", explain=True)]
+    monkeypatch.setattr("memstore.index._words", lambda q: None)
+    assert fast == [h.explain for h in find(store, "force push history", explain=True)]
+    assert "matched forc histori push in name, description, body" in fast[0]
