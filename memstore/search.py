@@ -117,14 +117,27 @@ class Upkeep:
                 log.warning("searching the index as it is: %s", e)
 
     def _written(self, store: Store, rels: list[str]) -> None:
+        # Only memory files (`<type>/<name>.md`, as a folder scan finds them): the ledger and
+        # other records the write path commits are no documents.
+        wanted = {rel for rel in rels if _memory_path(rel)}
         disk: dict[str, Stamp] = {}
-        for rel in set(rels):
+        for rel in wanted:
             stamp = _stamp(store.root / rel)
             if stamp is not None:
                 disk[rel] = stamp
-        wanted = set(rels)
-        if self.index.sync_some(disk, wanted.__contains__, _loader(store)) is None:
+        if wanted and self.index.sync_some(disk, wanted.__contains__, _loader(store)) is None:
             self.catch_up(store)
+
+
+def _memory_path(rel: str) -> bool:
+    folder, _, name = rel.partition("/")
+    return (
+        bool(folder)
+        and not folder.startswith(".")
+        and name.endswith(".md")
+        and not name.startswith(".")
+        and "/" not in name
+    )
 
 
 def _in_folders(names: Collection[str]) -> Callable[[str], bool]:
