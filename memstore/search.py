@@ -13,7 +13,7 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection, Generator, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,7 +53,9 @@ class Upkeep:
         self.seen: Folders | None = None
         """The folders' modification times at this process's last catch-up."""
         self.scanned_at = 0.0
-        self._mutex = threading.RLock()
+        # No lock of its own: searches and a watcher may catch up at once. The index orders
+        # its writers, and each records folder times taken before its own scan, so `seen`
+        # can only go back to an older, still true view (the next search scans again).
 
     @contextmanager
     def _locked(self) -> Generator[None]:
@@ -72,19 +74,33 @@ class Upkeep:
 
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder."""
-        with self._mutex:
-            folders = _folders(store.root)
-            result = self.index.sync(_scan(store.root, folders), _loader(store), progress)
-            self.seen, self.scanned_at = folders, time.monotonic()
-            return result
+        folders = _folders(store.root)
+        result = self.index.sync(_scan(store.root, folders), _loader(store), progress)
+        self.seen, self.scanned_at = folders, time.monotonic()
+        return result
 
     def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
         """Rebuild the index from every file."""
-        with self._mutex:
-            folders = _folders(store.root)
-            result = self.index.rebuild(_scan(store.root, folders), _loader(store), progress)
-            self.seen, self.scanned_at = folders, time.monotonic()
-            return result
+        folders = _folders(store.root)
+        result = self.index.rebuild(_scan(store.root, folders), _loader(store), progress)
+        self.seen, self.scanned_at = folders, time.monotonic()
+        return result
+
+    def changed(self, store: Store, rels: Iterable[str]) -> Sync:
+        """Index the current content of these files (store-relative paths; a file gone is
+        dropped), and nothing else. Paths that are no memory file are left out."""
+        # Only memory files (`<type>/<name>.md`, as a folder scan finds them): the ledger and
+        # other records the write path commits are no documents.
+        wanted = {rel for rel in rels if _memory_path(rel)}
+        if not wanted:
+            return Sync()
+        disk: dict[str, Stamp] = {}
+        for rel in wanted:
+            stamp = _stamp(store.root / rel)
+            if stamp is not None:
+                disk[rel] = stamp
+        result = self.index.sync_some(disk, wanted.__contains__, _loader(store))
+        return self.catch_up(store) if result is None else result
 
     def fresh(self, store: Store) -> None:
         """Bring the index up to what a search must see: this process's own writes, then any
@@ -93,38 +109,38 @@ class Upkeep:
         An edit in place moves no folder's time: without a watcher, every file is compared
         again once the last full look is older than RESCAN_SECONDS.
         """
-        with self._mutex:
-            written = store.take_written()
-            try:
-                if written:
-                    self._written(store, written)
-                folders = _folders(store.root)
-                stale = not self.watched and time.monotonic() - self.scanned_at > RESCAN_SECONDS
-                seen = self.seen
-                if stale or seen is None or seen["."] != folders["."]:
+        written = store.take_written()
+        try:
+            if written:
+                self.changed(store, written)
+            folders = _folders(store.root)
+            stale = not self.watched and time.monotonic() - self.scanned_at > RESCAN_SECONDS
+            seen = self.seen
+            if stale or seen is None or seen["."] != folders["."]:
+                self.catch_up(store)
+                return
+            moved = {name for name, at in folders.items() if seen.get(name) != at}
+            if moved:
+                disk = _scan(store.root, folders, moved)
+                within = _in_folders(moved)
+                if self.index.sync_some(disk, within, _loader(store)) is None:
                     self.catch_up(store)
                     return
-                moved = {name for name, at in folders.items() if seen.get(name) != at}
-                if moved:
-                    disk = _scan(store.root, folders, moved)
-                    within = _in_folders(moved)
-                    if self.index.sync_some(disk, within, _loader(store)) is None:
-                        self.catch_up(store)
-                        return
-                    self.seen = folders
-            except StoreLocked as e:
-                store.note_written(written)  # left for the next search
-                log.warning("searching the index as it is: %s", e)
+                self.seen = folders
+        except StoreLocked as e:
+            store.note_written(written)  # left for the next search
+            log.warning("searching the index as it is: %s", e)
 
-    def _written(self, store: Store, rels: list[str]) -> None:
-        disk: dict[str, Stamp] = {}
-        for rel in set(rels):
-            stamp = _stamp(store.root / rel)
-            if stamp is not None:
-                disk[rel] = stamp
-        wanted = set(rels)
-        if self.index.sync_some(disk, wanted.__contains__, _loader(store)) is None:
-            self.catch_up(store)
+
+def _memory_path(rel: str) -> bool:
+    folder, _, name = rel.partition("/")
+    return (
+        bool(folder)
+        and not folder.startswith(".")
+        and name.endswith(".md")
+        and not name.startswith(".")
+        and "/" not in name
+    )
 
 
 def _in_folders(names: Collection[str]) -> Callable[[str], bool]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from watchfiles import Change, watch
@@ -35,8 +35,20 @@ def relevant(change: Change, path: str, root: Path) -> bool:
     return not parts[-1].startswith(".")
 
 
-def _rel(path: str, root: Path) -> str:
-    return Path(path).relative_to(root).as_posix()
+def memory_files(batch: Iterable[tuple[Change, str]], root: Path) -> list[str] | None:
+    """The memory files (`<type>/<name>.md`, store-relative) a burst of changes touched, or
+    None when a folder itself came or went, and every folder must be looked at again."""
+    found: list[str] = []
+    for _, path in batch:
+        try:
+            parts = Path(path).relative_to(root).parts
+        except ValueError:
+            continue
+        if len(parts) == 1 and not Path(path).is_file():
+            return None  # a type folder created, deleted or renamed (or a file deleted)
+        if len(parts) == 2 and parts[1].endswith(".md"):
+            found.append("/".join(parts))
+    return found
 
 
 class Watcher:
@@ -100,22 +112,30 @@ class Watcher:
         for batch in changes:
             # The first yield (a change, or the empty timeout set) means the watch is in place;
             # the catch-up then covers anything changed before it was. Files this process just
-            # wrote need none: its next search indexes them (`Store.take_written`).
-            own = all(self.store.wrote(_rel(path, root)) for _, path in batch)
-            if (batch and not own) or not self.ready.is_set():
-                self._catch_up()
+            # wrote need no re-index: its next search indexes them (`Store.take_written`).
+            if not self.ready.is_set():
+                self._catch_up(None)
             elif batch:
-                with self._changed:
-                    self.own_writes_seen += 1
-                    self._changed.notify_all()
+                rels = memory_files(batch, root)
+                others = None if rels is None else [r for r in rels if not self.store.wrote(r)]
+                if others is None or others:
+                    self._catch_up(others)
+                elif rels:
+                    with self._changed:
+                        self.own_writes_seen += 1
+                        self._changed.notify_all()
             if not self.ready.is_set():
                 search.upkeep(self.store).watched = True
                 self.ready.set()
         self.ready.set()
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, rels: list[str] | None) -> None:
+        """Index the memory files `rels`, or catch up with every folder when None."""
         try:
-            result = search.catch_up(self.store)
+            if rels is None:
+                result = search.catch_up(self.store)
+            else:
+                result = search.upkeep(self.store).changed(self.store, rels)
         except (MemstoreError, OSError) as e:
             log.warning("could not re-index after a change: %s", e)
             return

@@ -112,6 +112,21 @@ def test_a_search_starts_no_process(store: Store, monkeypatch: pytest.MonkeyPatc
     assert started == []
 
 
+def test_only_memory_files_noted_as_written_are_indexed(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    names(store, "")  # the index is built
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    (store.root / "ledger.jsonl").write_text("{}\n", encoding="utf-8")
+    store.note_written(["ledger.jsonl", "fact/pool-size.md", "fact/gone.md"])
+    with caplog.at_level(logging.WARNING):
+        assert names(store, "pool") == ["pool-size"]
+    assert caplog.text == ""
+    path.unlink()
+    store.note_written(["fact/pool-size.md"])  # as a write path that deleted it would
+    assert names(store, "pool") == []
+
+
 def test_a_write_does_not_wait_for_the_search_index(store: Store) -> None:
     search.catch_up(store)
     patient = Store(store.root, agent="alice", lock_timeout=30)

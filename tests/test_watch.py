@@ -8,7 +8,7 @@ from test_index import names, write_memory
 from watchfiles import Change
 
 from memstore.store import Store
-from memstore.watch import Watcher, relevant
+from memstore.watch import Watcher, memory_files, relevant
 
 
 def edit_in_place(path: Path, old: str, new: str) -> None:
@@ -79,3 +79,27 @@ def test_record_files_at_the_root_are_not_memories(tmp_path: Path) -> None:
     assert not relevant(Change.modified, str(root / "outcomes.jsonl"), root)
     assert relevant(Change.modified, str(root / "memstore.yaml"), root)
     assert relevant(Change.added, str(root / "runbook"), root)
+
+
+def test_a_burst_of_changes_names_the_memory_files_or_asks_for_a_full_look(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    (root / "fact").mkdir(parents=True)
+    (root / "ledger.jsonl").write_text("", encoding="utf-8")
+    batch = {
+        (Change.modified, str(root / "fact" / "a.md")),
+        (Change.added, str(root / "fact" / "notes.txt")),
+        (Change.modified, str(root / "ledger.jsonl")),
+    }
+    assert memory_files(batch, root) == ["fact/a.md"]
+    assert memory_files({(Change.added, str(root / "fact"))}, root) is None
+    assert memory_files({(Change.deleted, str(root / "decision"))}, root) is None
+
+
+def test_a_type_folder_made_while_watching_is_found(store: Store) -> None:
+    write_memory(store, "old-note", "Widgets were green")
+    assert names(store, "widgets") == ["old-note"]
+    with Watcher(store) as watcher:
+        write_memory(store, "runbook-note", "Widgets are restarted weekly", type="runbook")
+        assert watcher.wait(lambda: len(names(store, "widgets")) == 2, timeout=5)
