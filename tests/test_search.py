@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import re
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 from conftest import as_agent, git
 from test_index import find, names, write_memory
 
+import memstore
 from memstore.errors import InvalidQuery, MemoryNotFound
 from memstore.index import BUDGETS, QUERY_MAX, approx_tokens
 from memstore.store import Store
@@ -342,3 +345,20 @@ def test_explain_lists_the_matched_words_of_plain_and_whoosh_queries_alike(
     monkeypatch.setattr("memstore.index._words", lambda q: None)
     assert fast == [h.explain for h in find(store, "force push history", explain=True)]
     assert "matched forc histori push in name, description, body" in fast[0]
+
+
+def test_the_store_has_no_search_or_index_member_and_does_not_import_search(
+    store: Store,
+) -> None:
+    for name in ("search", "catch_up", "reindex", "index", "upkeep", "_upkeep", "watched"):
+        assert not hasattr(store, name), name
+    for module in ("store", "index"):
+        source = Path(memstore.__file__).parent / f"{module}.py"
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        imported = {
+            alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        assert not {"memstore.search", "memstore.search.search"} & imported, module
