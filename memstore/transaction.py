@@ -41,6 +41,9 @@ JOURNAL = "pending.json"
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
+LOCK_POLL = 0.002
+"""How often a waiting writer tries the store lock again (filelock polls; a write holds the
+lock for a few milliseconds, so its default 50 ms wait would idle the store between writers)."""
 """The append-only record files at the store's root."""
 
 _MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
@@ -119,7 +122,7 @@ def locked(site: Site) -> Generator[None]:
             site.lock_timeout,
         )
         try:
-            lock.acquire(timeout=site.lock_timeout)
+            lock.acquire(timeout=site.lock_timeout, poll_interval=LOCK_POLL)
         except Timeout as e:
             raise StoreLocked(
                 f"store busy: could not take {lock.lock_file} within {site.lock_timeout:g}s "
