@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-from latency import Text
+from latency import GIT_ENV, Text
 from locomo import DEFAULT_DATA, Conversation, Turn, body_of, load
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -57,14 +57,6 @@ NODE_DIR = HERE / ".node"
 PEER_PACKAGE = "@modelcontextprotocol/server-memory"
 PEER_ENTRY = NODE_DIR / "node_modules" / PEER_PACKAGE / "dist" / "index.js"
 PARTS = ("write", "recall", "cli", "concurrency", "startup")
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-}
 STAMP = "2026-01-01T00:00:00Z"
 
 
