@@ -95,7 +95,8 @@ def save(
 
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
     """Every correction and warning that is not deprecated, most severe first."""
-    pool = memories_in(store, workflow.RULE_TYPES) if memories is None else memories
+    # Only the rule types' folders: a check reads a few folders, not the whole store.
+    pool = list(store.memories(workflow.RULE_TYPES)) if memories is None else memories
     found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
     return sorted(found, key=lambda r: r.rank)
 
@@ -218,9 +219,3 @@ def outcomes(store: Store) -> list[stats.OutcomeRecord]:
 def heed_rates(store: Store) -> tuple[list[stats.HeedRate], stats.HeedRate]:
     """Heed rates per correction (most observed first) and overall, with Wilson intervals."""
     return stats.heed_rates(outcomes(store))
-
-
-def memories_in(store: Store, types: tuple[str, ...]) -> list[Memory]:
-    """The valid memories in the folders of `types` only: a check reads a few folders, not
-    the whole store (a file's folder is its type; `lint` reports one that is not)."""
-    return list(store.memories(types))
