@@ -17,6 +17,7 @@ from memstore.memory import (
     check_description,
     check_tags,
     parse,
+    same_identity,
 )
 from memstore.stats import OUTCOMES_FILE, outcome_problems
 from memstore.status import Status
@@ -80,7 +81,7 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
     if memory.status == Status.CONFIRMED:
         if not memory.confirmed_by:
             problems.append("confirmed but has no confirmed_by: who confirmed it?")
-        elif memory.confirmed_by == memory.owner:
+        elif same_identity(memory.confirmed_by, memory.owner):
             problems.append(
                 f"confirmed by its own owner ({memory.owner}): nobody confirms their own memory"
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from memstore.errors import InvalidTransition, SelfApproval
-from memstore.memory import Memory, evolve
+from memstore.memory import Memory, evolve, same_identity
 
 
 class Status(StrEnum):
@@ -73,7 +73,7 @@ def transition(
             f"to {VERBS[target]} '{memory.name}' give a one-line reason (what you checked, or why)"
         )
     if target is Status.CONFIRMED:
-        if actor == memory.owner:
+        if same_identity(actor, memory.owner):
             raise SelfApproval(
                 f"cannot confirm '{memory.name}': you ({actor}) wrote it, and nobody confirms "
                 f"their own memory; any identity other than {memory.owner} (another agent or a "
