@@ -358,8 +358,7 @@ def check_files_whole(root: Path) -> list[str]:
 
 
 RECOVERIES = {
-    "rolled_forward": "committing a change its writer did not finish",
-    "rolled_back": "undoing a change its writer did not finish",
+    "rolled_back": "undoing a change its writer did not commit",
 }
 
 
@@ -402,7 +401,7 @@ def crash(
 
 
 def finish(root: Path) -> None:
-    """Open the write path once, as the next writer would: it finishes or undoes what a killed
+    """Open the write path once, as the next writer would: it undoes what a killed
     writer left (the journal), and waits for a surviving git to end."""
     store = Store(root, agent="checker", lock_timeout=60)
     deadline = time.monotonic() + 30

@@ -1126,15 +1126,16 @@ def ledger_verify(ctx: click.Context) -> None:
 @main.command()
 @click.pass_context
 def recover(ctx: click.Context) -> None:
-    """Finish or undo a write that a killed memstore process left.
+    """Undo a write that a killed memstore process left before its commit.
 
-    Any write does this first; `recover` does only this. A write whose files were all written
-    is committed as its author; a partial one is undone. git's own lock files are never
-    deleted. `lint` reports a write waiting for this.
+    Any write does this first; `recover` does only this. The files are put back as HEAD holds
+    them: a cut-short write is never committed, because its journal is a file anyone could
+    have written, and a write is reported done only once committed. git's own lock files are
+    never deleted. `lint` reports a write waiting for this.
 
     \b
     Example:
       memstore --store memory recover
     """
     left = _store(ctx).recover()
-    click.echo(f"recovered: {left}" if left else "nothing to recover")
+    click.echo(f"undone: {left}" if left else "nothing to recover")

@@ -25,16 +25,18 @@ def version_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write `text` (or exact bytes) to `path` via a hidden temp file in the same folder,
+    fsync and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # The pid in the name tells a temp file of a killed writer from one being written.
     fd, tmp = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
     )
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -182,7 +182,12 @@ def changed_paths(repo: Repo, under: Path) -> set[str]:
 
 
 def commit(
-    repo: Repo, paths: list[Path], message: str, author: str, lock_wait: float = 10.0
+    repo: Repo,
+    paths: list[Path],
+    message: str,
+    author: str,
+    lock_wait: float = 10.0,
+    keep: tuple[int, ...] = (),
 ) -> str | None:
     """Commit exactly `paths` (their working-tree content; a missing file is removed) and
     return the new commit's sha, or None when HEAD already holds that content.
@@ -198,7 +203,7 @@ def commit(
             files[repo_path(repo, path)] = path.read_bytes() if path.is_file() else None
         except OSError as e:
             raise GitError(f"cannot read {path} to commit it: {e}") from e
-    return commit_files(repo, files, message, author, lock_wait)
+    return commit_files(repo, files, message, author, lock_wait, keep)
 
 
 def commit_files(
@@ -207,6 +212,7 @@ def commit_files(
     message: str,
     author: str,
     lock_wait: float = 10.0,
+    keep: tuple[int, ...] = (),
 ) -> str | None:
     """Commit `files` (repository-relative path: new bytes, or None to remove) on top of HEAD
     as `author`, and return the new commit's sha; None when HEAD already holds that content.
@@ -229,7 +235,7 @@ def commit_files(
         rel: (None if data is None else _write_object(repo, b"blob", data))
         for rel, data in files.items()
     }
-    _sync_index(repo, blobs, deadline)
+    _sync_index(repo, blobs, deadline, keep)
     while True:
         parent = head(repo)
         base = _commit_tree(repo, parent) if parent else None
@@ -391,6 +397,20 @@ def _commit_tree(repo: Repo, commit_sha: str) -> str:
     return data[5:45].decode("ascii")
 
 
+def parents(repo: Repo, commit_sha: str) -> list[str]:
+    """The parents of a commit, read without running git for a loose commit."""
+    kind, data = _read_object(repo, commit_sha)
+    if kind != "commit":
+        raise GitError(f"{commit_sha} is not a commit")
+    found: list[str] = []
+    for line in data.split(b"\n"):
+        if not line:
+            break
+        if line.startswith(b"parent "):
+            found.append(line[7:].decode("ascii"))
+    return found
+
+
 TreeEntries = dict[bytes, tuple[bytes, bytes]]
 """A tree's entries: name → (mode as git writes it, binary sha), names as raw bytes."""
 _trees: dict[str, TreeEntries] = {}
@@ -459,11 +479,14 @@ def _tree_with(
     return sha
 
 
-def _run_git(repo: Repo, args: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+def _run_git(
+    repo: Repo, args: list[str], stdin: bytes | None = None, keep: tuple[int, ...] = ()
+) -> tuple[int, str]:
     """Run git in the repository's top folder; (exit code, stderr).
 
     git runs in a session of its own: a kill aimed at memstore's process group never stops it
-    midway, holding a lock file nobody would remove.
+    midway, holding a lock file nobody would remove. It inherits the file descriptors `keep`
+    (a lifeline: a lock held as long as any git the write started still runs).
     """
     proc = subprocess.run(
         ["git", *args],
@@ -473,11 +496,14 @@ def _run_git(repo: Repo, args: list[str], stdin: bytes | None = None) -> tuple[i
         env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
         check=False,
         start_new_session=True,
+        pass_fds=keep,
     )
     return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
 
 
-def _sync_index(repo: Repo, blobs: dict[str, str | None], deadline: float) -> None:
+def _sync_index(
+    repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
+) -> None:
     """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
     lines = "".join(
         f"0 {_ZERO}\t{rel}\n" if sha is None else f"100644 {sha}\t{rel}\n"
@@ -486,7 +512,10 @@ def _sync_index(repo: Repo, blobs: dict[str, str | None], deadline: float) -> No
     waited = False
     while True:
         code, err = _run_git(
-            repo, ["update-index", "--add", "--remove", "--index-info"], lines.encode("utf-8")
+            repo,
+            ["update-index", "--add", "--remove", "--index-info"],
+            lines.encode("utf-8"),
+            keep,
         )
         if code == 0:
             return
@@ -540,11 +569,19 @@ class _Swapper:
         with self.lock:
             proc = self._started()
             assert proc.stdin is not None and proc.stdout is not None
-            request = f"start\nupdate HEAD {new} {old}\nprepare\ncommit\n"
+            # "commit" goes only after "prepare" succeeded, so git holds HEAD's lock from
+            # before it may commit until it did: a writer killed before sending "commit" leaves
+            # a git that aborts at end of input, and one killed after leaves a git whose lock
+            # shows it may still commit (see `settle`).
+            request = f"start\nupdate HEAD {new} {old}\nprepare\n"
             try:
                 proc.stdin.write(request.encode("ascii"))
                 proc.stdin.flush()
-                answers = [proc.stdout.readline() for _ in range(3)]
+                answers = [proc.stdout.readline() for _ in range(2)]
+                if answers == [b"start: ok\n", b"prepare: ok\n"]:
+                    proc.stdin.write(b"commit\n")
+                    proc.stdin.flush()
+                    answers.append(proc.stdout.readline())
             except OSError:
                 answers = []
             if answers == [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
@@ -600,6 +637,27 @@ def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:
         logger.warning("git busy: %s exists; retrying", lock.name)
     time.sleep(LOCK_POLL)
     return True
+
+
+def settle(repo: Repo, lock_wait: float) -> None:
+    """Wait until no git holds the lock of HEAD or of the branch it names: a git a killed
+    writer left may be committing, and what HEAD holds is known only once it is done.
+
+    Raises:
+        GitError: when a lock stays for `lock_wait` seconds, naming it.
+    """
+    deadline = time.monotonic() + lock_wait
+    locks = [repo.git_dir / "HEAD.lock"]
+    try:
+        target = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        target = ""
+    if target.startswith("ref:"):
+        locks.append(repo.common_dir / f"{target[4:].strip()}.lock")
+    waited = False
+    for lock in locks:
+        while lock.exists():
+            waited = _wait_for_lock(lock, deadline, waited)
 
 
 def dirty(repo: Repo, paths: list[Path]) -> bool:
@@ -693,15 +751,16 @@ def _blob_sha(repo: Repo, commit_sha: str, rel: str) -> str | None:
     return None
 
 
-def unstage(repo: Repo, paths: list[Path]) -> None:
-    """Reset the index entries of `paths` to HEAD; a failure is logged, not raised."""
+def unstage(repo: Repo, paths: list[Path], lock_wait: float = 10.0) -> None:
+    """Reset the index entries of `paths` to HEAD, waiting up to `lock_wait` seconds for a
+    git that holds the index; a failure is logged, not raised."""
     parent = head(repo)
     blobs: dict[str, str | None] = {}
     for path in paths:
         rel = repo_path(repo, path)
         blobs[rel] = _blob_sha(repo, parent, rel) if parent else None
     try:
-        _sync_index(repo, blobs, time.monotonic() + 2)
+        _sync_index(repo, blobs, time.monotonic() + lock_wait)
     except GitError as e:
         logger.warning("could not unstage %s: %s", paths, e)
 
@@ -805,6 +864,105 @@ def confirmations(repo: Repo, store: Path) -> dict[str, Confirmation]:
             claimed = claims[0].strip().strip("'\"") if claims else None
             found[target] = Confirmation(target, sha, author, claimed)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class PathChange:
+    """One file a commit changed: its blob in each parent (None where absent) and after."""
+
+    path: str
+    """Relative to the repository's top folder."""
+    before: tuple[str | None, ...]
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCommit:
+    """A commit that changed files under the store, with who it names and what it changed.
+
+    A merge lists only the files whose result differs from every parent: what the merge
+    itself wrote (a conflict resolution); a version taken whole from one side is that side's.
+    """
+
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    changes: tuple[PathChange, ...]
+
+
+_NULL_SHA = re.compile(r"0+")
+
+
+def store_commits(repo: Repo, store: Path, since: str | None = None) -> list[StoreCommit]:
+    """The commits that changed files under `store`, oldest first (parents before children),
+    after `since` (exclusive) up to HEAD. One `git log`, NUL-separated, paths unquoted.
+
+    Raises:
+        GitError: when git fails (e.g. `since` is not in this history).
+    """
+    if head(repo) is None:
+        return []
+    rel = _rel(repo, store) if store.absolute() != repo.top else ""
+    span = f"{since}..HEAD" if since else "HEAD"
+    out = _git(
+        repo,
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--reverse",
+        "--topo-order",
+        "-c",
+        "--raw",
+        "-z",
+        "--no-renames",
+        "--no-abbrev",
+        "--no-ext-diff",
+        "--format=%x1e%H%x00%P%x00%an%x00%cn%x00",
+        span,
+        "--",
+        rel or ".",
+    )
+    commits: list[StoreCommit] = []
+    for chunk in out.split("\x1e")[1:]:
+        fields = chunk.split("\0")
+        if len(fields) < 4:
+            continue
+        sha, parents, author, committer = fields[:4]
+        changes: list[PathChange] = []
+        tokens = iter(fields[4:])
+        for token in tokens:
+            meta = token.strip()
+            if not meta.startswith(":"):
+                continue
+            path = next(tokens, "")
+            colons = len(meta) - len(meta.lstrip(":"))
+            parts = meta[colons:].split()
+            blobs = parts[colons + 1 : colons + 1 + colons + 1]
+            if len(blobs) != colons + 1:
+                continue
+            olds = tuple(None if _NULL_SHA.fullmatch(b) else b for b in blobs[:-1])
+            after = None if _NULL_SHA.fullmatch(blobs[-1]) else blobs[-1]
+            changes.append(PathChange(path, olds, after))
+        commits.append(StoreCommit(sha, tuple(parents.split()), author, committer, tuple(changes)))
+    return commits
+
+
+def read_blob(repo: Repo, sha: str) -> bytes:
+    """A blob's bytes, read in-process when loose, else through the long-running cat-file.
+
+    Raises:
+        GitError: when there is no such blob.
+    """
+    kind, data = _read_object(repo, sha)
+    if kind != "blob":
+        raise GitError(f"{sha} is a {kind}, not a blob")
+    return data
+
+
+def blob_sha(data: bytes) -> str:
+    """The sha git gives a blob of `data`."""
+    return _hash_blob(data)
 
 
 @dataclass(frozen=True, slots=True)

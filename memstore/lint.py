@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import history, secrets
+from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.files import Kind, walk
 from memstore.memory import (
@@ -139,49 +139,47 @@ def lint_store(store: Store) -> list[Problem]:
         problems.append(
             Problem(
                 ".memstore/pending.json",
-                f"a write was cut short ({left}); `memstore recover` (or any write) finishes or "
-                "undoes it",
+                f"a write was cut short ({left}); `memstore recover` (or any write) undoes it",
             )
         )
     return problems
 
 
 def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) -> list[Problem]:
-    """Confirmations must be committed by someone other than the owner, and by who they name."""
+    """Each memory as its history supports it: owner, confirmation, deprecation (see `trust`).
+
+    A file that differs from HEAD is judged as the commit the current identity would make of
+    it (lint run by a pre-commit hook checks the commit about to be made)."""
     try:
-        found = history.confirmations(store.repo, store.root)
-        dirty = history.changed_paths(store.repo, store.root)
+        found = trust.full(store.repo, store.root)
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []
+    identity = store.identity
     for path, memory in memories.values():
-        if memory.status != Status.CONFIRMED or not memory.confirmed_by:
-            continue
         rel = store.rel(path)
         key = history.repo_path(store.repo, path)
-        if key in dirty and not _committed_as(store, path, memory):
-            # Not committed yet (e.g. lint run by a pre-commit hook): the committer will be us.
-            problems.extend(_pending(rel, memory, store.identity))
+        try:
+            blob = history.blob_sha(path.read_bytes())
+        except OSError:
             continue
-        confirmation = found.get(key)
-        if confirmation is None:
-            problems.append(Problem(rel, "confirmed, but no commit in the history confirms it"))
-        elif confirmation.author == memory.owner:
-            problems.append(
-                Problem(
-                    rel,
-                    f"self-approval: commit {confirmation.commit[:10]} confirming it was made "
-                    f"by its owner ({memory.owner})",
-                )
+        committed = found.blobs.get(key)
+        if committed == blob:
+            verdict = found.verdict(key, blob)
+        elif identity is None:
+            if memory.status != Status.CONFIRMED:
+                continue
+            verdict = trust.Verdict(
+                False, "confirmation not committed, and no identity is set to check it against"
             )
-        elif confirmation.author != memory.confirmed_by:
-            problems.append(
-                Problem(
-                    rel,
-                    f"forged confirmation: confirmed_by says '{memory.confirmed_by}' but commit "
-                    f"{confirmation.commit[:10]} was made by '{confirmation.author}'",
-                )
-            )
+        else:
+            old = trust.parse_blob(store.repo, committed)
+            by = trust.By("", identity, identity)
+            owner = found.owners.get(key) or identity
+            before = found.verdict(key, committed)
+            verdict = trust.judge(old, before, memory, by, owner, created=committed is None)
+        if not verdict.ok and verdict.problem:
+            problems.append(Problem(rel, verdict.problem))
     return problems
 
 
@@ -192,30 +190,3 @@ def _secrets(store: Store, memory: Memory) -> list[str]:
         f"{f.field} looks like it holds a credential ({f.pattern}: '{f.excerpt}'); remove it"
         for f in secrets.scan(fields, store.secret_patterns)
     ]
-
-
-def _pending(rel: str, memory: Memory, identity: str | None) -> list[Problem]:
-    if identity is None:
-        message = "confirmation not committed, and no identity is set to check it against"
-    elif identity == memory.owner:
-        message = f"confirmed by its owner: you ({identity}) wrote it and cannot confirm it"
-    elif identity != memory.confirmed_by:
-        message = (
-            f"confirmed_by says '{memory.confirmed_by}' but you are '{identity}': a "
-            "confirmation must be committed by the identity it names"
-        )
-    else:
-        return []
-    return [Problem(rel, message)]
-
-
-def _committed_as(store: Store, path: Path, memory: Memory) -> bool:
-    """Whether HEAD already holds this confirmation (same status and confirmer)."""
-    committed = history.show(store.repo, "HEAD", path)
-    if committed is None:
-        return False
-    try:
-        old = parse(committed)
-    except (InvalidMemory, InvalidName):
-        return False
-    return old.status == memory.status and old.confirmed_by == memory.confirmed_by

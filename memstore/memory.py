@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -50,6 +52,7 @@ TRAIL_KEYS = (
     "confirmed_by",
     "confirmed_at",
     "confirmed_reason",
+    "confirmed_hash",
     "deprecated_by",
     "deprecated_at",
     "deprecated_reason",
@@ -111,6 +114,8 @@ class Memory:
     confirmed_by: str | None = None
     confirmed_at: str | None = None
     confirmed_reason: str | None = None
+    confirmed_hash: str | None = None
+    """The `content_hash` of what its confirmer confirmed: a later change shows."""
     deprecated_by: str | None = None
     deprecated_at: str | None = None
     deprecated_reason: str | None = None
@@ -445,6 +450,7 @@ def parse(text: str) -> Memory:
         confirmed_by=_optional_text(data.get("confirmed_by"), "confirmed_by"),
         confirmed_at=_optional_text(data.get("confirmed_at"), "confirmed_at"),
         confirmed_reason=_optional_text(data.get("confirmed_reason"), "confirmed_reason"),
+        confirmed_hash=_optional_text(data.get("confirmed_hash"), "confirmed_hash"),
         deprecated_by=_optional_text(data.get("deprecated_by"), "deprecated_by"),
         deprecated_at=_optional_text(data.get("deprecated_at"), "deprecated_at"),
         deprecated_reason=_optional_text(data.get("deprecated_reason"), "deprecated_reason"),
@@ -498,6 +504,19 @@ def render(memory: Memory) -> str:
     )
     body = memory.body.strip("\n")
     return f"---\n{head}---\n" + (f"\n{body}\n" if body else "")
+
+
+CONTENT_KEYS = ("name", "type", "owner", "created", "description", "body")
+"""What a confirmation vouches for, with every key outside the trail (`extra`: rule fields,
+expiry, keys a human added). Status, trail, `updated`, tags and links are not content."""
+
+
+def content_hash(memory: Memory) -> str:
+    """A digest of what a reviewer confirms (see CONTENT_KEYS): 16 hex digits of SHA-256."""
+    data = {key: getattr(memory, key) for key in CONTENT_KEYS}
+    data["extra"] = memory.extra
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def evolve(memory: Memory, **changes: Any) -> Memory:

@@ -15,14 +15,17 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Generator, Iterable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore.errors import StoreLocked
+from memstore.errors import InvalidMemory, StoreLocked
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
 from memstore.memory import Memory
+from memstore.status import Status
+from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -200,7 +203,7 @@ def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp]]:
             st = path.stat()
         except FileNotFoundError:
             return None, (0, 0, 0)
-        return store.read_file(path)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
+        return store.read_file(path, raw=True)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
 
     return load
 
@@ -234,7 +237,19 @@ def search(store: Store, query: Query) -> list[Hit]:
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
-    return up.index.search(query)
+    return [_shown(store, hit) for hit in up.index.search(query)]
+
+
+def _shown(store: Store, hit: Hit) -> Hit:
+    """`hit` with the status its history supports: a confirmation it does not back shows as
+    unverified (the index keeps each file's own status)."""
+    if hit.status != Status.CONFIRMED:
+        return hit
+    try:
+        memory, _ = store.read_file(store.root / hit.path)
+    except (InvalidMemory, OSError):
+        return replace(hit, status=UNVERIFIED)
+    return replace(hit, status=memory.status)
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from memstore.errors import InvalidTransition, SelfApproval
-from memstore.memory import Memory, evolve, same_identity
+from memstore.memory import Memory, content_hash, evolve, same_identity
 
 
 class Status(StrEnum):
@@ -86,6 +86,7 @@ def transition(
             confirmed_by=actor,
             confirmed_at=at,
             confirmed_reason=reason,
+            confirmed_hash=content_hash(memory),
         )
     if target is Status.DEPRECATED:
         if superseded_by == memory.name:
@@ -107,6 +108,7 @@ def transition(
         confirmed_by=None,
         confirmed_at=None,
         confirmed_reason=None,
+        confirmed_hash=None,
         deprecated_by=None,
         deprecated_at=None,
         deprecated_reason=None,
@@ -128,4 +130,5 @@ def unconfirm(memory: Memory, *, at: str) -> Memory:
         confirmed_by=None,
         confirmed_at=None,
         confirmed_reason=None,
+        confirmed_hash=None,
     )

@@ -16,9 +16,11 @@ from memstore import (
     history,
     secrets,
     transaction,
+    trust,
 )
 from memstore.errors import (
     Conflict,
+    GitError,
     InvalidMemory,
     InvalidName,
     MemoryExists,
@@ -26,6 +28,7 @@ from memstore.errors import (
     MemstoreError,
     NoIdentity,
     NotAStore,
+    SelfApproval,
 )
 from memstore.files import (
     LEDGER_FILE,
@@ -50,6 +53,7 @@ from memstore.memory import (
     now,
     parse,
     render,
+    same_identity,
 )
 from memstore.status import Status, transition, unconfirm
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
@@ -168,6 +172,10 @@ class Store:
         self._written: list[str] = []
         self._wrote: dict[str, tuple[int, int, int] | None] = {}
         self._written_lock = threading.Lock()
+        self.signed = False
+        """Whether the store requires signed commits (then the history verifies each one)."""
+        self.trust = trust.Cache(repo, self.root, self.cache)
+        """What the history supports, for reads (see `shown`)."""
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
 
@@ -256,8 +264,11 @@ class Store:
             return found[0]
         raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
 
-    def read_file(self, path: Path) -> tuple[Memory, bytes]:
+    def read_file(self, path: Path, *, raw: bool = False) -> tuple[Memory, bytes]:
         """The memory in file `path` and the file's bytes.
+
+        A confirmation its history does not support reads as status `unverified` (see
+        `trust`); `raw` gives the file's own status, for the write path.
 
         Raises:
             InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
@@ -272,20 +283,32 @@ class Store:
         except UnicodeDecodeError as e:
             raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
         try:
-            return parse(text), data
+            memory = parse(text)
         except (InvalidMemory, InvalidName) as e:
             # A bad name inside a file is a broken file, not a bad argument: one such file
             # must not stop `list` from serving the others.
             raise InvalidMemory(f"{self.rel(path)}: {e}") from e
+        if not raw and memory.status == Status.CONFIRMED:
+            memory = evolve(memory, status=self.shown(path, memory, data))
+        return memory, data
 
-    def read(self, name: str) -> Versioned:
+    def shown(self, path: Path, memory: Memory, data: bytes) -> str:
+        """The status to show for `memory`, read from `data` in file `path`: its own, or
+        `unverified` for a confirmation the history does not support."""
+        try:
+            key = history.repo_path(self.repo, path)
+        except GitError:
+            return trust.UNVERIFIED
+        return trust.shown_status(self.trust, key, memory, data)
+
+    def read(self, name: str, *, raw: bool = False) -> Versioned:
         """Memory `name` with its version (pass it back to `edit` to refuse lost updates).
 
         Raises:
             MemoryNotFound, InvalidMemory.
         """
         path = self.path_for(name)
-        memory, data = self.read_file(path)
+        memory, data = self.read_file(path, raw=raw)
         return Versioned(memory, version_of(data), self.rel(path))
 
     def get(self, name: str) -> Memory:
@@ -341,7 +364,7 @@ class Store:
         return self._agent or "git user.name"
 
     def locked(self) -> AbstractContextManager[None]:
-        """Hold the store's write lock (finishing first what a killed writer left).
+        """Hold the store's write lock (undoing first what a killed writer left).
 
         Raises:
             StoreLocked: naming the lock file when it is not free within the timeout.
@@ -374,7 +397,12 @@ class Store:
     def _commit(self, changes: list[tuple[Path, Memory]], message: str, actor: str) -> None:
         """Write each memory's file and commit them as one change. Call with the lock held."""
         writes = [transaction.Write(path, render(memory)) for path, memory in changes]
-        transaction.commit(self, writes, message, actor)
+        sha = transaction.commit(self, writes, message, actor)
+        if sha is not None and not self.signed:
+            after: dict[str, Memory | None] = {
+                history.repo_path(self.repo, path): memory for path, memory in changes
+            }
+            self.trust.wrote(sha, after, trust.By(sha, actor, actor))
 
     def add(
         self,
@@ -469,7 +497,7 @@ class Store:
         )
         actor = self.require_identity()
         with self.locked():
-            current = self.read(name)
+            current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = current.memory
             wanted = {
@@ -510,9 +538,9 @@ class Store:
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
         with self.locked():
-            current = self.read(name)
+            current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
-            old = current.memory
+            old = self._as_history_says(current, actor, to)
             at = now()
             new = transition(
                 old, to, actor=actor, reason=reason, at=at, superseded_by=superseded_by
@@ -521,7 +549,7 @@ class Store:
             verb = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate"}.get(to, "restore")
             detail = reason.strip()
             if superseded_by is not None:
-                successor = self.read(superseded_by)
+                successor = self.read(superseded_by, raw=True)
                 if old.name not in successor.memory.supersedes:
                     after = evolve(
                         successor.memory, supersedes=(*successor.memory.supersedes, old.name)
@@ -530,6 +558,37 @@ class Store:
                 detail += f" (superseded by {superseded_by})"
             self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
         return new
+
+    def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
+        """`current` as its history supports it, for a move to `to` by `actor`.
+
+        For a confirmation: nobody confirms a memory they created, whatever its `owner` field
+        says; and a confirmed memory the history does not back (shown as unverified) counts
+        as a draft, so a reviewer can confirm it afresh.
+
+        Raises:
+            SelfApproval: when `actor` committed the memory's creation.
+        """
+        memory = current.memory
+        if str(to) != Status.CONFIRMED:
+            return memory
+        path = self.root / current.path
+        transaction.refuse_uncommitted(self, [path])
+        try:
+            key = history.repo_path(self.repo, path)
+            owner = self.trust.current().owners.get(key)
+        except GitError:
+            return memory
+        if owner is not None and same_identity(owner, actor):
+            raise SelfApproval(
+                f"cannot confirm '{memory.name}': you ({actor}) created it (its history says "
+                "so, whatever its owner field says), and nobody confirms their own memory"
+            )
+        if memory.status == Status.CONFIRMED:
+            data = read_regular(path) or b""
+            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+                return evolve(memory, status=Status.DRAFT.value)
+        return memory
 
     def confirm(
         self,
@@ -612,15 +671,15 @@ class Store:
         return transaction.pending(self.cache)
 
     def recover(self) -> str | None:
-        """Finish or undo what a killed writer left, as any write would first; returns what it
-        was (its commit message), or None when nothing was pending.
+        """Undo what a killed writer left, as any write would first; returns what it was (its
+        commit message), or None when nothing was pending.
 
         Raises:
             StoreLocked, GitError.
         """
         left = self.pending()
         with self.locked():
-            pass  # taking the lock finishes or undoes what a killed writer left
+            pass  # taking the lock undoes what a killed writer left
         return left
 
     def read_each(

@@ -3,17 +3,19 @@ on failure. Every byte memstore writes into a store goes through `commit` here.
 
 The journal (`.memstore/pending.json`) names each file's old content and new version, or the
 bytes appended to a record file, before anything is touched, and is deleted once the commit
-landed. A writer that finds one (its writer was killed) finishes the change when every file
-holds its new content, or puts the old content back when only some do.
+landed. A writer that finds one (its writer was killed before the commit) puts back what
+HEAD holds: a cut-short change is never committed (see `recover`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,7 +39,7 @@ from memstore.memory import check_identity
 log = logging.getLogger(__name__)
 
 JOURNAL = "pending.json"
-"""The change the lock holder is writing; a writer that finds it finishes or undoes it."""
+"""The change the lock holder is writing; a writer that finds it left over undoes it."""
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
@@ -100,7 +102,7 @@ def rel(site: Site, path: Path) -> str:
 
 @contextmanager
 def locked(site: Site) -> Generator[None]:
-    """Hold the store's write lock, finishing or undoing first what a killed writer left.
+    """Hold the store's write lock, undoing first what a killed writer left.
 
     Raises:
         StoreLocked: naming the lock file when it is not free within the timeout.
@@ -236,9 +238,10 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
                 atomic_write(change.path, change.text)
             else:
                 _append(change.path, str(entry["append"]))
-        sha = history.commit(
-            site.repo, [c.path for c in changes], message, actor, site.lock_timeout
-        )
+        with _lifeline(site) as keep:
+            sha = history.commit(
+                site.repo, [c.path for c in changes], message, actor, site.lock_timeout, keep
+            )
     except (MemstoreError, OSError):
         undo(site, entries)
         _clear(site)
@@ -246,6 +249,52 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     _clear(site)
     site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
     return sha
+
+
+LIFELINE = "inflight"
+"""A lock the writer holds, and every short-lived git it starts inherits, while it commits."""
+
+
+@contextmanager
+def _lifeline(site: Site) -> Generator[tuple[int, ...]]:
+    """Hold `.memstore/inflight` while committing, and let the gits started inherit it: if the
+    writer is killed, the lock stays held until the last of them ends, so recovery (which
+    takes it first) never undoes a file whose index entry a surviving git is still writing."""
+    fd = os.open(site.cache / LIFELINE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield (fd,)
+    finally:
+        os.close(fd)  # closing the last descriptor of it releases the lock
+
+
+def _wait_for_survivors(site: Site) -> None:
+    """Wait until no git a killed writer started still runs: its lifeline is free, and no
+    lock on HEAD says a swap it handed over may still land.
+
+    Raises:
+        StoreLocked: when they are still at work after the lock timeout.
+        GitError: from `history.settle`.
+    """
+    path = site.cache / LIFELINE
+    if path.exists():
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        try:
+            deadline = time.monotonic() + site.lock_timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreLocked(
+                            f"a git started by a killed memstore writer still holds {path}; "
+                            "let it finish, then retry"
+                        ) from None
+                    time.sleep(LOCK_POLL)
+        finally:
+            os.close(fd)
+    history.settle(site.repo, site.lock_timeout)
 
 
 def _read_text(path: Path) -> str | None:
@@ -343,30 +392,29 @@ def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
 
 
 def recover(site: Site) -> None:
-    """Finish or undo a change whose writer died, as its journal says. Call with the lock held.
+    """Undo a change whose writer died before its commit, as its journal says. Call with the
+    lock held.
 
-    Every file holds its new content and differs from HEAD: commit it, as its author and with
-    its message (roll forward). Only some do: put the old content back (roll back). A file
+    A cut-short change is never committed, by anyone: the journal is a file any process can
+    write, so finishing it could commit in an identity's name what that identity did not
+    write. memstore reports a write done only once its commit landed, so undoing loses
+    nothing that was reported. What is put back is what HEAD holds (see `undo`). A file
     that holds neither version was changed by someone else since, and is left alone.
     """
     remove_dead_temp_files(site.cache)
     loaded = _load(site)
     if loaded is None:
         return
-    message, actor, entries = loaded
+    message, _, entries = loaded
+    _wait_for_survivors(site)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
             stray.unlink(missing_ok=True)
     try:
         states = [_state(site, entry) for entry in entries]
-        if states and all(s == "new" for s in states):
-            paths = [check_path(site, site.root / str(e["path"])) for e in entries]
-            if history.dirty(site.repo, paths):
-                log.warning("committing a change its writer did not finish: %s", message)
-                history.commit(site.repo, paths, message, actor, site.lock_timeout)
-        elif "new" in states or "torn" in states:
-            log.warning("undoing a change its writer did not finish: %s", message)
+        if "new" in states or "torn" in states:
+            log.warning("undoing a change its writer did not commit: %s", message)
             undo(site, entries)
     except UnsafePath as e:
         log.warning("not recovering %r: %s", message, e)
@@ -398,7 +446,12 @@ def _state(site: Site, entry: dict[str, Any]) -> str:
 
 def undo(site: Site, entries: list[dict[str, Any]]) -> None:
     """Put back each file of a change that holds its new, uncommitted content (or cut off a
-    line appended, whole or torn), and reset its index entry to HEAD."""
+    line appended, whole or torn), and reset its index entry to HEAD.
+
+    What is put back is what HEAD holds (the write path only replaces committed files), never
+    text from the journal, and a cut never reaches into committed bytes: a forged journal can
+    make memstore undo, but not write.
+    """
     touched: list[Path] = []
     for entry in entries:
         path = site.root / str(entry["path"])
@@ -409,18 +462,17 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
         if "append" in entry:
             if committed is not None and committed == path.read_bytes():
                 continue  # the commit landed after all
-            os.truncate(path, int(entry["size"]))
+            os.truncate(path, max(int(entry["size"]), len(committed or b"")))
         else:
             if committed is not None and version_of(committed) == entry["new"]:
                 continue  # the commit landed after all
-            old = entry["old"]
-            if old is None:
+            if committed is None:
                 path.unlink(missing_ok=True)
             else:
-                atomic_write(path, str(old))
+                atomic_write(path, committed)
         touched.append(path)
     if touched:
-        history.unstage(site.repo, touched)
+        history.unstage(site.repo, touched, site.lock_timeout)
 
 
 def remove_dead_temp_files(cache: Path) -> None:

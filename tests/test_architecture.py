@@ -26,6 +26,8 @@ LAYERS: dict[str, int] = {
     "store": 3,
     # the one write path
     "transaction": 2,
+    # what git history supports
+    "trust": 2,
     # pure modules
     "memory": 1,
     "status": 1,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from conftest import as_agent
 from test_index import write_memory
 
 from memstore.cli import main
@@ -17,7 +18,8 @@ def run(store: Store, *args: str) -> tuple[int, str, str]:
 
 
 def test_search_prints_each_result_with_its_status(store: Store) -> None:
-    write_memory(store, "hpa-off", "Disable HPA on checkout", status="confirmed", tags=("k8s",))
+    store.add("hpa-off", type="fact", description="Disable HPA on checkout", tags=("k8s",))
+    as_agent(store, "bob").confirm("hpa-off", "checked the manifests")
     write_memory(store, "hpa-why", "Why HPA flapped", type="incident")
     code, out, _ = run(store, "search", "hpa")
     assert code == 0

@@ -18,7 +18,7 @@ def test_writers_killed_at_random_leave_whole_files_and_lose_no_reported_write(
     stress.new_store(root)
     records, after_kills, recoveries = stress.crash(root, KILLS, seed=5)
     assert after_kills == []  # no empty, half-written or unparsable file after any kill
-    stress.finish(root)  # the next writer finishes or undoes what the last kill left
+    stress.finish(root)  # the next writer undoes what the last kill left
     counts = stress.verify(root, records)
     assert counts.problems == []  # clean status, git fsck, lint; no temp, journal or git lock
     assert counts.lost == 0 and counts.succeeded > 0

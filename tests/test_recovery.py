@@ -1,4 +1,4 @@
-"""A writer killed midway leaves a journal; the next writer finishes or undoes its change.
+"""A writer killed midway leaves a journal; the next writer undoes its change.
 Updates carry the version they read: a stale one is a conflict that shows what changed."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from mcp import Client
 from memstore import ledger_io, lint
 from memstore.cli import main
 from memstore.errors import Conflict
+from memstore.files import version_of
 from memstore.server import build_server
 from memstore.store import JOURNAL, Store
 from tests.conftest import GIT_ENV, as_agent, git
@@ -84,15 +85,17 @@ def subjects(store: Store) -> list[str]:
     return git(store.root, "log", "--format=%an %s").splitlines()
 
 
-def test_a_change_killed_before_its_commit_is_committed_by_the_next_writer(
-    crashed: Store,
+@pytest.mark.parametrize("next_writer", ["alice", "bob"])
+def test_a_change_killed_before_its_commit_is_undone_by_the_next_writer(
+    crashed: Store, next_writer: str
 ) -> None:
-    crashed.add("later", type="fact", description="the next write")
+    # Not even bob's own next process commits it: nothing proves bob's process wrote it.
+    as_agent(crashed, next_writer).add("later", type="fact", description="the next write")
     log = subjects(crashed)
-    assert log[0].startswith("alice memory: add fact/later")
-    assert log[1].startswith("bob memory: deprecate fact/old-way — replaced (superseded by")
-    assert crashed.read("old-way").memory.status == "deprecated"
-    assert crashed.read("new-way").memory.supersedes == ("old-way",)
+    assert log[0].startswith(f"{next_writer} memory: add fact/later")
+    assert not any("deprecate" in line for line in log)
+    assert crashed.read("old-way").memory.status == "draft"
+    assert crashed.read("new-way").memory.supersedes == ()
     assert git(crashed.root, "status", "--porcelain") == ""
     assert not (crashed.root / ".memstore" / JOURNAL).exists()
     assert not (crashed.root / ".git" / "index.lock").exists()
@@ -100,14 +103,44 @@ def test_a_change_killed_before_its_commit_is_committed_by_the_next_writer(
     git(crashed.root, "fsck", "--strict")
 
 
-def test_lint_reports_a_cut_short_write_and_recover_finishes_it(crashed: Store) -> None:
+def test_a_forged_journal_is_never_committed_in_the_name_it_gives(store: Store) -> None:
+    # The attack: alice hand-edits her own draft to "confirmed by bob", then writes a journal
+    # that names bob, hoping the next write commits it in bob's name.
+    store.add("mine", type="fact", description="alice's claim", body="trust me")
+    path = store.root / "fact" / "mine.md"
+    committed = path.read_bytes()
+    forged = path.read_text("utf-8").replace("status: draft", "status: confirmed")
+    forged = forged.replace("tags: []", "tags: []\nconfirmed_by: bob\nconfirmed_at: now")
+    path.write_text(forged, encoding="utf-8")
+    journal = {
+        "message": "memory: confirm fact/mine — looks right",
+        "actor": "bob",
+        "files": [{"path": "fact/mine.md", "old": "", "new": version_of(forged.encode())}],
+    }
+    (store.root / ".memstore" / JOURNAL).write_text(json.dumps(journal), encoding="utf-8")
+    for who in ("carol", "bob"):  # by a third identity, and even by bob's own process
+        (store.root / ".memstore" / JOURNAL).write_text(json.dumps(journal), encoding="utf-8")
+        path.write_text(forged, encoding="utf-8")
+        result = CliRunner().invoke(main, ["--store", str(store.root), "--agent", who, "recover"])
+        assert result.exit_code == 0, result.output
+        assert not any("confirm" in line for line in subjects(store))
+        assert path.read_bytes() == committed  # put back as HEAD holds it
+        assert not (store.root / ".memstore" / JOURNAL).exists()
+    assert store.get("mine").status == "draft"
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_lint_reports_a_cut_short_write_and_recover_undoes_it(crashed: Store) -> None:
     problems = [p for p in lint.lint_store(crashed) if p.path == ".memstore/pending.json"]
     assert len(problems) == 1 and "memory: deprecate fact/old-way" in problems[0].message
-    result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
-    assert result.exit_code == 0 and "recovered: memory: deprecate fact/old-way" in result.output
-    assert subjects(crashed)[0].startswith("bob memory: deprecate fact/old-way")
+    head = git(crashed.root, "rev-parse", "HEAD")
+    args = ["--store", str(crashed.root), "--agent", "bob", "recover"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0 and "undone: memory: deprecate fact/old-way" in result.output
+    assert git(crashed.root, "rev-parse", "HEAD") == head
+    assert git(crashed.root, "status", "--porcelain") == ""
     assert lint.lint_store(crashed) == []
-    result = CliRunner().invoke(main, ["--store", str(crashed.root), "recover"])
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0 and "nothing to recover" in result.output
 
 
@@ -198,15 +231,18 @@ ledger_io.record(store, "publish", "post-1", evidence="https://example.com/post-
 """
 
 
-def test_a_ledger_line_appended_but_not_committed_is_committed_as_its_actor(store: Store) -> None:
+@pytest.mark.parametrize("next_writer", ["alice", "deployer"])
+def test_a_ledger_line_appended_but_not_committed_is_cut_off(
+    store: Store, next_writer: str
+) -> None:
     ledger_io.record(store, "publish", "post-0", evidence="https://example.com/post-0")
     kill_inside_commit(store, RECORD)
     assert "post-1" in (store.root / "ledger.jsonl").read_text("utf-8")
-    store.add("later", type="fact", description="the next write")
-    log = subjects(store)
-    assert log[0].startswith("alice memory: add fact/later")
-    assert log[1].startswith("deployer ledger: done publish post-1")
-    assert ledger_io.check(store, "publish", "post-1").state == "EXECUTED"
+    as_agent(store, next_writer).add("later", type="fact", description="the next write")
+    assert not any("post-1" in line for line in subjects(store))
+    path = store.root / "ledger.jsonl"
+    assert path.read_bytes() == git(store.root, "show", "HEAD:ledger.jsonl").encode()
+    assert ledger_io.check(store, "publish", "post-1").state == "NOT_EXECUTED"
     assert ledger_io.verify(store).ok
     assert git(store.root, "status", "--porcelain") == ""
 

@@ -68,8 +68,12 @@ def test_stemming_matches_word_variants(store: Store) -> None:
 
 def test_every_result_shows_its_status(store: Store) -> None:
     write_memory(store, "one", "Widgets are blue")
-    write_memory(store, "two", "Widgets are red", status="confirmed")
-    assert {h.status for h in find(store, "widgets")} == {"draft", "confirmed"}
+    store.add("two", type="fact", description="Widgets are red")
+    as_agent(store, "bob").confirm("two", "saw one")
+    # A file that says confirmed, which no commit supports: shown as unverified.
+    write_memory(store, "three", "Widgets are green", status="confirmed", confirmed_by="bob")
+    found = {h.name: h.status for h in find(store, "widgets")}
+    assert found == {"one": "draft", "two": "confirmed", "three": "unverified"}
 
 
 def test_filters_combine_and_tags_are_anded(store: Store) -> None:

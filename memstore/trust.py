@@ -1,0 +1,506 @@
+"""What git history supports: who created each memory, and whether its confirmation holds.
+
+A memory file says who owns it and who confirmed it, and anyone can type that. The history
+says who committed each change. This module replays the store's commits, oldest first, and
+judges each version of each memory file:
+
+- its owner is the identity that committed its creation (a move to another folder keeps it);
+- a confirmation counts when the commit that made it is by the identity it names (author and
+  committer, and signer when the store requires signatures), that identity is not the owner,
+  and the memory was a draft (or confirmed, for a fresh confirmation) before;
+- a confirmed version stays confirmed while later commits change only its trail, tags or links;
+  a change to its content (see `memory.CONTENT_KEYS`) without a new confirmation ends it;
+- a deprecation or restore must be committed by the identity it names.
+
+A merge's own changes (where its result differs from every parent) are judged as a commit by
+the merge's committer; a version taken whole from one side keeps that side's verdict.
+
+Reads call `shown_status`: a confirmed memory shows as confirmed only when the file is the
+version at HEAD and that version's confirmation holds, else as `unverified`. The verdicts are
+cached under `.memstore/` for the HEAD they were made for and extended with `git log OLD..HEAD`;
+`lint` replays the whole history every time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memstore import history
+from memstore.errors import GitError, InvalidMemory, InvalidName
+from memstore.files import atomic_write
+from memstore.memory import Memory, content_hash, parse, render, same_identity
+from memstore.status import MOVES, Status
+
+log = logging.getLogger(__name__)
+
+UNVERIFIED = "unverified"
+"""The status shown for a memory whose file says confirmed but whose history does not."""
+CACHE_FILE = "trust.json"
+_FORMAT = 1
+_MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
+
+
+@dataclass(frozen=True, slots=True)
+class By:
+    """Who a commit names: its author and committer, and the identity whose key signed it."""
+
+    commit: str
+    author: str
+    committer: str
+    signer: str | None = None
+    signed: bool = False
+    """Whether signatures are required: then the signer must be the identity too."""
+
+    def names(self, identity: str | None) -> bool:
+        """Whether this commit is by `identity`: author, committer (and signer) all name it."""
+        if not identity:
+            return False
+        if not (same_identity(self.author, identity) and same_identity(self.committer, identity)):
+            return False
+        return not self.signed or same_identity(self.signer, identity)
+
+    def describe(self) -> str:
+        """The commit and who it names, for a message."""
+        if not self.commit:
+            return f"the uncommitted change, which you ('{self.committer}') would commit"
+        who = (
+            f"by '{self.author}'"
+            if same_identity(self.author, self.committer)
+            else f"authored by '{self.author}' and committed by '{self.committer}'"
+        )
+        if self.signed:
+            who += f", signed by '{self.signer}'" if self.signer else ", with no allowed signature"
+        return f"commit {self.commit[:10]} ({who})"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement on one version of one memory file."""
+
+    ok: bool
+    """Whether its status is what its history supports (for a confirmed one: it holds)."""
+    problem: str | None = None
+    commit: str = ""
+
+
+_FINE = Verdict(True)
+
+
+@dataclass(slots=True)
+class Trust:
+    """The verdicts on a store's history up to `head`."""
+
+    head: str | None = None
+    blobs: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's blob at `head`, by path relative to the repository."""
+    owners: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's owner: who committed its creation."""
+    verdicts: dict[str, Verdict] = field(default_factory=dict[str, Verdict])
+    """`path NUL blob` → verdict, for the versions that are confirmed or have a problem."""
+
+    def verdict(self, path: str, blob: str | None) -> Verdict:
+        if blob is None:
+            return _FINE
+        return self.verdicts.get(f"{path}\0{blob}", _FINE)
+
+
+# -- judging one change -----------------------------------------------------------------------
+
+
+def _trail(memory: Memory | None, kind: str) -> tuple[str | None, str | None]:
+    if memory is None:
+        return None, None
+    return getattr(memory, f"{kind}_by"), getattr(memory, f"{kind}_at")
+
+
+def judge(
+    old: Memory | None,
+    old_verdict: Verdict,
+    new: Memory,
+    by: By,
+    owner: str,
+    created: bool,
+) -> Verdict:
+    """The verdict on version `new` of a memory, made by commit `by` from version `old`.
+
+    `owner` is who committed the file's creation; `created` says this change creates it.
+    """
+    if not same_identity(new.owner, owner):
+        return Verdict(
+            False,
+            f"owner says '{new.owner}' but {owner} created it: the owner is who committed the "
+            "file first, and it never changes",
+            by.commit,
+        )
+    if created and not by.names(owner):
+        return Verdict(False, f"created by {by.describe()}, which is not one identity", by.commit)
+    status = new.status
+    if status == Status.CONFIRMED:
+        return _judge_confirmed(old, old_verdict, new, by, owner, created)
+    for kind, verb in (("deprecated", "deprecation"), ("restored", "restore")):
+        if status != (Status.DEPRECATED if kind == "deprecated" else Status.DRAFT):
+            continue
+        who, when = _trail(new, kind)
+        if who is None or (who, when) == _trail(old, kind):
+            continue
+        if not by.names(who):
+            return Verdict(
+                False,
+                f"forged {verb}: {kind}_by says '{who}' but it was made in {by.describe()}",
+                by.commit,
+            )
+    return _FINE
+
+
+def _judge_confirmed(
+    old: Memory | None,
+    old_verdict: Verdict,
+    new: Memory,
+    by: By,
+    owner: str,
+    created: bool,
+) -> Verdict:
+    confirmer = new.confirmed_by
+    if created or old is None:
+        return Verdict(
+            False,
+            "created already confirmed: a memory starts as a draft and someone other than its "
+            "owner confirms it",
+            by.commit,
+        )
+    same_trail = old.status == Status.CONFIRMED and _trail(old, "confirmed") == _trail(
+        new, "confirmed"
+    )
+    if same_trail:
+        if not old_verdict.ok:
+            return Verdict(False, old_verdict.problem, by.commit)
+        if content_hash(old) != content_hash(new):
+            return Verdict(
+                False,
+                f"content changed after {confirmer} confirmed it, in {by.describe()}, without a "
+                "new confirmation: treat it as a draft until someone confirms it again",
+                by.commit,
+            )
+        return old_verdict
+    if not confirmer:
+        return Verdict(False, "confirmed but has no confirmed_by: who confirmed it?", by.commit)
+    try:
+        before = Status(old.status)
+    except ValueError:
+        before = Status.DRAFT
+    if before != Status.CONFIRMED and Status.CONFIRMED not in MOVES[before]:
+        return Verdict(
+            False,
+            f"confirmed straight from {before}: restore it to draft, then confirm it",
+            by.commit,
+        )
+    if same_identity(confirmer, owner):
+        return Verdict(
+            False,
+            f"self-approval: confirmed by its owner ({owner}) in {by.describe()}; nobody "
+            "confirms their own memory",
+            by.commit,
+        )
+    if same_identity(by.author, owner) or same_identity(by.committer, owner):
+        return Verdict(
+            False,
+            f"self-approval: the confirmation naming '{confirmer}' was made by its owner "
+            f"({owner}) in {by.describe()}; nobody confirms their own memory",
+            by.commit,
+        )
+    if not by.names(confirmer):
+        return Verdict(
+            False,
+            f"forged confirmation: confirmed_by says '{confirmer}' but it was made in "
+            f"{by.describe()}",
+            by.commit,
+        )
+    if new.confirmed_hash and new.confirmed_hash != content_hash(new):
+        return Verdict(
+            False,
+            "confirmed_hash does not match its content: it changed after the confirmation",
+            by.commit,
+        )
+    return Verdict(True, None, by.commit)
+
+
+# -- replaying history ------------------------------------------------------------------------
+
+
+class _Parsed:
+    """Memory versions by blob sha, parsed once per replay."""
+
+    def __init__(self, repo: history.Repo) -> None:
+        self.repo = repo
+        self.memo: dict[str, Memory | None] = {}
+
+    def get(self, blob: str | None) -> Memory | None:
+        if blob is None:
+            return None
+        if blob not in self.memo:
+            self.memo[blob] = parse_bytes(history.read_blob(self.repo, blob))
+        return self.memo[blob]
+
+
+def parse_blob(repo: history.Repo, blob: str | None) -> Memory | None:
+    """The memory in `blob`, or None (no blob, or not a valid memory)."""
+    return None if blob is None else parse_bytes(history.read_blob(repo, blob))
+
+
+def parse_bytes(data: bytes) -> Memory | None:
+    """The memory in a file's bytes, or None when they are not a valid memory."""
+    try:
+        return parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, InvalidMemory, InvalidName):
+        return None
+
+
+Signers = Callable[[list[str]], dict[str, str | None]]
+"""Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
+
+
+def replay(
+    trust: Trust,
+    repo: history.Repo,
+    prefix: str,
+    commits: Iterable[history.StoreCommit],
+    signers: Signers | None = None,
+) -> None:
+    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`."""
+    parsed = _Parsed(repo)
+    commits = list(commits)
+    signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
+    for commit in commits:
+        by = By(
+            commit.sha,
+            commit.author,
+            commit.committer,
+            signed_by.get(commit.sha),
+            signers is not None,
+        )
+        changes = [c for c in commit.changes if _is_memory(prefix, c.path)]
+        _apply(trust, changes, by, parsed.get)
+        trust.head = commit.sha
+
+
+def _apply(
+    trust: Trust,
+    changes: list[history.PathChange],
+    by: By,
+    read: Callable[[str | None], Memory | None],
+) -> None:
+    """Judge one commit's changes to memory files and move `trust` past it."""
+    # A file deleted and one of the same name added in one commit is a move: it keeps its
+    # owner, and the deleted version is the one it changed from.
+    gone = {
+        Path(c.path).name: (c.path, trust.owners.get(c.path), c.before)
+        for c in changes
+        if c.after is None
+    }
+    for change in changes:
+        if change.after is None:
+            trust.blobs.pop(change.path, None)
+            trust.owners.pop(change.path, None)
+    for change in changes:
+        if change.after is None:
+            continue
+        new = read(change.after)
+        path, befores = change.path, change.before or (None,)
+        created = path not in trust.owners
+        if created:
+            was = gone.get(Path(path).name)
+            if was is not None and was[1] is not None:
+                path_before, owner, befores = was[0], was[1], was[2] or (None,)
+                trust.owners[path] = owner
+                created = False
+            else:
+                path_before = path
+                named = new is not None and by.names(new.owner)
+                trust.owners[path] = new.owner if new is not None and named else by.committer
+        else:
+            path_before = path
+        trust.blobs[path] = change.after
+        key = f"{path}\0{change.after}"
+        if new is None:
+            trust.verdicts.pop(key, None)
+            continue
+        best: Verdict | None = None
+        for before in befores:
+            old = None if created else read(before)
+            verdict = judge(
+                old,
+                trust.verdict(path_before, before),
+                new,
+                by,
+                trust.owners[path],
+                created,
+            )
+            if best is None or (verdict.ok and not best.ok):
+                best = verdict
+        assert best is not None
+        if best.ok and new.status != Status.CONFIRMED:
+            trust.verdicts.pop(key, None)
+        else:
+            trust.verdicts[key] = best
+
+
+def _is_memory(prefix: str, path: str) -> bool:
+    return path.startswith(prefix) and bool(_MEMORY_PATH.fullmatch(path[len(prefix) :]))
+
+
+def prefix_of(repo: history.Repo, root: Path) -> str:
+    """The store's folder relative to the repository, with a trailing slash ('' at the top)."""
+    if root.resolve() == repo.top.resolve():
+        return ""
+    return history.repo_path(repo, root) + "/"
+
+
+def full(repo: history.Repo, root: Path, signers: Signers | None = None) -> Trust:
+    """Replay the store's whole history (what `lint` does).
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    trust = Trust()
+    replay(trust, repo, prefix_of(repo, root), history.store_commits(repo, root), signers)
+    trust.head = history.head(repo)
+    return trust
+
+
+# -- the cached verdicts reads use -------------------------------------------------------------
+
+
+class Cache:
+    """The verdicts up to HEAD for one store, kept in memory and under `.memstore/`.
+
+    `current()` brings them up to HEAD: nothing to do when HEAD has not moved (no git runs),
+    `git log OLD..HEAD` when it moved forward, the whole history when it was rewritten.
+    """
+
+    def __init__(self, repo: history.Repo, root: Path, cache: Path) -> None:
+        self.repo = repo
+        self.root = root
+        self.file = cache / CACHE_FILE
+        self.prefix = prefix_of(repo, root)
+        self.trust: Trust | None = None
+        self.signers: Signers | None = None
+        self._lock = threading.Lock()
+
+    def current(self) -> Trust:
+        """The verdicts at HEAD.
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        with self._lock:
+            head = history.head(self.repo)
+            trust = self.trust if self.trust is not None else self._load()
+            if trust.head == head:
+                self.trust = trust
+                return trust
+            if trust.head is not None and head is not None:
+                try:
+                    if history.is_ancestor(self.repo, trust.head, head):
+                        commits = history.store_commits(self.repo, self.root, trust.head)
+                        replay(trust, self.repo, self.prefix, commits, self.signers)
+                        trust.head = head
+                        self.trust = trust
+                        self._save(trust)
+                        return trust
+                except GitError as e:
+                    log.info("replaying the whole history: %s", e)
+            trust = full(self.repo, self.root, self.signers)
+            self.trust = trust
+            self._save(trust)
+            return trust
+
+    def wrote(
+        self,
+        sha: str | None,
+        after: dict[str, Memory | None],
+        by: By,
+    ) -> None:
+        """Extend the verdicts with a commit this process just made (`after`: each memory
+        file's new version by repository path, None if removed), without running git."""
+        with self._lock:
+            trust = self.trust
+            if sha is None or trust is None:
+                return
+            try:
+                if history.parents(self.repo, sha)[:1] != [trust.head]:
+                    return  # another commit came first: the next read replays the history
+            except GitError:
+                return
+            memories: dict[str, Memory | None] = {}
+            changes: list[history.PathChange] = []
+            for path, memory in after.items():
+                blob = None if memory is None else history.blob_sha(render(memory).encode())
+                if blob is not None:
+                    memories[blob] = memory
+                changes.append(history.PathChange(path, (trust.blobs.get(path),), blob))
+
+            def read(blob: str | None) -> Memory | None:
+                if blob is None:
+                    return None
+                if blob in memories:
+                    return memories[blob]
+                return parse_blob(self.repo, blob)
+
+            _apply(trust, [c for c in changes if _is_memory(self.prefix, c.path)], by, read)
+            trust.head = sha
+
+    def _load(self) -> Trust:
+        try:
+            data: Any = json.loads(self.file.read_text(encoding="utf-8"))
+            if data.get("format") != _FORMAT or data.get("signed") != (self.signers is not None):
+                return Trust()
+            verdicts = {
+                str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
+                for k, v in dict(data["verdicts"]).items()
+            }
+            return Trust(
+                head=str(data["head"]) if data.get("head") else None,
+                blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
+                owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
+                verdicts=verdicts,
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+            return Trust()
+
+    def _save(self, trust: Trust) -> None:
+        data = {
+            "format": _FORMAT,
+            "signed": self.signers is not None,
+            "head": trust.head,
+            "blobs": trust.blobs,
+            "owners": trust.owners,
+            "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+        }
+        try:
+            atomic_write(self.file, json.dumps(data, ensure_ascii=False))
+        except OSError as e:
+            log.info("cannot keep the verdicts in %s: %s", self.file, e)
+
+
+def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:
+    """The status to show for `memory` read from `data` at `path` (relative to the repository):
+    its own, except `unverified` for a confirmation its history does not support."""
+    if memory.status != Status.CONFIRMED:
+        return memory.status
+    try:
+        trust = cache.current()
+    except GitError as e:
+        log.warning("cannot read the history to verify %s: %s", path, e)
+        return UNVERIFIED
+    blob = history.blob_sha(data)
+    if trust.blobs.get(path) != blob:
+        return UNVERIFIED  # not the committed version: an edit nobody committed yet
+    verdict = trust.verdicts.get(f"{path}\0{blob}")
+    return Status.CONFIRMED.value if verdict is not None and verdict.ok else UNVERIFIED
