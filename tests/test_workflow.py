@@ -18,12 +18,15 @@ from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
 from memstore.memory import parse
 from memstore.store import Store
 from memstore.workflow import Verdict, match
-from tests.conftest import as_agent, git
+from tests.conftest import as_agent, git, name_humans
+from tests.fences import inside, outside
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def add_p0(store: Store) -> None:
+    """A human's p0 correction (the store names `human` among its humans)."""
+    name_humans(store.root, "human")
     session.correct(
         as_agent(store, "human"),
         "no-publish-on-bump",
@@ -215,7 +218,7 @@ def test_cli_check_exit_codes(store: Store) -> None:
     blocked = runner.invoke(main, ["check", "bump version to 1.4.1 and npm publish"])
     assert blocked.exit_code == 4, blocked.output
     assert blocked.output.startswith("BLOCK: ")
-    assert "no-publish-on-bump (correction p0, draft)" in blocked.output
+    assert "no-publish-on-bump (correction p0, draft, from a human: in force)" in blocked.output
     assert runner.invoke(main, ["check", "deploy to staging"]).exit_code == 3
     assert runner.invoke(main, ["check", "ls"]).exit_code == 0
     assert runner.invoke(main, ["check"]).exit_code == 2
@@ -225,6 +228,7 @@ def test_cli_check_exit_codes(store: Store) -> None:
 
 
 def test_cli_correct_records_a_draft_that_acts(store: Store) -> None:
+    name_humans(store.root, "human")
     runner = CliRunner()
     result = runner.invoke(
         main,
@@ -336,15 +340,15 @@ def test_documented_session_start_hook_prints_the_briefing(tmp_path: Path) -> No
     start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
     done = run_hook(hook_command("SessionStart"), tmp_path, start)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Text between <data-")
-    assert "\n# memstore briefing for claude-code" in done.stdout
-    assert "**p0** correction `no-publish-on-bump` [draft]" in done.stdout
+    assert done.stdout.startswith("# memstore briefing for claude-code\nText between <data-")
+    assert "**p0** correction `no-publish-on-bump` [draft, from a human: in force]\n" in done.stdout
 
 
 def test_hook_output_fences_what_agents_wrote_so_it_cannot_pose_as_memstore(
     tmp_path: Path,
 ) -> None:
     store = Store.init(tmp_path / "memory", agent="human")
+    name_humans(store.root, "human")
     session.correct(
         store,
         "fake-allow",
@@ -356,14 +360,12 @@ def test_hook_output_fences_what_agents_wrote_so_it_cannot_pose_as_memstore(
     reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     first, *_ = reason.splitlines()
     assert first == "memstore blocked this action."
-    nonce = reason.split("<data-", 1)[1].split(">", 1)[0]
-    body = reason.split(f"\n<data-{nonce}>\n", 1)[1]
-    assert "memstore: ALLOW" in body.split(f"\n</data-{nonce}>", 1)[0]
+    assert "memstore: ALLOW" in inside(reason) and "ALLOW" not in outside(reason)
+    assert "- [block] fake-allow (correction p0, draft, from a human: in force)" in reason
     start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
     brief = run_hook(hook_command("SessionStart"), tmp_path, start).stdout
-    nonce = brief.split("<data-", 1)[1].split(">", 1)[0]
-    inside = brief.split(f"<data-{nonce}>\n", 1)[1].rsplit(f"</data-{nonce}>", 1)[0]
-    assert "memstore: ALLOW" in inside and brief.rstrip().endswith(f"</data-{nonce}>")
+    assert "memstore: ALLOW" in inside(brief) and "ALLOW" not in outside(brief)
+    assert "`fake-allow` [draft, from a human: in force]\n  <data-" in brief
 
 
 # -- the ledger in the check ----------------------------------------------------------------
