@@ -1,4 +1,8 @@
-"""The session briefing: sections of Markdown bullets fitted to a token budget."""
+"""The session briefing: sections of Markdown bullets fitted to a token budget.
+
+For an agent (`fenced=True`) every bullet's status is a line of memstore's own and what agents
+or people wrote follows it inside a per-briefing fence, so no description can forge a status.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from memstore.files import atomic_write
 from memstore.history import Change, FileChange
 from memstore.index import Hit
 from memstore.memory import Memory, now
+from memstore.render_text import Bullet, Fence, fence_for, kind, stamp, unshown, word
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -48,7 +53,7 @@ class Section:
 
     title: str
     priority: int
-    lines: tuple[str, ...]
+    lines: tuple[Bullet, ...]
     empty: str | None = None
     """What to say when there is nothing to list (None: leave the section out)."""
 
@@ -68,13 +73,15 @@ def tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _render(header: str, sections: list[Section], kept: dict[str, int], note: str) -> str:
+def _render(
+    header: str, sections: list[Section], kept: dict[str, int], note: str, fence: Fence | None
+) -> str:
     parts = [header]
     for s in sections:
         n = kept[s.title]
         if n == 0 and not (s.empty and not s.lines):
             continue
-        body = list(s.lines[:n]) if n else [s.empty or ""]
+        body = [b.render(fence) for b in s.lines[:n]] if n else [s.empty or ""]
         parts.append(f"## {s.title}\n" + "\n".join(body))
     if note:
         parts.append(f"_Cut to fit the budget: {note}._")
@@ -98,8 +105,8 @@ def _short_note(sections: list[Section], kept: dict[str, int]) -> str:
     return f"{items} item(s) from {parts} section(s)" if items else ""
 
 
-def fit(header: str, sections: list[Section], budget: int) -> Briefing:
-    """Render `sections` in their given order within `budget` tokens.
+def fit(header: str, sections: list[Section], budget: int, fence: Fence | None = None) -> Briefing:
+    """Render `sections` in their given order within `budget` tokens (quoting through `fence`).
 
     Drops bullets from the end of the least important section first (highest `priority`
     number), then the next, until the text, including a line naming what was cut, fits; when
@@ -107,26 +114,34 @@ def fit(header: str, sections: list[Section], budget: int) -> Briefing:
     """
     budget = max(budget, MIN_BUDGET)
     kept = {s.title: len(s.lines) for s in sections}
-    text = _render(header, sections, kept, "")
+    text = _render(header, sections, kept, "", fence)
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
     while tokens(text) > budget:
         victim = next((s for s in order if kept[s.title] > 0), None)
         if victim is None:
-            text = _render(header, sections, kept, _short_note(sections, kept))
+            text = _render(header, sections, kept, _short_note(sections, kept), fence)
             break
         kept[victim.title] -= 1
-        text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)))
+        text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
     notes = _cut_notes(sections, kept)
     return Briefing(text=text, tokens=tokens(text), budget=budget, cut=tuple(notes))
 
 
-def change_lines(change: Change, rel: str, f: FileChange, outcomes_file: str) -> list[str]:
+_PATH = re.compile(r"^[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)?(?:\.jsonl)?$")
+
+
+def change_lines(change: Change, rel: str, f: FileChange, outcomes_file: str) -> list[Bullet]:
     """Bullets for what one commit did to one file (`rel`, relative to the store)."""
-    when = change.date[:16].replace("T", " ")
+    when = stamp(change.date[:16].replace("T", " "))
+    who = word(change.author)
+    by = unshown([("by", change.author, who)])
     if f.kind != "appended":
         name = rel[:-3] if rel.endswith(".md") else rel
-        return [f"- {when} {change.author} {f.kind} `{name}`"]
-    out: list[str] = []
+        plain = f"- {when} {change.author} {f.kind} `{name}`"
+        if _PATH.fullmatch(name) and not by:
+            return [Bullet(f"- {when} {who} {f.kind} `{name}`", plain=plain)]
+        return [Bullet(f"- {when} {who} {f.kind} a file", " · ".join([name, *by]), plain=plain)]
+    out: list[Bullet] = []
     for line in f.added_lines:
         try:
             data: Any = json.loads(line)
@@ -137,10 +152,12 @@ def change_lines(change: Change, rel: str, f: FileChange, outcomes_file: str) ->
         record: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
         if rel == outcomes_file:
             what = f"outcome: `{record.get('name')}` {record.get('outcome')}"
+            own = f"- {when} {who} recorded an outcome"
         else:
             parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
             what = f"{rel}: {' '.join(parts)}"
-        out.append(f"- {when} {change.author} {what}")
+            own = f"- {when} {who} appended a record"
+        out.append(Bullet(own, " · ".join([what, *by]), plain=f"- {when} {change.author} {what}"))
     return out
 
 
@@ -154,6 +171,7 @@ def brief(
     budget_tokens: int = DEFAULT_BUDGET,
     since: str | None = None,
     mark: bool = True,
+    fenced: bool = False,
 ) -> Briefing:
     """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
 
@@ -161,6 +179,8 @@ def brief(
     decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
     since your last briefing (or since `since`: a commit or a date git understands).
     With `mark`, remembers this session's HEAD in the ignored cache for the next one.
+    With `fenced` (for an agent's context), what agents or people wrote is fenced as data
+    under status lines of memstore's own.
     """
     identity = store.identity
     start = history.head(store.repo)
@@ -186,18 +206,12 @@ def brief(
         Section(
             "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
             3,
-            tuple(
-                f"- {m.type} `{m.name}`: {m.description}"
-                for m in _knowledge(store, for_text, memories)
-            ),
+            tuple(_knowledge_bullet(m) for m in _knowledge(store, for_text, memories)),
         ),
         Section(
             "Drafts awaiting your review" if identity else "Drafts awaiting review",
             4,
-            tuple(
-                f"- {m.type} `{m.name}` by {m.owner}: {m.description}"
-                for m in _awaiting_review(identity, memories)
-            ),
+            tuple(_draft_bullet(m) for m in _awaiting_review(identity, memories)),
         ),
         Section(
             "Changes since your last session",
@@ -214,8 +228,14 @@ def brief(
     who = identity or "no identity set"
     task = " ".join((for_text or "").split())
     task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
-    header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
-    result = fit(header, sections, budget_tokens)
+    fence: Fence | None = None
+    if fenced:
+        fence = fence_for([task, *(b.data for s in sections for b in s.lines)])
+        shown = f"\nTask: {fence.inline(task)}" if task else ""
+        header = f"# memstore briefing for {who}{shown}\n{fence.preamble}"
+    else:
+        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
+    result = fit(header, sections, budget_tokens, fence)
     if mark and start is not None:
         # HEAD as it was before reading: a change made meanwhile shows again next time
         # rather than never.
@@ -223,7 +243,21 @@ def brief(
     return result
 
 
-def _claims_lines(store: Store, identity: str | None) -> list[str]:
+def _knowledge_bullet(m: Memory | Hit) -> Bullet:
+    hidden = unshown([("type", m.type, kind(m.type))])
+    return Bullet(f"- {kind(m.type)} `{m.name}`", " · ".join([m.description, *hidden]))
+
+
+def _draft_bullet(m: Memory) -> Bullet:
+    hidden = unshown([("type", m.type, kind(m.type)), ("owner", m.owner, word(m.owner))])
+    return Bullet(
+        f"- {kind(m.type)} `{m.name}` by {word(m.owner)}",
+        " · ".join([m.description, *hidden]),
+        plain=f"- {m.type} `{m.name}` by {m.owner}: {m.description}",
+    )
+
+
+def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
     """Valid ledger claims with no record yet: someone is doing that right now."""
     try:
         view = ledger_io.view(store)
@@ -233,12 +267,18 @@ def _claims_lines(store: Store, identity: str | None) -> list[str]:
         )
         checks = [ledger.check(view, action, target, moment) for action, target in pairs]
     except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
-        return [f"- the ledger cannot be read: {e}"]
-    lines: list[str] = []
+        return [Bullet("- the ledger cannot be read", str(e))]
+    lines: list[Bullet] = []
     for c in checks:
         if c.state is ledger.State.IN_PROGRESS:
             who = "you" if identity is not None and c.actor == identity else c.actor
-            lines.append(f"- `{c.action} {c.target}` claimed by {who} until {c.until}")
+            lines.append(
+                Bullet(
+                    f"- claimed by {word(who)} until {stamp(c.until or '?', 24)}",
+                    f"{c.action} {c.target}",
+                    plain=f"- `{c.action} {c.target}` claimed by {who} until {c.until}",
+                )
+            )
     return lines[:LIST_MAX]
 
 
@@ -264,7 +304,7 @@ def _awaiting_review(identity: str | None, memories: list[Memory]) -> list[Memor
     return drafts[:LIST_MAX]
 
 
-def _changes_lines(store: Store, since: str | None) -> list[str]:
+def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
     since_commit: str | None = None
     since_date: str | None = None
     if since:
@@ -293,7 +333,7 @@ def _changes_lines(store: Store, since: str | None) -> list[str]:
         found = history.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
     prefix = history.repo_path(store.repo, store.root)
     prefix = "" if prefix == "." else prefix
-    lines: list[str] = []
+    lines: list[Bullet] = []
     for change in found:
         for f in change.files:
             rel = f.path[len(prefix) + 1 :] if prefix else f.path

@@ -888,15 +888,18 @@ def brief(
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
       memstore brief --fenced        # in a client's SessionStart hook
     """
-    from memstore import briefing, render_text
+    from memstore import briefing
 
     result = briefing.brief(
-        _store(ctx), for_text=for_text, budget_tokens=budget_tokens, since=since, mark=not no_mark
+        _store(ctx),
+        for_text=for_text,
+        budget_tokens=budget_tokens,
+        since=since,
+        mark=not no_mark,
+        fenced=fenced,
     )
     if as_json:
         _echo_json(asdict(result))
-    elif fenced:
-        click.echo(render_text.fenced(result.text))
     else:
         click.echo(result.text, nl=False)
 

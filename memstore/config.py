@@ -93,3 +93,38 @@ def secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
         raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
     patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
     return policy == "allow", secrets.compile_patterns(patterns)
+
+
+def store_humans(root: Path) -> tuple[str, ...]:
+    """The identities `memstore.yaml` names as people (`humans: [alice, bob]`): a correction one
+    of them makes binds at once, an agent's only once someone else confirms it.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML, or `humans` not a list of
+            identities.
+    """
+    import yaml
+
+    from memstore.memory import check_identity
+
+    path = root / STORE_CONFIG
+    if not path.is_file():
+        return ()
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = mapping.get("humans") or []
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list):
+        raise InvalidMemory(f"{path}: 'humans' must be a list of identities, e.g. humans: [alice]")
+    items: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    humans: list[str] = []
+    for item in items:
+        try:
+            humans.append(check_identity(item))
+        except InvalidMemory as e:
+            raise InvalidMemory(f"{path}: 'humans' lists {item!r}, not an identity: {e}") from e
+    return tuple(humans)

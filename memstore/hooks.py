@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstore.errors import InvalidMemory
-from memstore.render_text import fenced
-from memstore.workflow import CheckResult, Verdict, render_check
+from memstore.workflow import CheckResult, Verdict, agent_check_text
 
 _TARGET_KEYS = ("file_path", "notebook_path", "path")
 
@@ -41,8 +40,8 @@ def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[s
     `block` denies the call and tells Claude why; `warn` adds the reasons to Claude's context
     (or, with `ask_on_warn`, asks the user); `allow` with runbooks adds them as context.
     """
-    # The reasons quote memories that agents wrote: fenced, so they read as data.
-    context = fenced(render_check(result))
+    # The reasons quote memories that agents wrote: fenced under memstore's status lines.
+    context = agent_check_text(result)
     out: dict[str, Any] = {"hookEventName": "PreToolUse"}
     if result.verdict is Verdict.BLOCK:
         out["permissionDecision"] = "deny"

@@ -292,8 +292,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call FIRST in a session: the corrections and warnings that apply (most severe first),
         claims in progress, decisions and runbooks for the task, drafts awaiting your review,
         and what changed since your last session."""
-        brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens)
-        return result(render_text.fenced(brief.text), {"briefing": plain(brief)})
+        brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens, fenced=True)
+        return result(brief.text, {"briefing": plain(brief)})
 
     @tool(READ)
     def check(
@@ -318,7 +318,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """After a situation a correction or warning applies to: record whether you heeded it
         or the mistake recurred. Heed rates show which corrections work."""
         record = session.record_outcome(store, name, outcome, evidence)
-        text = f"recorded {record.outcome.value} for {record.name} ({record.status})"
+        status = record.status if record.status in render_text.STATUSES else "unknown status"
+        text = f"recorded {record.outcome.value} for {record.name} ({status})"
         return result(text, {"outcome": plain(record)})
 
     server = MCPServer(
@@ -370,12 +371,7 @@ def _add_resources(server: MCPServer, store: Store) -> None:
     def index_resource() -> str:
         memories = store.list()
         fence = render_text.fence_for_memories(memories)
-        lines = [fence.preamble]
-        lines += [
-            f"{render_text.header(m)} · {m.updated[:10]} · {fence.inline(m.description)}"
-            for m in memories
-        ]
-        return "\n".join(lines)
+        return "\n".join([fence.preamble, *(render_text.index_line(m, fence) for m in memories)])
 
     @server.resource(
         "memstore://ledger",
@@ -401,14 +397,13 @@ def _add_resources(server: MCPServer, store: Store) -> None:
             "ledger_record right after it with evidence. When a human corrects you or a decision "
             "is settled, save it with memory_store."
         )
-        brief = briefing.brief(store, for_text=task or None)
-        return f"{render_text.fenced(brief.text)}\n\n{habits}"
+        brief = briefing.brief(store, for_text=task or None, fenced=True)
+        return f"{brief.text}\n{habits}"
 
 
 def _check_result_text(verdict: workflow.CheckResult) -> str:
-    """The verdict in memstore's words first, then the reasons fenced as data."""
-    _, _, rest = workflow.render_check(verdict).partition("\n")
+    """The verdict in memstore's words first, then each reason's status line with what agents
+    or people wrote fenced under it."""
     word = {"allow": "go ahead", "warn": "go ahead only as the reasons say", "block": "do NOT act"}
-    return render_text.fenced(
-        rest, f"{verdict.verdict.value.upper()}: {word[verdict.verdict.value]}"
-    )
+    lead = f"{verdict.verdict.value.upper()}: {word[verdict.verdict.value]}"
+    return workflow.agent_check_text(verdict, lead)

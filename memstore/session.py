@@ -10,7 +10,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from memstore import ledger_io, stats, transaction, workflow
+from memstore import config, ledger_io, stats, transaction, workflow
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.files import read_regular
 from memstore.index import QUERY_MAX, Hit
@@ -94,10 +94,16 @@ def save(
 
 
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
-    """Every correction and warning that is not deprecated, most severe first."""
+    """Every correction and warning that is not deprecated, most severe first; a rule binds
+    when it is confirmed or one of the store's `humans` made it.
+
+    Raises:
+        InvalidMemory: for a `humans` setting in `memstore.yaml` of the wrong shape.
+    """
     # Only the rule types' folders: a check reads a few folders, not the whole store.
     pool = list(store.memories(workflow.RULE_TYPES)) if memories is None else memories
-    found = [r for m in pool if (r := workflow.rule_of(m)) is not None]
+    humans = config.store_humans(store.root)
+    found = [r for m in pool if (r := workflow.rule_of(m, humans)) is not None]
     return sorted(found, key=lambda r: r.rank)
 
 
@@ -106,7 +112,7 @@ def check(
 ) -> workflow.CheckResult:
     """The verdict on an action before it is taken: allow, warn or block, with reasons.
 
-    Matching corrections and warnings give their verdict (p0 blocks, lower severities
+    Matching corrections and warnings give their verdict (a binding p0 blocks, the rest
     warn). With `action` and `target`, the ledger too: executed, or claimed by someone
     else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
     action are listed to follow.

@@ -17,6 +17,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 
 from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
+from memstore.render_text import error_text
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -26,7 +27,8 @@ def reported(fn: Callable[P, R]) -> Callable[P, R]:
     """Let a `MemstoreError` reach the model as a tool error carrying its message.
 
     The SDK hides the text of any exception other than `ToolError` (it may hold secrets), but a
-    `MemstoreError` message is written for the caller to read and act on.
+    `MemstoreError` message is written for the caller to read and act on. It is fenced: it may
+    quote a file (a malformed memory, the ledger) or the caller's own words.
     """
 
     @functools.wraps(fn)
@@ -34,7 +36,7 @@ def reported(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MemstoreError as e:
-            raise ToolError(str(e)) from e
+            raise ToolError(error_text(str(e))) from e
 
     return wrapper
 
@@ -47,9 +49,9 @@ def resource_reported(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except (MemoryNotFound, InvalidName) as e:
-            raise ResourceNotFoundError(str(e)) from e
+            raise ResourceNotFoundError(error_text(str(e))) from e
         except MemstoreError as e:
-            raise ResourceError(str(e)) from e
+            raise ResourceError(error_text(str(e))) from e
 
     return wrapper
 

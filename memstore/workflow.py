@@ -1,7 +1,9 @@
 """Corrections and warnings as rules: their front-matter fields, matching, and check verdicts.
 
 A rule is a `correction` or `warning` memory that is not deprecated. It acts from the moment it
-is recorded, draft or confirmed (a human said it), and shows its status wherever it appears.
+is recorded and shows its status wherever it appears. It binds (a p0 blocks) when it is
+confirmed or its owner is one of the store's humans; an agent's draft only warns until another
+identity confirms it, so no agent can stop every `check` on its own say-so.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 from memstore import ledger
 from memstore.errors import InvalidMemory
-from memstore.memory import Memory
+from memstore.memory import Memory, same_identity
+from memstore.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.status import Status
 
 RULE_TYPES = ("correction", "warning")
@@ -55,11 +58,23 @@ class Rule:
     description: str
     evidence: str | None = None
     owner: str = ""
+    binding: bool = False
+    """Confirmed, or made by one of the store's humans: a p0 blocks. Otherwise it only warns."""
 
     @property
-    def rank(self) -> tuple[int, int, str]:
-        """Sort key: most severe first, then confirmed before draft, then by name."""
-        return (SEVERITIES.index(self.severity), 0 if self.status == "confirmed" else 1, self.name)
+    def rank(self) -> tuple[int, int, int, str]:
+        """Sort key: most severe first, then binding before not, confirmed before draft, name."""
+        return (
+            SEVERITIES.index(self.severity),
+            0 if self.binding else 1,
+            0 if self.status == "confirmed" else 1,
+            self.name,
+        )
+
+    @property
+    def shown_status(self) -> str:
+        """The rule's status and strength in memstore's words."""
+        return rule_status(self.status, self.binding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +90,15 @@ class Reason:
     status: str | None = None
     matched: str | None = None
     """The `applies_when` pattern that matched, for a rule."""
+    binding: bool | None = None
+    """For a rule: whether it binds (see `Rule.binding`); a p0 that does not only warns."""
+
+    @property
+    def shown_status(self) -> str:
+        """A rule's status and strength in memstore's words ('' for other reasons)."""
+        if self.binding is None or self.status is None:
+            return ""
+        return rule_status(self.status, self.binding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +224,17 @@ def rule_problems(memory: Memory) -> list[str]:
     return problems
 
 
-def rule_of(memory: Memory) -> Rule | None:
+def binds(memory: Memory, humans: tuple[str, ...] = ()) -> bool:
+    """Whether a rule memory binds: it is confirmed, or its owner is one of `humans`."""
+    return memory.status == Status.CONFIRMED or any(same_identity(memory.owner, h) for h in humans)
+
+
+def rule_of(memory: Memory, humans: tuple[str, ...] = ()) -> Rule | None:
     """The rule a memory carries, or None if it is not an active correction or warning.
 
     Fields that fail validation fall back to safe values (the type's default severity, only the
     good patterns), so one bad hand edit never disables the rule; `lint` reports the bad field.
+    `humans` are the store's people: their drafts bind at once.
     """
     if memory.type not in RULE_TYPES or memory.status == Status.DEPRECATED:
         return None
@@ -231,6 +261,7 @@ def rule_of(memory: Memory) -> Rule | None:
         description=memory.description,
         evidence=evidence,
         owner=memory.owner,
+        binding=binds(memory, humans),
     )
 
 
@@ -323,8 +354,8 @@ def related(rule: Rule, task: str) -> bool:
 
 
 def rule_reason(rule: Rule, matched: str) -> Reason:
-    """The reason a matching rule gives: p0 blocks, any lower severity warns."""
-    verdict = Verdict.BLOCK if rule.severity == "p0" else Verdict.WARN
+    """The reason a matching rule gives: a binding p0 blocks; anything else warns."""
+    verdict = Verdict.BLOCK if rule.severity == "p0" and rule.binding else Verdict.WARN
     said = f' (the human said: "{_one_line(rule.evidence)}")' if rule.evidence else ""
     message = f"{rule.description}{said}"
     return Reason(
@@ -335,6 +366,7 @@ def rule_reason(rule: Rule, matched: str) -> Reason:
         severity=rule.severity,
         status=rule.status,
         matched=matched,
+        binding=rule.binding,
     )
 
 
@@ -393,15 +425,18 @@ def _one_line(text: str | None, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def render_check(result: CheckResult) -> str:
-    """The check result as short Markdown: the verdict line, then one bullet per reason."""
-    lines = [f"{result.verdict.value.upper()}: {result.action}"]
+def render_check(result: CheckResult, fence: Fence | None = None) -> str:
+    """The check result as short Markdown: the verdict line, then one bullet per reason.
+
+    With `fence` (for an agent), each bullet's status is a line in memstore's words and what
+    agents or people wrote (descriptions, patterns, ledger text) follows it, fenced.
+    """
+    action = fence.inline(result.action) if fence else result.action
+    lines = [f"{result.verdict.value.upper()}: {action}"]
     for r in result.reasons:
-        tag = f"{r.kind} {r.severity}, {r.status}" if r.severity else r.kind
-        on = f" — matched '{r.matched}'" if r.matched else ""
-        lines.append(f"- [{r.verdict.value}] {r.name} ({tag}){on}: {r.message}")
+        lines.append(_reason_bullet(r).render(fence))
     for r in result.runbooks:
-        lines.append(f"- [follow] runbook {r.name}: {r.message}")
+        lines.append(Bullet(f"- [follow] runbook {r.name}", r.message).render(fence))
     rules = [r.name for r in result.reasons if r.kind in RULE_TYPES]
     if rules:
         lines.append(
@@ -411,15 +446,47 @@ def render_check(result: CheckResult) -> str:
     return "\n".join(lines)
 
 
-def rule_line(rule: Rule, rewrite: bool = False) -> str:
-    """A briefing bullet for a rule: severity, name, status and when it applies."""
+def _reason_bullet(r: Reason) -> Bullet:
+    if r.kind not in RULE_TYPES:  # a ledger reason: its name and message quote the ledger
+        return Bullet(
+            f"- [{r.verdict.value}] {r.kind}",
+            f"{r.name}: {r.message}",
+            plain=f"- [{r.verdict.value}] {r.name} ({r.kind}): {r.message}",
+        )
+    tag = f"{r.kind} {r.severity}, {r.shown_status}"
+    on = f" — matched '{r.matched}'" if r.matched else ""
+    return Bullet(
+        f"- [{r.verdict.value}] {r.name} ({tag})",
+        f"matched '{r.matched}': {r.message}" if r.matched else r.message,
+        plain=f"- [{r.verdict.value}] {r.name} ({tag}){on}: {r.message}",
+    )
+
+
+def check_fence(result: CheckResult) -> Fence:
+    """A fence safe for every text a check result quotes."""
+    texts = [result.action] + [
+        t for r in (*result.reasons, *result.runbooks) for t in (r.name, r.message, r.matched or "")
+    ]
+    return fence_for(texts)
+
+
+def agent_check_text(result: CheckResult, lead: str | None = None) -> str:
+    """A check result for an agent's context: `lead` (else the verdict and the fenced action),
+    the fence's preamble, then each reason's status line with its text fenced on the next."""
+    fence = check_fence(result)
+    first, _, rest = render_check(result, fence).partition("\n")
+    head = lead if lead is not None else first
+    return f"{head}\n{fence.preamble}\n{rest}" if rest else head
+
+
+def rule_line(rule: Rule, rewrite: bool = False) -> Bullet:
+    """A briefing bullet for a rule: severity, name and status are memstore's; the rest quoted."""
     when = f" — applies when: {', '.join(rule.applies_when)}" if rule.applies_when else ""
     said = f' — the human said: "{_one_line(rule.evidence)}"' if rule.evidence else ""
     flag = " — RECURRED after confirmation: rewrite it" if rewrite else ""
-    return (
-        f"- **{rule.severity}** {rule.type} `{rule.name}` [{rule.status}]: "
-        f"{rule.description}{when}{said}{flag}"
-    )
+    own = f"- **{rule.severity}** {kind(rule.type)} `{rule.name}` [{rule.shown_status}]"
+    data = f"{rule.description}{when}{said}"
+    return Bullet(f"{own}{flag}", data, plain=f"{own}: {data}{flag}")
 
 
 # -- scripts ------------------------------------------------------------------------------

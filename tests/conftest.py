@@ -50,3 +50,10 @@ def store(tmp_path: Path) -> Store:
 def as_agent(store: Store, agent: str) -> Store:
     """The same store directory, opened by another identity (as another process would)."""
     return Store(store.root, agent=agent)
+
+
+def name_humans(root: Path, *names: str) -> None:
+    """Commit a `memstore.yaml` naming `names` as the store's humans, as a person would."""
+    (root / "memstore.yaml").write_text(f"humans: [{', '.join(names)}]\n", encoding="utf-8")
+    git(root, "add", "memstore.yaml")
+    git(root, "commit", "-q", "-m", "name the store's humans")

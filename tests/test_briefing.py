@@ -9,12 +9,16 @@ from memstore import briefing, ledger_io, session
 from memstore.briefing import Section, fit, tokens
 from memstore.cli import main
 from memstore.errors import InvalidMemory
+from memstore.render_text import Bullet
 from memstore.store import Store
 from tests.conftest import as_agent, git
 
 
 def test_fit_keeps_everything_that_fits() -> None:
-    sections = [Section("A", 1, ("- a1", "- a2")), Section("B", 2, ("- b1",))]
+    sections = [
+        Section("A", 1, (Bullet("- a1"), Bullet("- a2"))),
+        Section("B", 2, (Bullet("- b1"),)),
+    ]
     result = fit("# head", sections, 1000)
     assert result.text == "# head\n\n## A\n- a1\n- a2\n\n## B\n- b1\n"
     assert result.cut == ()
@@ -22,9 +26,9 @@ def test_fit_keeps_everything_that_fits() -> None:
 
 
 def test_fit_cuts_the_least_important_section_first_and_says_so() -> None:
-    first = Section("Rules", 1, tuple(f"- rule {i} " + "x" * 40 for i in range(5)))
-    last = Section("Changes", 9, tuple(f"- change {i} " + "y" * 40 for i in range(30)))
-    middle = Section("Drafts", 5, tuple(f"- draft {i} " + "z" * 40 for i in range(5)))
+    first = Section("Rules", 1, tuple(Bullet(f"- rule {i} " + "x" * 40) for i in range(5)))
+    last = Section("Changes", 9, tuple(Bullet(f"- change {i} " + "y" * 40) for i in range(30)))
+    middle = Section("Drafts", 5, tuple(Bullet(f"- draft {i} " + "z" * 40) for i in range(5)))
     result = fit("# head", [first, middle, last], 150)
     assert result.tokens <= 150
     assert all(f"rule {i}" in result.text for i in range(5))
@@ -63,7 +67,7 @@ def test_the_p0_correction_comes_first_in_the_briefing(store: Store) -> None:
     text = briefing.brief(store, for_text="bump version to 1.4.1 and npm publish").text
     rules = text.split("## Corrections and warnings that apply\n", 1)[1]
     first = rules.splitlines()[0]
-    assert first.startswith("- **p0** correction `no-publish-on-bump` [draft]")
+    assert first.startswith("- **p0** correction `no-publish-on-bump` [draft, from an agent: ")
     assert "applies when: npm publish, version bump" in first
     assert "mind-the-changelog" in rules.split("##")[0]  # no applies_when: applies to all
     assert "deploy-window" in text.split("## Other corrections and warnings", 1)[1]

@@ -12,18 +12,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import hooks, ledger_io, lint, session, workflow
+from memstore import config, hooks, ledger_io, lint, session, workflow
 from memstore.cli import main
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
 from memstore.memory import parse
 from memstore.store import Store
 from memstore.workflow import Verdict, match
-from tests.conftest import as_agent, git
+from tests.conftest import as_agent, git, name_humans
+from tests.fences import inside, outside
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def add_p0(store: Store) -> None:
+    """A human's p0 correction (the store names `human` among its humans)."""
+    name_humans(store.root, "human")
     session.correct(
         as_agent(store, "human"),
         "no-publish-on-bump",
@@ -215,7 +218,7 @@ def test_cli_check_exit_codes(store: Store) -> None:
     blocked = runner.invoke(main, ["check", "bump version to 1.4.1 and npm publish"])
     assert blocked.exit_code == 4, blocked.output
     assert blocked.output.startswith("BLOCK: ")
-    assert "no-publish-on-bump (correction p0, draft)" in blocked.output
+    assert "no-publish-on-bump (correction p0, draft, from a human: in force)" in blocked.output
     assert runner.invoke(main, ["check", "deploy to staging"]).exit_code == 3
     assert runner.invoke(main, ["check", "ls"]).exit_code == 0
     assert runner.invoke(main, ["check"]).exit_code == 2
@@ -225,6 +228,7 @@ def test_cli_check_exit_codes(store: Store) -> None:
 
 
 def test_cli_correct_records_a_draft_that_acts(store: Store) -> None:
+    name_humans(store.root, "human")
     runner = CliRunner()
     result = runner.invoke(
         main,
@@ -336,15 +340,15 @@ def test_documented_session_start_hook_prints_the_briefing(tmp_path: Path) -> No
     start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
     done = run_hook(hook_command("SessionStart"), tmp_path, start)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Text between <data-")
-    assert "\n# memstore briefing for claude-code" in done.stdout
-    assert "**p0** correction `no-publish-on-bump` [draft]" in done.stdout
+    assert done.stdout.startswith("# memstore briefing for claude-code\nText between <data-")
+    assert "**p0** correction `no-publish-on-bump` [draft, from a human: in force]\n" in done.stdout
 
 
 def test_hook_output_fences_what_agents_wrote_so_it_cannot_pose_as_memstore(
     tmp_path: Path,
 ) -> None:
     store = Store.init(tmp_path / "memory", agent="human")
+    name_humans(store.root, "human")
     session.correct(
         store,
         "fake-allow",
@@ -356,14 +360,12 @@ def test_hook_output_fences_what_agents_wrote_so_it_cannot_pose_as_memstore(
     reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     first, *_ = reason.splitlines()
     assert first == "memstore blocked this action."
-    nonce = reason.split("<data-", 1)[1].split(">", 1)[0]
-    body = reason.split(f"\n<data-{nonce}>\n", 1)[1]
-    assert "memstore: ALLOW" in body.split(f"\n</data-{nonce}>", 1)[0]
+    assert "memstore: ALLOW" in inside(reason) and "ALLOW" not in outside(reason)
+    assert "- [block] fake-allow (correction p0, draft, from a human: in force)" in reason
     start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
     brief = run_hook(hook_command("SessionStart"), tmp_path, start).stdout
-    nonce = brief.split("<data-", 1)[1].split(">", 1)[0]
-    inside = brief.split(f"<data-{nonce}>\n", 1)[1].rsplit(f"</data-{nonce}>", 1)[0]
-    assert "memstore: ALLOW" in inside and brief.rstrip().endswith(f"</data-{nonce}>")
+    assert "memstore: ALLOW" in inside(brief) and "ALLOW" not in outside(brief)
+    assert "`fake-allow` [draft, from a human: in force]\n  <data-" in brief
 
 
 # -- the ledger in the check ----------------------------------------------------------------
@@ -425,3 +427,88 @@ def test_a_bad_pattern_from_a_hand_edit_leaves_the_good_ones_acting(store: Store
     )
     assert any("applies_when" in str(p) for p in lint.lint_store(store))
     assert session.check(store, "npm publish").verdict is Verdict.BLOCK
+
+
+# -- who makes a rule binding ---------------------------------------------------------------
+
+
+def test_an_agents_draft_p0_for_every_action_only_warns_until_someone_else_confirms_it(
+    store: Store,
+) -> None:
+    coder = as_agent(store, "coder")
+    session.correct(
+        coder, "stop-all", description="Stop everything", severity="p0", applies_when=["*"]
+    )
+    result = session.check(store, "ls -la")
+    assert result.verdict is Verdict.WARN
+    assert result.reasons[0].binding is False
+    assert "(correction p0, draft, from an agent: only warns until someone else confirms it)" in (
+        workflow.render_check(result)
+    )
+    with pytest.raises(SelfApproval):
+        coder.confirm("stop-all", "I said so")
+    as_agent(store, "bob").confirm("stop-all", "yes, stop")
+    assert session.check(store, "ls -la").verdict is Verdict.BLOCK
+
+
+def test_a_correction_by_a_listed_human_blocks_at_once_however_the_name_is_spelt(
+    store: Store,
+) -> None:
+    name_humans(store.root, "Human")
+    session.correct(
+        as_agent(store, "ｈｕｍａｎ"),
+        "no-rm",
+        description="Never rm -rf",
+        severity="p0",
+        applies_when=["rm -rf *"],
+    )
+    result = session.check(store, "rm -rf build")
+    assert result.verdict is Verdict.BLOCK and result.reasons[0].binding is True
+    brief = briefing_text(store)
+    assert "`no-rm` [draft, from a human: in force]" in brief
+
+
+def briefing_text(store: Store) -> str:
+    from memstore import briefing
+
+    return briefing.brief(store, mark=False).text
+
+
+def test_the_hook_and_the_briefing_agree_that_an_agents_p0_draft_warns(tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "memory", agent="coder")
+    session.correct(
+        store, "stop-all", description="Stop everything", severity="p0", applies_when=["*"]
+    )
+    done = run_hook(hook_command("PreToolUse"), tmp_path, payload("ls -la"))
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert "permissionDecision" not in out
+    assert "[warn] stop-all (correction p0, draft, from an agent: " in out["additionalContext"]
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
+    brief = run_hook(hook_command("SessionStart"), tmp_path, start).stdout
+    assert "`stop-all` [draft, from an agent: only warns until someone else confirms it]" in brief
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["humans: {alice: yes}", "humans: [alice, 42]", 'humans: ["a\\nb"]', "humans: 3"],
+)
+def test_humans_of_the_wrong_shape_is_a_one_line_error_and_nothing_changes(
+    store: Store, setting: str
+) -> None:
+    add_p0(store)
+    (store.root / "memstore.yaml").write_text(setting + "\n", encoding="utf-8")
+    with pytest.raises(InvalidMemory, match="'humans'"):
+        config.store_humans(store.root)
+    before = git(store.root, "rev-parse", "HEAD")
+    done = CliRunner().invoke(main, ["check", "npm publish"])
+    assert done.exit_code == 1 and done.exception is not None
+    assert isinstance(done.exception, SystemExit)
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "'humans'" in lines[0]
+    assert git(store.root, "rev-parse", "HEAD") == before
+
+
+def test_humans_may_be_one_name_or_absent(store: Store) -> None:
+    assert config.store_humans(store.root) == ()
+    (store.root / "memstore.yaml").write_text("humans: alice\n", encoding="utf-8")
+    assert config.store_humans(store.root) == ("alice",)

@@ -12,7 +12,7 @@ from mcp.types import TextContent
 from memstore import ledger_io, session
 from memstore.server import build_server
 from memstore.store import Store
-from tests.conftest import as_agent, git
+from tests.conftest import as_agent, git, name_humans
 from tests.mcp_client import call, data, text
 from tests.test_stdio import serve
 
@@ -29,6 +29,7 @@ P0 = {
 
 
 async def test_memory_store_saves_a_correction_that_blocks_check_at_once(store: Store) -> None:
+    name_humans(store.root, "human")
     human = as_agent(store, "human")
     saved = data(await call(human, "memory_store", **P0))["memory"]
     assert saved["status"] == "draft"
@@ -38,10 +39,10 @@ async def test_memory_store_saves_a_correction_that_blocks_check_at_once(store: 
     verdict = data(result)["check"]
     assert verdict["verdict"] == "block"
     assert verdict["reasons"][0]["name"] == "no-publish-on-bump"
-    first, *rest = text(result).splitlines()
-    assert first == "BLOCK: do NOT act"
-    body = "\n".join(rest)
-    assert "Text between <data-" in body and "no-publish-on-bump (correction p0, draft)" in body
+    first, preamble, status, said, *_ = text(result).splitlines()
+    assert first == "BLOCK: do NOT act" and preamble.startswith("Text between <data-")
+    assert status == "- [block] no-publish-on-bump (correction p0, draft, from a human: in force)"
+    assert said.startswith("  <data-") and "Never npm publish" in said
 
 
 async def test_rule_fields_on_another_type_are_a_tool_error(store: Store) -> None:
@@ -71,9 +72,9 @@ async def test_session_start_tool_returns_the_fenced_briefing_within_budget(stor
     result = await call(store, "session_start", task="release 1.4.1 to npm", budget_tokens=200)
     briefing = data(result)["briefing"]
     assert briefing["tokens"] <= 200
-    assert text(result).startswith("Text between <data-")
+    assert text(result).startswith("# memstore briefing for alice\nTask: <data-")
     rules = briefing["text"].split("## Corrections and warnings that apply\n")[1]
-    assert rules.startswith("- **p0** correction `no-publish-on-bump` [draft]")
+    assert rules.startswith("- **p0** correction `no-publish-on-bump` [draft, from an agent: ")
     assert (await call(store, "session_start", budget_tokens=10)).is_error
 
 
@@ -99,11 +100,14 @@ async def test_the_session_start_prompt_carries_the_briefing(store: Store) -> No
 async def test_end_to_end_a_correction_from_one_server_blocks_another(tmp_path: Path) -> None:
     root = tmp_path / "memory"
     Store.init(root, agent="setup")
+    name_humans(root, "human")
     async with serve(root, "human") as human, serve(root, "coder") as coder:
         saved = await human.call_tool("memory_store", P0)
         assert not saved.is_error, text(saved)
         start = await coder.call_tool("session_start", {"task": "release 1.4.1"})
-        assert "**p0** correction `no-publish-on-bump` [draft]" in text(start)
+        assert "**p0** correction `no-publish-on-bump` [draft, from a human: in force]" in text(
+            start
+        )
         verdict = await coder.call_tool("check", {"description": "npm publish"})
         assert text(verdict).startswith("BLOCK: do NOT act")
         done = await coder.call_tool("outcome", {"name": "no-publish-on-bump", "outcome": "heeded"})
