@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "stats": 1,
     "workflow": 1,
     "secrets": 1,
+    "signing": 1,
     "config": 1,
     "render_text": 1,
     "hooks": 1,
