@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "ledger_io": 4,
     "lint": 4,
     "watch": 4,
+    "signers": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path

@@ -8,8 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memstore import history, signing
+from memstore.cli import main
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.memory import same_identity
 from memstore.store import Store
@@ -304,7 +306,7 @@ def test_a_key_allowed_for_two_identities_is_allowed_for_neither(keys: dict[str,
             "pattern",
         ),
         (
-            "alice,bob ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM459L7ENXo7du2eh2WzX4HloIphNprqww1S05c3",
+            "alice,bob ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM459L7ENXo7du2eh2WzX4HloIphNprqww1S05c",
             "several identities",
         ),
         (
@@ -329,3 +331,57 @@ def test_allowed_line_takes_a_public_key_and_refuses_a_private_one(keys: dict[st
         signing.allowed_line("alice", keys["alice"].read_text(encoding="utf-8"))
     with pytest.raises(InvalidMemory, match="cannot be an allowed signer"):
         signing.allowed_line("Alice Smith", public)
+
+
+# -- the signers commands ---------------------------------------------------------------------
+
+
+def cli(*args: str, agent: str = "alice") -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--agent", agent, *args])
+    return result.exit_code, result.output
+
+
+def test_signers_add_commits_the_key_and_a_signed_write_then_passes(
+    store: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out = cli("signers", "add", "alice", f"{keys['alice']}.pub")
+    assert code == 0 and out.startswith("allowed alice to sign with SHA256:"), out
+    assert cli("signers", "add", "alice", f"{keys['alice']}.pub") == (0, "already allowed: alice\n")
+    assert git(store.root, "log", "-1", "--format=%an %s").startswith(
+        "alice memory: allow signer alice — SHA256:"
+    )
+    assert git(store.root, "status", "--porcelain") == ""
+    code, out = cli("signers", "list")
+    assert code == 0 and out.startswith("alice ") and "SHA256:" in out
+    alice = as_signer(store, "alice", keys["alice"], monkeypatch)
+    alice.add("use-zod", type="decision", description="Validate input with zod")
+    assert whose(alice, head(alice)) == ["alice"]
+
+
+def test_signers_add_refuses_a_key_another_identity_has_and_changes_nothing(
+    store: Store, keys: dict[str, Path]
+) -> None:
+    assert cli("signers", "add", "alice", f"{keys['alice']}.pub")[0] == 0
+    before = head(store)
+    code, out = cli("signers", "add", "bob", f"{keys['alice']}.pub")
+    assert code == 1 and "is already allowed for alice; a key belongs to one identity" in out
+    assert head(store) == before
+
+
+@pytest.mark.parametrize("which", ["private", "missing"])
+def test_signers_add_refuses_what_is_not_a_public_key(
+    store: Store, keys: dict[str, Path], tmp_path: Path, which: str
+) -> None:
+    path = keys["alice"] if which == "private" else tmp_path / "nope.pub"
+    before = head(store)
+    code, out = cli("signers", "add", "alice", str(path))
+    assert code == 1 and out.startswith("Error: ") and out.count("\n") == 1, out
+    assert head(store) == before
+    assert not (store.root / "allowed_signers").exists()
+
+
+def test_signers_list_names_unusable_lines_and_exits_1(store: Store) -> None:
+    (store.root / "allowed_signers").write_text("* ssh-ed25519 AAAA\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["signers", "list"])
+    assert result.exit_code == 1
+    assert "problem: line 1: principal '*' is a pattern" in result.stderr
