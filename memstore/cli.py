@@ -823,6 +823,64 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
 
 
+@main.group(name="signers")
+def signers_group() -> None:
+    """Who may sign as whom: the store's allowed-signers file (git's SSH signing format).
+
+    With `require_signatures: true` in memstore.yaml, every commit memstore makes is signed
+    with MEMSTORE_SIGNING_KEY, and lint checks each one against this file.
+
+    \b
+    Example:
+      memstore signers add alice ~/.ssh/id_ed25519.pub
+      export MEMSTORE_SIGNING_KEY=~/.ssh/id_ed25519
+    """
+
+
+@signers_group.command(name="add")
+@click.argument("identity")
+@click.argument("public_key", metavar="KEYFILE.pub", type=click.Path(dir_okay=False))
+@click.pass_context
+def signers_add(ctx: click.Context, identity: str, public_key: str) -> None:
+    """Let the SSH key in KEYFILE.pub sign as IDENTITY (one commit, by you).
+
+    \b
+    Example:
+      memstore signers add bob bob_ed25519.pub
+    """
+    from memstore import signers
+    from memstore.errors import InvalidMemory
+
+    try:
+        text = Path(public_key).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"cannot read the public key {public_key}: {e}") from e
+    key = signers.add(_store(ctx), identity, text)
+    if key is None:
+        click.echo(f"already allowed: {identity}")
+    else:
+        click.echo(f"allowed {key.identity} to sign with {key.fingerprint}")
+
+
+@signers_group.command(name="list")
+@click.pass_context
+def signers_list(ctx: click.Context) -> None:
+    """Show each allowed signer and its key's fingerprint; unusable lines go to stderr, exit 1.
+
+    \b
+    Example:
+      memstore signers list
+    """
+    from memstore import signers
+
+    keys, problems = signers.allowed(_store(ctx))
+    for key in keys:
+        click.echo(f"{key.identity:<24} {key.fingerprint}")
+    for problem in problems:
+        click.echo(f"problem: {problem}", err=True)
+    ctx.exit(1 if problems else 0)
+
+
 @main.command(name="stats")
 @click.option("--json", "as_json", is_flag=True, help="Print the rates as JSON.")
 @click.pass_context

@@ -128,3 +128,57 @@ def store_humans(root: Path) -> tuple[str, ...]:
         except InvalidMemory as e:
             raise InvalidMemory(f"{path}: 'humans' lists {item!r}, not an identity: {e}") from e
     return tuple(humans)
+
+
+ALLOWED_SIGNERS = "allowed_signers"
+"""The default allowed-signers file, at the store's root (git's `principal key-type key`)."""
+SIGNING_KEY_VAR = "MEMSTORE_SIGNING_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class Signing:
+    """A store's signature settings from `memstore.yaml`."""
+
+    required: bool
+    """`require_signatures: true`: every commit memstore makes is signed, or refused."""
+    allowed_signers: str
+    """The allowed-signers file, relative to the store's root (`allowed_signers`)."""
+
+
+def signing_settings(root: Path) -> Signing:
+    """From `memstore.yaml`: `require_signatures` (default false) and `allowed_signers`.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape, or a file outside the store.
+    """
+    import yaml
+
+    path = root / STORE_CONFIG
+    data: Any = {}
+    if path.is_file():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    required = mapping.get("require_signatures", False)
+    if not isinstance(required, bool):
+        raise InvalidMemory(f"{path}: 'require_signatures' must be true or false")
+    where = mapping.get("allowed_signers", ALLOWED_SIGNERS)
+    parts = where.split("/") if isinstance(where, str) else []
+    if (
+        not parts
+        or where.startswith("-")
+        or parts[0] == ".memstore"  # git-ignored: the file must be committed to count
+        or any(p in ("", ".", "..", ".git") for p in parts)
+    ):
+        raise InvalidMemory(
+            f"{path}: 'allowed_signers' must be a file path inside the store, such as "
+            f"{ALLOWED_SIGNERS!r}"
+        )
+    return Signing(required, where)
+
+
+def signing_key() -> str | None:
+    """`MEMSTORE_SIGNING_KEY`: the path of the SSH private key memstore signs commits with."""
+    return os.environ.get(SIGNING_KEY_VAR) or None

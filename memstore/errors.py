@@ -94,3 +94,7 @@ class AlreadyExecuted(MemstoreError):
 class UnsafePath(InvalidMemory):
     """A path memstore will not write or read through: a symlink, a FIFO or other special
     file, or a place outside the store."""
+
+
+class SigningError(MemstoreError):
+    """A commit that must be signed cannot be: no signing key, or ssh-keygen refused."""

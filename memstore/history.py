@@ -12,6 +12,7 @@ import threading
 import time
 import weakref
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -22,6 +23,9 @@ logger = logging.getLogger(__name__)
 
 _SEP = "\x1f"
 _REC = "\x1e"
+
+Signer = Callable[[bytes], bytes]
+"""Signs a commit's text and returns the armored signature (see `signing.signer`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,7 @@ def commit(
     author: str,
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
+    sign: Signer | None = None,
 ) -> str | None:
     """Commit exactly `paths` (their working-tree content; a missing file is removed) and
     return the new commit's sha, or None when HEAD already holds that content.
@@ -203,7 +208,7 @@ def commit(
             files[repo_path(repo, path)] = path.read_bytes() if path.is_file() else None
         except OSError as e:
             raise GitError(f"cannot read {path} to commit it: {e}") from e
-    return commit_files(repo, files, message, author, lock_wait, keep)
+    return commit_files(repo, files, message, author, lock_wait, keep, sign)
 
 
 def commit_files(
@@ -213,9 +218,12 @@ def commit_files(
     author: str,
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
+    sign: Signer | None = None,
 ) -> str | None:
     """Commit `files` (repository-relative path: new bytes, or None to remove) on top of HEAD
     as `author`, and return the new commit's sha; None when HEAD already holds that content.
+    With `sign`, the commit carries its signature of the commit text in a `gpgsig` header,
+    as `git commit -S` writes it.
 
     The commit is built without git's index: objects are written directly, and HEAD moves by
     `git update-ref HEAD NEW OLD`, git's compare-and-swap, rebuilding on the new HEAD when
@@ -250,9 +258,20 @@ def commit_files(
         if parent:
             body += f"parent {parent}\n"
         body += f"author {stamp}\ncommitter {stamp}\n\n{message.rstrip()}\n"
-        sha = _write_object(repo, b"commit", body.encode("utf-8"))
+        data = body.encode("utf-8")
+        if sign is not None:
+            data = _signed(data, sign(data))
+        sha = _write_object(repo, b"commit", data)
         if _move_head(repo, sha, parent, message, deadline):
             return sha
+
+
+def _signed(payload: bytes, signature: bytes) -> bytes:
+    """The commit text with `signature` as its `gpgsig` header, after the others: git verifies
+    the text with that header taken out, which is `payload` again."""
+    headers, _, message = payload.partition(b"\n\n")
+    lines = signature.rstrip(b"\n").split(b"\n")
+    return headers + b"\ngpgsig " + b"\n ".join(lines) + b"\n\n" + message
 
 
 _ZERO = "0" * 40

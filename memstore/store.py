@@ -15,6 +15,7 @@ from memstore import (
     config,
     history,
     secrets,
+    signing,
     transaction,
     trust,
 )
@@ -178,6 +179,8 @@ class Store:
         """What the history supports, for reads (see `shown`)."""
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
+        self.signing = config.signing_settings(self.root)
+        self._signer: history.Signer | None = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -362,6 +365,22 @@ class Store:
     def holder(self) -> str:
         """Who this process writes as, for the "store busy" message."""
         return self._agent or "git user.name"
+
+    @property
+    def signer(self) -> history.Signer | None:
+        """What signs this process's commits (None: they go unsigned), found on the first write.
+
+        Raises:
+            SigningError: signatures are required and there is no usable key.
+        """
+        if self._signer is None:
+            self._signer = signing.signer(self.repo, self.signing.required)
+        return self._signer
+
+    @property
+    def allowed_signers(self) -> Path:
+        """The store's allowed-signers file (`allowed_signers` in `memstore.yaml`)."""
+        return self.root / self.signing.allowed_signers
 
     def locked(self) -> AbstractContextManager[None]:
         """Hold the store's write lock (undoing first what a killed writer left).

@@ -66,6 +66,8 @@ class Site(Protocol):
     def lock_timeout(self) -> float: ...
     @property
     def holder(self) -> str: ...
+    @property
+    def signer(self) -> history.Signer | None: ...
 
     def note_written(self, rels: Iterable[str]) -> None: ...
 
@@ -215,8 +217,10 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     when HEAD already held the content.
 
     Raises:
-        UnsafePath, Conflict (uncommitted changes in a memory file to replace), GitError.
+        UnsafePath, Conflict (uncommitted changes in a memory file to replace), GitError,
+        SigningError (signatures required and no key: refused before anything is written).
     """
+    sign = site.signer
     for change in changes:
         check_path(site, change.path)
     refuse_uncommitted(site, [c.path for c in changes if isinstance(c, Write)])
@@ -240,7 +244,13 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
                 _append(change.path, str(entry["append"]))
         with _lifeline(site) as keep:
             sha = history.commit(
-                site.repo, [c.path for c in changes], message, actor, site.lock_timeout, keep
+                site.repo,
+                [c.path for c in changes],
+                message,
+                actor,
+                site.lock_timeout,
+                keep,
+                sign,
             )
     except (MemstoreError, OSError):
         undo(site, entries)

@@ -24,7 +24,7 @@ GIT_ENV = {
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in ("MEMSTORE_DIR", "MEMSTORE_AGENT"):
+    for key in ("MEMSTORE_DIR", "MEMSTORE_AGENT", "MEMSTORE_SIGNING_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "ledger_io": 4,
     "lint": 4,
     "watch": 4,
+    "signers": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
@@ -38,6 +39,7 @@ LAYERS: dict[str, int] = {
     "stats": 1,
     "workflow": 1,
     "secrets": 1,
+    "signing": 1,
     "config": 1,
     "render_text": 1,
     "hooks": 1,
