@@ -29,7 +29,7 @@ SAMPLES = {
     "GitHub token": "token " + "ghp_" + "a" * 36,
     "GitHub fine-grained token": "github_pat_" + "A1" * 30,
     "Slack token": "xoxb-" + "123456789012-abcdefABCDEF",
-    "Slack webhook URL": "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXXXXXXXXXX",
+    "Slack webhook URL": "https://hooks.slack.com/services/" + "T0A1B2C3D/B0E4F5G6H/q8Rk2mZt7Lw9",
     "Stripe secret key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
     "bearer token": "curl -H 'Authorization: Bearer " + "eyJhbGciOiJIUzI1NiJ9abcdef'",
     "JSON web token": "eyJhbGciOiJIUzI1NiJ9"
