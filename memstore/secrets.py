@@ -355,10 +355,6 @@ class Patterns:
     extra: tuple[Pattern, ...] = ()
     builtin: tuple[Pattern, ...] = field(default=BUILTIN)
 
-    @property
-    def names(self) -> list[str]:
-        return [p.name for p in (*self.builtin, *self.extra)]
-
 
 def compile_patterns(extra: Mapping[str, str] | None = None) -> Patterns:
     """The built-in patterns plus `extra` (name → regex), compiled.
