@@ -4,12 +4,14 @@ store's own settings in its `memstore.yaml`."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory
+
+if TYPE_CHECKING:
+    from memstore.secrets import Patterns
 
 # yaml and the memory format load when a store's settings are read, not when a CLI command
 # only resolves its flags (`memstore --help` stays fast).
@@ -64,7 +66,7 @@ def store_types(root: Path) -> tuple[str, ...]:
     return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
 
 
-def secret_settings(root: Path) -> tuple[bool, dict[str, re.Pattern[str]]]:
+def secret_settings(root: Path) -> tuple[bool, Patterns]:
     """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
 
     Raises:

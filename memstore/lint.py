@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.files import Kind, walk
+from memstore.files import LEDGER_FILE, Kind, read_regular, walk
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -134,6 +135,9 @@ def lint_store(store: Store) -> list[Problem]:
                 problems.append(Problem(store.rel(path), message))
     problems.extend(_history_problems(store, memories))
     problems.extend(Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root))
+    if not store.secrets_allowed:
+        problems.extend(_record_secrets(store, LEDGER_FILE, _LEDGER_ADVICE))
+        problems.extend(_record_secrets(store, OUTCOMES_FILE, _OUTCOME_ADVICE))
     left = store.pending()
     if left is not None:
         problems.append(
@@ -184,9 +188,45 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
 
 
 def _secrets(store: Store, memory: Memory) -> list[str]:
-    """A hand-written credential, as the write path would have refused it."""
-    fields = {"description": memory.description, "body": memory.body, "tags": memory.tags}
+    """A hand-written credential in any field, as the write path would have refused it."""
     return [
-        f"{f.field} looks like it holds a credential ({f.pattern}: '{f.excerpt}'); remove it"
-        for f in secrets.scan(fields, store.secret_patterns)
+        f"{f.field} looks like it holds a credential ({secrets.describe(f)}); remove it"
+        for f in secrets.scan(secrets.memory_fields(memory), store.secret_patterns)
     ]
+
+
+# Keys of a ledger or outcome line that memstore sets itself (ids, times, hashes, states).
+_RECORD_FIXED = frozenset({"id", "at", "expires", "prev", "hash", "status", "outcome"})
+_LEDGER_ADVICE = (
+    "the ledger is append-only and hash-linked, so the line stays: revoke the credential"
+)
+_OUTCOME_ADVICE = "remove the line and revoke the credential (git's history keeps it)"
+
+
+def _record_secrets(store: Store, name: str, advice: str) -> list[Problem]:
+    """A credential in any free-text field of a record file's lines (ledger, outcomes)."""
+    try:
+        data = read_regular(store.root / name)
+    except MemstoreError:
+        return []  # not a plain file: reported where the file itself is checked
+    if data is None:
+        return []
+    problems: list[Problem] = []
+    for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
+        try:
+            record: object = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue  # a broken line is reported where the file itself is checked
+        if not isinstance(record, dict):
+            continue
+        items: dict[object, object] = record  # pyright: ignore[reportUnknownVariableType]
+        fields = {str(k): secrets.texts_of(v) for k, v in items.items() if k not in _RECORD_FIXED}
+        problems.extend(
+            Problem(
+                name,
+                f"{f.field} looks like it holds a credential ({secrets.describe(f)}); {advice}",
+                number,
+            )
+            for f in secrets.scan(fields, store.secret_patterns)
+        )
+    return problems

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,12 +14,13 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import ledger_io, secrets
+from memstore import ledger_io, lint, secrets, session
 from memstore.cli import main
 from memstore.errors import InvalidMemory, SecretFound
 from memstore.server import build_server
 from memstore.store import Store
 from tests.conftest import as_agent, git
+from tests.mcp_client import call, serve, text
 from tests.state import snapshot
 
 PATTERNS = secrets.compile_patterns()
@@ -29,7 +35,7 @@ SAMPLES = {
     "GitHub token": "token " + "ghp_" + "a" * 36,
     "GitHub fine-grained token": "github_pat_" + "A1" * 30,
     "Slack token": "xoxb-" + "123456789012-abcdefABCDEF",
-    "Slack webhook URL": "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXXXXXXXXXX",
+    "Slack webhook URL": "https://hooks.slack.com/services/" + "T0A1B2C3D/B0E4F5G6H/q8Rk2mZt7Lw9",
     "Stripe secret key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
     "bearer token": "curl -H 'Authorization: Bearer " + "eyJhbGciOiJIUzI1NiJ9abcdef'",
     "JSON web token": "eyJhbGciOiJIUzI1NiJ9"
@@ -239,3 +245,158 @@ def test_cli_ledger_record_refuses_a_credential_note_and_takes_the_override(stor
     result = runner.invoke(main, [*args, "--failed", "--note", note, "--allow-secret"])
     assert result.exit_code == 0, result.output
     assert "hunter22" in store.ledger_path.read_text(encoding="utf-8")
+
+
+# -- every write, every field (issue #11 item 15) ----------------------------------------------
+
+# The issue's own example: a value starting with `$` once passed as a placeholder.
+DOLLAR = "password: " + "$uperS3cret!x"
+
+
+def _rule(store: Store) -> None:
+    session.correct(store, "no-friday-deploys", description="no deploys on Fridays")
+
+
+WRITES: dict[str, Callable[[Store], object]] = {
+    "applies_when": lambda s: session.correct(
+        s, "r", description="rule", applies_when=["deploy", DOLLAR]
+    ),
+    "evidence (rule)": lambda s: session.correct(s, "r", description="rule", evidence=DOLLAR),
+    "severity-free extra": lambda s: s.add(
+        "x", type="fact", description="d", extra={"runbook_notes": ["DB_PASSWORD=" + "Xk9vTq2LmP"]}
+    ),
+    "deprecate reason": lambda s: s.deprecate("no-friday-deploys", f"leaked: {DOLLAR}"),
+    "confirm reason": lambda s: as_agent(s, "bob").confirm("no-friday-deploys", DOLLAR),
+    "outcome evidence": lambda s: session.record_outcome(
+        s, "no-friday-deploys", "heeded", "used redis://:" + "p4ss@h"
+    ),
+    "ledger note": lambda s: ledger_io.record(s, "deploy", "prod", note=DOLLAR, failed=True),
+    "ledger evidence": lambda s: ledger_io.record(
+        s, "deploy", "prod", evidence="https://ci.example.com/1?api_key=" + "Zq81mXr42LpQ0v"
+    ),
+    "ledger action": lambda s: ledger_io.claim(s, "rotate", "aws_secret_access_key=" + "wJalr9Kq2"),
+}
+
+
+@pytest.mark.parametrize("field", list(WRITES))
+def test_every_write_refuses_a_credential_in_every_field_and_writes_nothing(
+    store: Store, field: str
+) -> None:
+    _rule(store)
+    before = snapshot(store)
+    with pytest.raises(SecretFound, match="credential"):
+        WRITES[field](store)
+    assert snapshot(store) == before
+
+
+def test_restore_reason_is_scanned(store: Store) -> None:
+    _rule(store)
+    store.deprecate("no-friday-deploys", "obsolete")
+    before = snapshot(store)
+    with pytest.raises(SecretFound, match="reason"):
+        store.restore("no-friday-deploys", "back: " + DOLLAR)
+    assert snapshot(store) == before
+
+
+@pytest.mark.anyio
+async def test_mcp_ledger_record_refuses_a_password_in_its_note(store: Store) -> None:
+    """The issue's case: a password reached the permanent ledger through MCP."""
+    before = snapshot(store)
+    async with serve(store.root, "alice") as client:
+        result = await client.call_tool(
+            "ledger_record",
+            {
+                "action": "deploy",
+                "target": "prod",
+                "evidence": "https://ci.example.com/runs/1",
+                "note": DOLLAR,
+            },
+        )
+    assert result.is_error
+    assert "note looks like it holds a credential" in text(result)
+    assert "uperS3" not in text(result)
+    after = snapshot(store)  # the server's own index aside, under the ignored .memstore/
+    assert (after[0], after[2]) == (before[0], before[2])
+
+
+@pytest.mark.anyio
+async def test_mcp_memory_store_refuses_a_credential_in_a_rule_field(store: Store) -> None:
+    before = snapshot(store)
+    result = await call(
+        store,
+        "memory_store",
+        name="db-rule",
+        type="correction",
+        description="use the replica",
+        applies_when=["psql", "PGPASSWORD=" + "Tq84mWx2Lp"],
+    )
+    assert result.is_error and "applies_when" in text(result)
+    assert snapshot(store) == before
+
+
+# -- lint: what was committed by hand -----------------------------------------------------------
+
+
+def _commit_all(store: Store, message: str) -> None:
+    git(store.root, "add", "-A", ".")
+    git(store.root, "commit", "-q", "-m", message)
+
+
+def test_lint_reports_a_credential_in_reasons_extra_fields_and_record_lines(
+    store: Store,
+) -> None:
+    memory = store.add("db-notes", type="fact", description="db notes", body="see runbook")
+    path = store.root / "fact" / "db-notes.md"
+    text_ = path.read_text(encoding="utf-8").replace(
+        "tags:", "applies_when:\n- DB_PASSWORD=" + "Xk9vTq2LmP\ntags:", 1
+    )
+    if "applies_when" not in text_:  # no tags line: put it before the closing fence
+        text_ = text_.replace("\n---\n", "\napplies_when:\n- DB_PASSWORD=Xk9vTq2LmP\n---\n", 1)
+    path.write_text(text_, encoding="utf-8")
+    event = ledger_io.record(store, "deploy", "prod", note=DOLLAR, failed=True, allow_secret=True)
+    with store.outcomes_path.open("a", encoding="utf-8") as f:
+        line = {"at": event.at, "actor": "alice", "name": memory.name, "outcome": "heeded"}
+        f.write(json.dumps({**line, "status": "draft", "evidence": "Bearer " + "a8Fk2x9" * 4}))
+        f.write("\n")
+    _commit_all(store, "hand edits")
+    found = [str(p) for p in lint.lint_store(store)]
+    assert any(p.startswith("fact/db-notes.md: applies_when looks like") for p in found), found
+    assert any(p.startswith("ledger.jsonl:1: note looks like") for p in found), found
+    assert any(p.startswith("outcomes.jsonl:1: evidence looks like") for p in found), found
+    assert not any("Xk9v" in p or "uperS3" in p or "a8Fk" in p for p in found)
+
+
+def test_lint_reports_a_credential_in_a_confirmation_reason(store: Store) -> None:
+    store.add("db-notes", type="fact", description="db notes")
+    as_agent(store, "bob").confirm("db-notes", "checked with " + DOLLAR, allow_secret=True)
+    found = [str(p) for p in lint.lint_store(store)]
+    assert any("confirmed_reason looks like it holds a credential" in p for p in found), found
+    (store.root / "memstore.yaml").write_text("secrets: allow\n", encoding="utf-8")
+    assert not any("credential" in str(p) for p in lint.lint_store(Store(store.root, "alice")))
+
+
+# -- detect-secrets is loaded only to scan -------------------------------------------------------
+
+
+def _imports_detect_secrets(store: Store, *args: str) -> bool:
+    code = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main({list(args)!r}, prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('detect_secrets' in sys.modules)\n"
+    )
+    env = {**os.environ, "MEMSTORE_DIR": str(store.root), "MEMSTORE_AGENT": "alice"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return done.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_detect_secrets_is_imported_by_a_write_and_not_by_help_or_a_read(store: Store) -> None:
+    store.add("notes", type="fact", description="plain notes")
+    assert not _imports_detect_secrets(store, "--help")
+    assert not _imports_detect_secrets(store, "list")
+    assert _imports_detect_secrets(store, "add", "more", "--type", "fact", "-d", "d", "--body", "b")
