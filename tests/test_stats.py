@@ -212,15 +212,15 @@ session.record_outcome(store, "no-publish-on-bump", "recurred", "published by ha
 """
 
 
-def test_an_outcome_killed_before_its_commit_is_committed_as_its_actor(store: Store) -> None:
+def test_an_outcome_killed_before_its_commit_is_cut_off_by_the_next_writer(store: Store) -> None:
     rule_store(store)
     session.record_outcome(store, "no-publish-on-bump", "heeded")
     kill_inside_commit(store, OUTCOME)
     assert "recurred" in store.outcomes_path.read_text(encoding="utf-8")
     store.add("later", type="fact", description="the next write")
     log = git(store.root, "log", "--format=%an %s", "-n2").splitlines()
-    assert log[1] == "coder outcome: no-publish-on-bump recurred — published by hand"
-    assert [r.outcome for r in session.outcomes(store)] == [Outcome.HEEDED, Outcome.RECURRED]
+    assert log[1] == "alice outcome: no-publish-on-bump heeded"
+    assert [r.outcome for r in session.outcomes(store)] == [Outcome.HEEDED]
     assert git(store.root, "status", "--porcelain") == ""
 
 
