@@ -146,6 +146,8 @@ def rule_status(status: str, binding: bool) -> str:
             if binding
             else ("draft, from an agent: only warns until someone else confirms it")
         )
+    if status == "unverified":
+        return "unverified: its history does not back its file, so it only warns"
     return "unknown status: only warns"
 
 
@@ -189,7 +191,7 @@ def fence_for_memories(memories: Iterable[Memory], extra: Iterable[str] = ()) ->
     return fence_for([*texts, *extra])
 
 
-STATUSES = ("draft", "confirmed", "deprecated")
+STATUSES = ("draft", "confirmed", "deprecated", "unverified")
 
 
 def status_line(memory: Memory) -> str:
@@ -203,6 +205,11 @@ def status_line(memory: Memory) -> str:
     if memory.status == "deprecated":
         successor = f"; superseded by {memory.superseded_by}" if memory.superseded_by else ""
         return f"DEPRECATED: do not follow{successor} (owner {owner})"
+    if memory.status == "unverified":
+        return (
+            f"UNVERIFIED: its git history does not back what its file says (see `memstore "
+            f"lint`); treat as unreviewed (owner {owner})"
+        )
     return f"UNKNOWN STATUS: treat as unreviewed (owner {owner})"
 
 
@@ -300,6 +307,8 @@ def hit_status(hit: HitLike) -> str:
         return f"CONFIRMED (owner {owner})"
     if hit.status == "deprecated":
         return f"DEPRECATED: do not follow (owner {owner})"
+    if hit.status == "unverified":
+        return f"UNVERIFIED: history does not back its file; treat as unreviewed (owner {owner})"
     return f"UNKNOWN STATUS: treat as unreviewed (owner {owner})"
 
 

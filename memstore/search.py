@@ -24,7 +24,6 @@ from filelock import FileLock, Timeout
 from memstore.errors import InvalidMemory, StoreLocked
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
 from memstore.memory import Memory
-from memstore.status import Status
 from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
@@ -241,15 +240,15 @@ def search(store: Store, query: Query) -> list[Hit]:
 
 
 def _shown(store: Store, hit: Hit) -> Hit:
-    """`hit` with the status its history supports: a confirmation it does not back shows as
-    unverified (the index keeps each file's own status)."""
-    if hit.status != Status.CONFIRMED:
-        return hit
+    """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
+    status and owner, which anyone can type."""
     try:
         memory, _ = store.read_file(store.root / hit.path)
     except (InvalidMemory, OSError):
         return replace(hit, status=UNVERIFIED)
-    return replace(hit, status=memory.status)
+    if (memory.status, memory.owner) == (hit.status, hit.owner):
+        return hit
+    return replace(hit, status=memory.status, owner=memory.owner)
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

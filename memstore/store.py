@@ -291,18 +291,16 @@ class Store:
             # A bad name inside a file is a broken file, not a bad argument: one such file
             # must not stop `list` from serving the others.
             raise InvalidMemory(f"{self.rel(path)}: {e}") from e
-        if not raw and memory.status == Status.CONFIRMED:
-            memory = evolve(memory, status=self.shown(path, memory, data))
-        return memory, data
+        return (memory if raw else self.shown(path, memory, data)), data
 
-    def shown(self, path: Path, memory: Memory, data: bytes) -> str:
-        """The status to show for `memory`, read from `data` in file `path`: its own, or
-        `unverified` for a confirmation the history does not support."""
+    def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
+        """`memory`, read from `data` in file `path`, as its history supports it (see
+        `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
         try:
             key = history.repo_path(self.repo, path)
         except GitError:
-            return trust.UNVERIFIED
-        return trust.shown_status(self.trust, key, memory, data)
+            return evolve(memory, status=trust.UNVERIFIED)
+        return trust.shown(self.trust, key, memory, data)
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
         """Memory `name` with its version (pass it back to `edit` to refuse lost updates).

@@ -35,7 +35,7 @@ from typing import Any
 from memstore import history
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
-from memstore.memory import Memory, content_hash, parse, render, same_identity
+from memstore.memory import Memory, content_hash, evolve, parse, render, same_identity
 from memstore.status import MOVES, Status
 
 log = logging.getLogger(__name__)
@@ -489,18 +489,30 @@ class Cache:
             log.info("cannot keep the verdicts in %s: %s", self.file, e)
 
 
-def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:
-    """The status to show for `memory` read from `data` at `path` (relative to the repository):
-    its own, except `unverified` for a confirmation its history does not support."""
-    if memory.status != Status.CONFIRMED:
-        return memory.status
+def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
+    """`memory`, read from `data` at `path` (relative to the repository), as its history
+    supports it: the owner is who committed its creation, whatever the file says; a
+    confirmation the history does not back, a version with a forged owner or trail, and a
+    file no commit holds yet (nothing vouches for its owner) read as `unverified`. An
+    uncommitted edit of a committed draft or deprecated memory keeps its status."""
     try:
         trust = cache.current()
     except GitError as e:
         log.warning("cannot read the history to verify %s: %s", path, e)
-        return UNVERIFIED
+        return evolve(memory, status=UNVERIFIED)
+    owner = trust.owners.get(path)
     blob = history.blob_sha(data)
-    if trust.blobs.get(path) != blob:
-        return UNVERIFIED  # not the committed version: an edit nobody committed yet
-    verdict = trust.verdicts.get(f"{path}\0{blob}")
-    return Status.CONFIRMED.value if verdict is not None and verdict.ok else UNVERIFIED
+    committed = trust.blobs.get(path) == blob
+    if owner is not None and owner != memory.owner:
+        memory = evolve(memory, owner=owner)
+    if committed:
+        verdict = trust.verdicts.get(f"{path}\0{blob}")
+        ok = verdict.ok if verdict is not None else memory.status != Status.CONFIRMED
+    else:
+        ok = owner is not None and memory.status != Status.CONFIRMED
+    return memory if ok else evolve(memory, status=UNVERIFIED)
+
+
+def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:
+    """The status `shown` gives `memory`."""
+    return shown(cache, path, memory, data).status

@@ -225,8 +225,11 @@ def rule_problems(memory: Memory) -> list[str]:
 
 
 def binds(memory: Memory, humans: tuple[str, ...] = ()) -> bool:
-    """Whether a rule memory binds: it is confirmed, or its owner is one of `humans`."""
-    return memory.status == Status.CONFIRMED or any(same_identity(memory.owner, h) for h in humans)
+    """Whether a rule memory binds: it is confirmed, or a draft whose owner is one of `humans`
+    (an unverified one never binds: its history does not back its status or owner)."""
+    if memory.status == Status.CONFIRMED:
+        return True
+    return memory.status == Status.DRAFT and any(same_identity(memory.owner, h) for h in humans)
 
 
 def rule_of(memory: Memory, humans: tuple[str, ...] = ()) -> Rule | None:
