@@ -8,12 +8,15 @@ import os
 import subprocess
 
 import pytest
+from click.testing import CliRunner
 
 from memstore import ledger, ledger_io
+from memstore.cli import main
 from memstore.errors import ClaimHeld, LedgerCorrupt
 from memstore.ledger import State
 from memstore.store import Store
 from tests.conftest import GIT_ENV, as_agent, git
+from tests.mcp_client import call, data, text
 
 URL = "https://ci.example.com/run/1"
 
@@ -77,6 +80,22 @@ def test_a_release_committed_in_another_agents_name_is_ignored_and_verify_report
     assert len(result.problems) == 1
     assert "line 2 (released deploy api by alice" in result.problems[0]
     assert "mallory" in result.problems[0] and "is not by alice" in result.problems[0]
+
+
+@pytest.mark.anyio
+async def test_an_agent_over_mcp_sees_the_claim_held_and_the_forged_release_named(
+    store: Store,
+) -> None:
+    ledger_io.claim(store, "deploy", "api")
+    hand_append(store, released(store, "alice", "deploy", "api"))
+    commit_as(store, "mallory", "mallory")
+    bob = as_agent(store, "bob")
+
+    answer = await call(bob, "ledger_check", action="deploy", target="api")
+    assert data(answer)["check"]["state"] == "IN_PROGRESS"
+    assert "is ignored" in text(answer) and "is not by alice" in text(answer)
+    refused = await call(bob, "ledger_claim", action="deploy", target="api")
+    assert refused.is_error and "claimed by alice" in text(refused)
 
 
 def test_a_line_committed_by_its_actor_by_hand_counts_whatever_the_spelling(store: Store) -> None:
@@ -220,6 +239,22 @@ def test_a_line_a_merge_commit_adds_itself_counts_only_when_the_merge_is_by_its_
     assert len(problems) == 1 and "in-alices-name" in problems[0]
 
 
+def test_the_cli_exits_4_for_an_action_a_dropping_merge_hid_and_verify_exits_1(
+    store: Store,
+) -> None:
+    side_branch_with_a_done_action(store)
+    git(store.root, "merge", "-q", "-s", "ours", "--no-edit", "side")
+    runner = CliRunner()
+    args = ["--store", str(store.root), "--agent", "carol", "ledger"]
+    checked = runner.invoke(main, [*args, "check", "deploy", "api"])
+    assert checked.exit_code == 4 and checked.stdout.startswith("EXECUTED deploy api — by bob")
+    assert "missing at HEAD too" in checked.stderr
+    verified = runner.invoke(main, [*args, "verify"])
+    assert verified.exit_code == 1
+    assert verified.stdout.count("a merge dropped it") == 2
+    assert "verification failed: 2 problem(s)" in verified.stderr
+
+
 # -- the cache ---------------------------------------------------------------------------------
 
 
@@ -238,11 +273,11 @@ def test_a_cache_in_the_old_layout_or_broken_is_rebuilt(store: Store) -> None:
     path = store.cache / ledger_io.HISTORY_CACHE
     head = git(store.root, "rev-parse", "HEAD").strip()
     line = store.ledger_path.read_text(encoding="utf-8").rstrip("\n")
-    for text in (
+    for cached in (
         json.dumps({"head": head, "lines": [line]}),  # the version 1 layout
         json.dumps({"version": 2, "head": head, "commits": {}, "lines": [[line, "x"]]}),
         json.dumps({"version": 2, "head": head, "commits": {"x": ["a"]}, "lines": []}),
     ):
-        path.write_text(text, encoding="utf-8")
+        path.write_text(cached, encoding="utf-8")
         assert ledger_io.check(store, "publish", "post-0").state == State.EXECUTED
         assert ledger_io.verify(store).ok
