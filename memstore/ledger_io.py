@@ -50,8 +50,8 @@ def read_history_cache(path: Path) -> tuple[str | None, list[history.Added]]:
     ):
         return None, []
     known: dict[str, history.Commit] = {}
-    pairs: list[tuple[Any, Any]] = list(commits.items())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    for sha, names in pairs:
+    table: dict[Any, Any] = commits  # pyright: ignore[reportUnknownVariableType]
+    for sha, names in table.items():
         if not isinstance(sha, str) or not _strings(names, 2):
             return None, []
         known[sha] = history.Commit(sha, names[0], names[1])
