@@ -18,6 +18,7 @@ from pathlib import Path
 from types import EllipsisType
 
 from memstore.errors import GitError
+from memstore.memory import same_identity
 
 logger = logging.getLogger(__name__)
 
@@ -1118,10 +1119,39 @@ def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     return True
 
 
-def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[str]:
-    """Every line a commit reachable from `until` (and not from `since`) added to `path`,
-    oldest first. Merge commits show no diff here, so a union merge adds nothing of its own.
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Who a commit names: its author and its committer (names, as git records them)."""
 
+    sha: str
+    author: str
+    committer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """One line a commit added to a file, and that commit."""
+
+    text: str
+    commit: Commit
+
+
+def is_by(commit: Commit, identity: str) -> bool:
+    """Whether `commit` is by `identity`: its author and its committer both name it.
+
+    The one place memstore decides whom a commit speaks for; a check of the commit's
+    signature against the identity's allowed keys belongs here too.
+    """
+    return same_identity(commit.author, identity) and same_identity(commit.committer, identity)
+
+
+def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[Added]:
+    """Every line a commit reachable from `until` (and not from `since`) added to `path`, with
+    that commit, oldest first.
+
+    Every parent of every merge is read (`--full-history`), so a line a merge dropped
+    (`git merge -s ours`, a conflict resolved without it) is still found on its branch. A
+    merge's own lines are those it added against all its parents; a union merge adds none.
     One `git log -p`; its cost grows with the number of commits times the file's size, so
     callers pass `since` to read only what is new.
     """
@@ -1133,26 +1163,35 @@ def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) ->
         repo,
         "log",
         "--reverse",
+        "--full-history",
         "--no-renames",
         "--no-color",
         "--no-ext-diff",
         "--no-textconv",
-        "--format=%x1e",
+        "--no-mailmap",
+        "--cc",
+        f"--format={_REC}%H{_SEP}%an{_SEP}%cn",
         "-p",
         "--unified=0",
         span,
         "--",
         _rel(repo, path),
     )
-    lines: list[str] = []
-    in_hunk = False
+    lines: list[Added] = []
+    commit = Commit("", "", "")
+    parents = 0  # 0 outside a hunk; else how many columns of +/- a hunk's lines start with
     for line in out.split("\n"):
-        if line.startswith(_REC) or line.startswith("diff --git "):
-            in_hunk = False
+        if line.startswith(_REC):
+            sha, *names = line[1:].split(_SEP)
+            # A name holding the separator cannot be told apart: the commit is by nobody.
+            commit = Commit(sha, *names) if len(names) == 2 else Commit(sha, "", "")
+            parents = 0
+        elif line.startswith("diff --"):
+            parents = 0
         elif line.startswith("@@"):
-            in_hunk = True
-        elif in_hunk and line.startswith("+"):
-            lines.append(line[1:])
+            parents = len(line) - len(line.lstrip("@")) - 1
+        elif parents and line[:parents] == "+" * parents:
+            lines.append(Added(line[parents:], commit))
     return lines
 
 

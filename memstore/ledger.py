@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from memstore import files
+from memstore import files, history
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -132,14 +132,31 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
+class Ignored:
+    """A sound line that does not count: no commit by its actor added it."""
+
+    event: Event
+    line: int | None
+    """Its line in the working file; None when only git history has it."""
+    committed: bool
+    """Whether git has it (added by someone else's commit) or only the working file does."""
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class View:
     """The ledger as the working file and git history together tell it."""
 
     lines: tuple[Line, ...]
     events: tuple[Event, ...]
-    """Every trustworthy event: the file's in file order, then those only git still has."""
+    """Every event that counts (a commit by its actor added it): the file's in file order,
+    then those only git still has."""
     lost: tuple[Event, ...]
-    """Events git has committed that the working file lacks (a restore or a hand edit)."""
+    """Events that count and that the working file lacks (a restore, a hand edit, a merge)."""
+    dropped: tuple[Event, ...]
+    """Of `lost`, those HEAD's file lacks too: a merge or a commit dropped them."""
+    ignored: tuple[Ignored, ...]
+    """Sound lines that do not count: committed by someone else, or not committed at all."""
     damage: tuple[str, ...]
     """Lines that cannot be read or trusted, and links to lines that are nowhere."""
     heads: tuple[str, ...]
@@ -463,12 +480,19 @@ def read_lines(data: bytes) -> list[Line]:
 # -- the view: the file and git together --------------------------------------------------------
 
 
-def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View:
+def view(
+    data: bytes,
+    committed: Sequence[history.Added] = (),
+    at_head: Sequence[str] | None = None,
+    name: str = LEDGER_FILE,
+) -> View:
     """Combine the working file's bytes with every ledger line git has committed.
 
-    `committed` holds line texts from git (any order, repeats allowed). Read git before the
-    file: a line is committed only after it is written, so nothing git has is missing from the
-    file by a race.
+    `committed` holds each line a commit added, with that commit (any order, repeats
+    allowed); `at_head` the lines of the file at HEAD, when known. An event counts only when
+    a commit by its actor (`history.is_by`) added its line; any other sound line is
+    `ignored`. Read git before the file: a line is committed only after it is written, so
+    nothing git has is missing from the file by a race.
     """
     lines = tuple(read_lines(data))
     damage: list[str] = []
@@ -495,36 +519,49 @@ def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View
         where[event.hash] = line.number
 
     git_events: dict[str, Event] = {}
+    adders: dict[str, list[history.Commit]] = {}
     notes: list[str] = []
     known = {line.text: line.event for line in lines if line.event is not None}
-    for text in committed:
-        if not text.strip():
-            continue
-        event = known.get(text)
-        if event is not None:  # the same text as a sound line of the file: no need to parse it
+    for added in committed:
+        event = _committed_event(added.text, known, notes)
+        if event is not None:
             git_events.setdefault(event.hash, event)
-            continue
-        try:
-            event = parse_line(text)
-        except LedgerCorrupt as e:
-            note = f"git history holds an unreadable ledger line ({e}): {_short(text, 80)}"
-            if note not in notes:
-                notes.append(note)
-            continue
-        git_events.setdefault(event.hash, event)
+            adders.setdefault(event.hash, []).append(added.commit)
+    head_hashes: set[str] | None = None
+    if at_head is not None:
+        head_hashes = set()
+        for text in at_head:
+            event = _committed_event(text, known, notes)
+            if event is not None:
+                git_events.setdefault(event.hash, event)
+                head_hashes.add(event.hash)
 
-    lost = tuple(e for h, e in git_events.items() if h not in working)
-    events = (*working.values(), *lost)
+    verdicts: dict[tuple[str, str, str], bool] = {}
+
+    def by_actor(commit: history.Commit, actor: str) -> bool:
+        key = (commit.author, commit.committer, actor)
+        if key not in verdicts:
+            verdicts[key] = history.is_by(commit, actor)
+        return verdicts[key]
+
+    counted = {
+        h for h, e in git_events.items() if any(by_actor(c, e.actor) for c in adders.get(h, ()))
+    }
+    every = working | {h: e for h, e in git_events.items() if h not in working}
+    ignored: list[Ignored] = []
+    for h, event in every.items():
+        if h not in counted:
+            reason = _not_counted(event, adders.get(h), h in git_events)
+            ignored.append(Ignored(event, where.get(h), h in git_events, reason))
+    lost = tuple(e for h, e in git_events.items() if h not in working and h in counted)
+    dropped = () if head_hashes is None else tuple(e for e in lost if e.hash not in head_hashes)
+    events = (*(e for h, e in working.items() if h in counted), *lost)
     present = set(working) | set(git_events)
     present |= {line.stated_hash for line in lines if line.stated_hash}
-    for event in events:
+    for h, event in every.items():
         for link in event.prev:
             if link not in present:
-                place = (
-                    f"line {where[event.hash]}"
-                    if event.hash in where
-                    else f"committed event {event.id}"
-                )
+                place = f"line {where[h]}" if h in where else f"committed event {event.id}"
                 damage.append(
                     f"{place}: it was appended after a line (hash {link[:12]}…) that is in "
                     "neither the file nor git history: a line before it was deleted"
@@ -534,6 +571,8 @@ def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View
         lines=lines,
         events=events,
         lost=lost,
+        dropped=dropped,
+        ignored=tuple(ignored),
         damage=tuple(damage),
         heads=tuple(h for h in working if h not in linked),
         committed=len(git_events),
@@ -545,7 +584,58 @@ def view(data: bytes, committed: Sequence[str], name: str = LEDGER_FILE) -> View
     )
 
 
+def _committed_event(text: str, known: dict[str, Event], notes: list[str]) -> Event | None:
+    """The event on a line git holds; None (and a note) when it cannot be read."""
+    if not text.strip():
+        return None
+    event = known.get(text)
+    if event is not None:  # the same text as a sound line of the file: no need to parse it
+        return event
+    try:
+        event = parse_line(text)
+    except LedgerCorrupt as e:
+        note = f"git history holds an unreadable ledger line ({e}): {_short(text, 80)}"
+        if note not in notes:
+            notes.append(note)
+        return None
+    known[text] = event
+    return event
+
+
+def _not_counted(event: Event, adders: list[history.Commit] | None, committed: bool) -> str:
+    """Why a sound line does not count."""
+    if not committed:
+        return (
+            "it is not committed to git, and a line counts only once a commit by its actor adds it"
+        )
+    if not adders:
+        return "git has it at HEAD, but no commit in HEAD's history added it (a shallow clone?)"
+    first = adders[0]
+    author, committer = first.author or "?", first.committer or "?"
+    by = author if author == committer else f"{author} (committed by {committer})"
+    more = f" and {len(adders) - 1} other commit(s)" if len(adders) > 1 else ""
+    return (
+        f"the commit that added it, {first.sha[:10]} by {by}{more}, is not by "
+        f"{event.actor}: a line counts only when a commit by its actor adds it"
+    )
+
+
+def _ignored_text(item: Ignored) -> str:
+    event = item.event
+    place = f"line {item.line}" if item.line is not None else f"event {event.id} (only in git)"
+    return (
+        f"{place} ({event.status} {event.action} {event.target} by {event.actor} at "
+        f"{event.at}) is ignored: {item.reason}"
+    )
+
+
 def _lost(view: View) -> str:
+    if view.dropped:
+        return (
+            f"the working {view.name} lacks {len(view.lost)} line(s) that git has committed, "
+            f"{len(view.dropped)} of them missing at HEAD too (dropped by a merge, e.g. `git "
+            "merge -s ours`, or by a commit)"
+        )
     return (
         f"the working {view.name} lacks {len(view.lost)} line(s) that git has committed (a "
         "restored backup or a bad hand edit?)"
@@ -553,10 +643,15 @@ def _lost(view: View) -> str:
 
 
 def _lost_warning(view: View) -> str:
+    repair = (
+        "add the lines back from git history (verify names each one)"
+        if view.dropped
+        else f"put the lines back, e.g. `git checkout HEAD -- {view.name}` if it has no "
+        "uncommitted lines"
+    )
     return (
         f"WARNING: {_lost(view)}; this answer includes them. Run `memstore ledger verify`, then "
-        f"put the lines back, e.g. `git checkout HEAD -- {view.name}` if it has no uncommitted "
-        "lines."
+        f"{repair}."
     )
 
 
@@ -581,6 +676,11 @@ def check(view: View, action: str, target: str, now: datetime) -> Check:
     """
     history = _ordered(view, action, target)
     warnings: list[str] = [_lost_warning(view)] if view.lost else []
+    warnings += [
+        f"{_ignored_text(item)}; run `memstore ledger verify`"
+        for item in view.ignored
+        if item.event.action == action and item.event.target == target
+    ]
     done = [e for e in history if e.status == DONE]
     if done:
         first = done[0]
@@ -649,6 +749,13 @@ def require_intact(view: View) -> None:
         LedgerCorrupt: naming the first problem; nothing has been written.
     """
     problems = [*view.damage, *([_lost(view)] if view.lost else [])]
+    problems += [
+        f"line {item.line} ({item.event.status} {item.event.action} {item.event.target} by "
+        f"{item.event.actor}) is not committed to git, and the append would commit it as the "
+        f"appender's: commit it yourself (`git commit -- {view.name}`) or remove it"
+        for item in view.ignored
+        if not item.committed
+    ]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise LedgerCorrupt(
@@ -742,14 +849,26 @@ def record(
 def verify(view: View, merge_attribute: str | None) -> Verification:
     """Check every line's hash, every link, and that the file holds every line git committed."""
     problems = list(view.damage)
+    dropped = {e.hash for e in view.dropped}
     for event in view.lost:
-        problems.append(
+        problem = (
             f"git has committed event {event.id} ({event.status} {event.action} {event.target} "
             f"by {event.actor} at {event.at}) but the working ledger lacks it"
         )
+        if event.hash in dropped:
+            problem += (
+                f", and so does HEAD's: a merge dropped it (`git merge -s ours`, a conflict "
+                f"resolved without it) or a commit deleted it; add the line back (`git log "
+                f"--full-history -p -S {event.id} -- {view.name}` shows it) and commit"
+            )
+        problems.append(problem)
+    problems += [_ignored_text(item) for item in view.ignored if item.committed]
     warnings = list(view.history_notes)
     if view.uncommitted:
-        warnings.append(f"{view.uncommitted} line(s) are not committed to git yet")
+        warnings.append(
+            f"{view.uncommitted} line(s) are not committed to git yet: a line counts only once "
+            "a commit by its actor adds it"
+        )
     if view.duplicates:
         warnings.append(f"{view.duplicates} line(s) repeat an earlier line exactly")
     if not view.ends_with_newline:

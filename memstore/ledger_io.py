@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HISTORY_CACHE = "ledger-history.json"
-"""In the cache folder: the ledger lines committed up to a commit; only newer ones are read."""
+"""In the cache folder: the ledger lines committed up to a commit, each with the commit that
+added it; only newer commits are read."""
+_CACHE_VERSION = 2
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
-def read_history_cache(path: Path) -> tuple[str | None, list[str]]:
+def read_history_cache(path: Path) -> tuple[str | None, list[history.Added]]:
     """The commit and the committed ledger lines a history cache holds; (None, []) if unusable."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -38,70 +40,110 @@ def read_history_cache(path: Path) -> tuple[str | None, list[str]]:
     if not isinstance(data, dict):
         return None, []
     fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    head, lines = fields.get("head"), fields.get("lines")
-    if not isinstance(head, str) or not _SHA_RE.match(head) or not isinstance(lines, list):
+    head, commits, lines = fields.get("head"), fields.get("commits"), fields.get("lines")
+    if (
+        fields.get("version") != _CACHE_VERSION
+        or not isinstance(head, str)
+        or not _SHA_RE.match(head)
+        or not isinstance(commits, dict)
+        or not isinstance(lines, list)
+    ):
         return None, []
+    known: dict[str, history.Commit] = {}
+    table: dict[Any, Any] = commits  # pyright: ignore[reportUnknownVariableType]
+    for sha, names in table.items():
+        if not isinstance(sha, str) or not _strings(names, 2):
+            return None, []
+        known[sha] = history.Commit(sha, names[0], names[1])
+    added: list[history.Added] = []
     items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
-    if not all(isinstance(x, str) for x in items):
-        return None, []
-    return head, [str(x) for x in items]
+    for item in items:
+        if not _strings(item, 2) or item[1] not in known:
+            return None, []
+        added.append(history.Added(item[0], known[item[1]]))
+    return head, added
 
 
-def committed_lines(store: Store) -> list[str]:
-    """Every ledger line git has committed on HEAD's history, then the lines at HEAD.
+def _strings(value: Any, count: int) -> bool:
+    """Whether `value` is a JSON list of `count` strings."""
+    items: list[Any] = value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+    return len(items) == count and all(isinstance(x, str) for x in items)
+
+
+def _write_history_cache(path: Path, head: str, added: list[history.Added]) -> None:
+    commits = {a.commit.sha: [a.commit.author, a.commit.committer] for a in added}
+    lines = [[a.text, a.commit.sha] for a in added]
+    text = json.dumps(
+        {"version": _CACHE_VERSION, "head": head, "commits": commits, "lines": lines},
+        ensure_ascii=False,
+    )
+    atomic_write(path, text)
+
+
+def committed_lines(store: Store) -> tuple[list[history.Added], list[str]]:
+    """Every ledger line a commit in HEAD's history added (through every parent of every
+    merge), with that commit; and the lines of the file at HEAD.
 
     Reading the whole history costs commits × file size, so the lines seen up to a commit
     are cached in `.memstore/ledger-history.json` and only newer commits are read.
     """
     head = history.head(store.repo)
     if head is None:
-        return []
+        return [], []
     cache = store.cache / HISTORY_CACHE
     seen_at, seen = read_history_cache(cache)
     if seen_at == head:
-        new: list[str] = []
+        new: list[history.Added] = []
     elif seen_at is not None and history.is_ancestor(store.repo, seen_at, head):
         new = history.added_lines(store.repo, store.ledger_path, head, since=seen_at)
     else:
         seen, new = [], history.added_lines(store.repo, store.ledger_path, head)
     if seen_at != head:
         known = set(seen)
-        seen = seen + [x for x in dict.fromkeys(new) if x not in known and x.strip()]
+        seen = seen + [a for a in dict.fromkeys(new) if a not in known and a.text.strip()]
         try:
             store.cache.mkdir(exist_ok=True)
-            atomic_write(cache, json.dumps({"head": head, "lines": seen}, ensure_ascii=False))
+            _write_history_cache(cache, head, seen)
         except OSError as e:  # only a cache: the next read rebuilds it
             log.warning("could not write %s: %s", cache, e)
     at_head = (history.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")
-    return [*seen, *at_head.split("\n")]
+    return seen, at_head.split("\n")
 
 
 def view(store: Store) -> ledger.View:
     """The ledger as the file and git's committed lines show it together."""
     # git first, then the file: a line is committed only after it is written, so a
     # concurrent append can never look like a line the file lost.
-    committed = committed_lines(store)
+    committed, at_head = committed_lines(store)
     path = store.ledger_path
     try:
         data = read_regular(path) or b""
     except UnsafePath as e:
         raise LedgerCorrupt(f"{store.rel(path)}: the ledger must be a plain file ({e})") from e
-    return ledger.view(data, committed, history.repo_path(store.repo, path))
+    return ledger.view(data, committed, at_head, history.repo_path(store.repo, path))
 
 
 def append(store: Store, event: ledger.Event) -> None:
     """Append `event` as one line and commit it as its actor. Call with the lock held."""
     line = ledger.render(event) + "\n"
     change = transaction.Append(store.ledger_path, line)
-    transaction.commit(store, [change], ledger.commit_message(event), event.actor)
+    if transaction.commit(store, [change], ledger.commit_message(event), event.actor) is None:
+        # Someone's `git commit` took the line along at that moment: it is not by the actor.
+        log.warning(
+            "ledger event %s was committed by another commit, not as %s, so it does not "
+            "count; run `memstore ledger verify` and append it again",
+            event.id,
+            event.actor,
+        )
 
 
 def check(store: Store, action: str, target: str, *, now: datetime | None = None) -> ledger.Check:
     """Whether `action` on `target` is NOT_EXECUTED, IN_PROGRESS (claimed) or EXECUTED.
 
     Reads the working ledger and every ledger line git has committed, so a restored or
-    truncated file still answers EXECUTED, with a warning that lines were lost. Reads again
-    under the lock when the file's last line may be a write in flight.
+    truncated file still answers EXECUTED, with a warning that lines were lost. Only events
+    a commit by their actor added count; others are named in the warnings. Reads again
+    under the lock when the file has lines git has not committed (a write in flight?).
 
     Raises:
         InvalidLedgerEntry: for a bad action or target.
@@ -112,8 +154,9 @@ def check(store: Store, action: str, target: str, *, now: datetime | None = None
     target = ledger.check_text(target, "target")
     moment = now or ledger.utcnow()
     seen = view(store)
-    if not seen.ends_with_newline:
-        with store.locked():  # maybe a write in flight: read again once no writer holds it
+    if not seen.ends_with_newline or seen.uncommitted:
+        # Maybe a write in flight, not yet committed: read again once no writer holds it.
+        with store.locked():
             seen = view(store)
     return ledger.check(seen, action, target, moment)
 
@@ -236,7 +279,8 @@ def events(
     now: datetime | None = None,
 ) -> list[ledger.Event]:
     """Ledger events matching every filter given, oldest first; `since` takes a date, a UTC
-    time or a duration back from now (`24h`). Includes events only git still has.
+    time or a duration back from now (`24h`). Includes events only git still has, and only
+    events a commit by their actor added.
 
     Raises:
         InvalidLedgerEntry: for a bad filter.
@@ -249,6 +293,12 @@ def events(
         )
     for problem in seen.damage:
         log.warning("ledger damaged: %s", problem)
+    if seen.ignored:
+        log.warning(
+            "%d ledger line(s) are ignored: no commit by their actor added them; run "
+            "`memstore ledger verify`",
+            len(seen.ignored),
+        )
     found = [
         (ledger.parse_time(e.at), i, e)
         for i, e in enumerate(seen.events)

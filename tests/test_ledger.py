@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import ledger, ledger_io
+from memstore import history, ledger, ledger_io
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -36,9 +36,18 @@ def commit_count(store: Store) -> int:
     return int(git(store.root, "rev-list", "--count", "HEAD").strip())
 
 
-def pure_view(*events: ledger.Event, committed: tuple[str, ...] = ()) -> ledger.View:
+def by_actors(*events: ledger.Event) -> tuple[history.Added, ...]:
+    """Each event's line as a commit by its actor added it."""
+    return tuple(
+        history.Added(ledger.render(e), history.Commit(f"{i:040x}", e.actor, e.actor))
+        for i, e in enumerate(events)
+    )
+
+
+def pure_view(*events: ledger.Event) -> ledger.View:
+    """The file holding `events`, each committed by its actor."""
     data = "".join(ledger.render(e) + "\n" for e in events).encode("utf-8")
-    return ledger.view(data, committed)
+    return ledger.view(data, by_actors(*events))
 
 
 def chain(count: int) -> list[ledger.Event]:
@@ -205,7 +214,7 @@ def test_a_claim_expires_after_its_ttl_on_a_moved_clock() -> None:
 def test_a_torn_last_line_fails_check_closed_instead_of_answering_not_executed() -> None:
     events = chain(2)
     data = (ledger.render(events[0]) + "\n" + ledger.render(events[1])[:40]).encode()
-    view = ledger.view(data, ())
+    view = ledger.view(data, by_actors(events[0]))
     with pytest.raises(LedgerCorrupt, match="damaged at line 2"):
         ledger.check(view, "publish", "post-1", T0)
     # what the readable lines prove stays provable
@@ -350,24 +359,35 @@ def test_init_marks_the_ledger_merge_union_and_verify_warns_without_it(store: St
     assert any("merge=union" in w for w in ledger_io.verify(store).warnings)
 
 
-def test_a_written_but_uncommitted_line_is_committed_by_the_next_append(store: Store) -> None:
-    ledger_io.record(store, "publish", "post-1", evidence=URL)
-    view = ledger_io.view(store)  # pyright: ignore[reportPrivateUsage]
-    orphan = ledger.new_event(
+def test_a_line_nobody_committed_does_not_count_and_no_append_commits_it(store: Store) -> None:
+    ledger_io.claim(store, "deploy", "api")
+    forged = ledger.new_event(
         actor="alice",
-        action="publish",
-        target="post-2",
-        status=ledger.DONE,
-        at=T0,
-        prev=view.heads,
-        evidence=URL,
+        action="deploy",
+        target="api",
+        status=ledger.RELEASED,
+        at=ledger.utcnow(),
+        prev=ledger_io.view(store).heads,
     )
     with store.ledger_path.open("a", encoding="utf-8", newline="\n") as f:
-        f.write(ledger.render(orphan) + "\n")  # as if the process died before committing
-    assert any("not committed" in w for w in ledger_io.verify(store).warnings)
-    ledger_io.record(store, "publish", "post-3", evidence=URL)
-    assert ledger_io.verify(store) == ledger.Verification(True, 3, 3, 1, 3)
-    assert git(store.root, "status", "--porcelain") == ""
+        f.write(ledger.render(forged) + "\n")  # written by hand: no journal, no commit
+    before, commits = store.ledger_path.read_bytes(), commit_count(store)
+
+    bob = as_agent(store, "bob")
+    answer = ledger_io.check(bob, "deploy", "api")
+    assert (answer.state, answer.actor) == (State.IN_PROGRESS, "alice")
+    assert any("line 2 (released deploy api by alice" in w for w in answer.warnings)
+    assert any("not committed to git" in w for w in answer.warnings)
+    for append in (
+        lambda: ledger_io.claim(bob, "deploy", "api"),
+        lambda: ledger_io.record(bob, "publish", "post-1", evidence=URL),
+    ):
+        with pytest.raises(LedgerCorrupt, match=r"line 2 \(released deploy api by alice\) is not"):
+            append()
+    assert (store.ledger_path.read_bytes(), commit_count(store)) == (before, commits)
+    result = ledger_io.verify(store)
+    assert result.ok and result.events == 1
+    assert any("not committed" in w for w in result.warnings)
 
 
 # -- restores and tampering, with git ----------------------------------------------------------
@@ -639,5 +659,6 @@ def test_the_example_lines_in_the_docs_verify() -> None:
         encoding="utf-8"
     )
     example = text.split("```json\n", 1)[1].split("```", 1)[0]
-    result = ledger.verify(ledger.view(example.encode("utf-8"), ()), "union")
+    events = [ledger.parse_line(line) for line in example.splitlines()]
+    result = ledger.verify(ledger.view(example.encode("utf-8"), by_actors(*events)), "union")
     assert result.ok and result.events == 2
