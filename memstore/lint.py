@@ -155,7 +155,7 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
     A file that differs from HEAD is judged as the commit the current identity would make of
     it (lint run by a pre-commit hook checks the commit about to be made)."""
     try:
-        found = trust.full(store.repo, store.root)
+        found = trust.full(store.repo, store.root, store.signers_of if store.signed else None)
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []
@@ -178,7 +178,7 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
             )
         else:
             old = trust.parse_blob(store.repo, committed)
-            by = trust.By("", identity, identity)
+            by = trust.By("", identity, identity, identity, store.signed)
             owner = found.owners.get(key) or identity
             before = found.verdict(key, committed)
             verdict = trust.judge(old, before, memory, by, owner, created=committed is None)

@@ -180,6 +180,10 @@ class Store:
         self.types = config.store_types(self.root)
         self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
         self.signing = config.signing_settings(self.root)
+        if self.signing.required:
+            # A commit is then by an identity only when that identity's allowed key signed it.
+            self.signed = True
+            self.trust.signers = self.signers_of
         self._signer: history.Signer | None = None
 
     # -- set-up -------------------------------------------------------------------------------
@@ -374,6 +378,10 @@ class Store:
         if self._signer is None:
             self._signer = signing.signer(self.repo, self.signing.required)
         return self._signer
+
+    def signers_of(self, commits: list[str]) -> dict[str, str | None]:
+        """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
+        return signing.signers(self.repo, commits, self.allowed_signers)
 
     @property
     def allowed_signers(self) -> Path:

@@ -1,0 +1,316 @@
+"""What git history supports: confirmations that count, owners fixed at creation, and reads
+that show as unverified what the history does not back (issue cases 2-8 of "Trust you can
+verify"). Every forgery here is made the way a hostile agent with shell access would: by
+editing files and committing with git."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import GIT_ENV, as_agent, git
+from mcp_client import serve, text
+
+from memstore import lint, search
+from memstore.errors import InvalidMemory, SelfApproval
+from memstore.memory import check_identity, content_hash, parse, render
+from memstore.store import Store
+
+
+def commit_as(
+    store: Store, author: str, committer: str | None = None, message: str = "hand edit"
+) -> None:
+    """`git add -A && git commit` with the names given, as anyone with shell access can."""
+    env = {
+        **os.environ,
+        **GIT_ENV,
+        "GIT_AUTHOR_NAME": author,
+        "GIT_COMMITTER_NAME": committer or author,
+    }
+    subprocess.run(["git", "add", "-A"], cwd=store.root, env=env, check=True)
+    subprocess.run(["git", "commit", "-qm", message], cwd=store.root, env=env, check=True)
+
+
+def problems(store: Store) -> list[str]:
+    return [str(p) for p in lint.lint_store(store)]
+
+
+def edit_file(store: Store, name: str, old: str, new: str) -> Path:
+    path = next(store.root.glob(f"*/{name}.md"))
+    text_now = path.read_text("utf-8")
+    assert old in text_now, text_now
+    path.write_text(text_now.replace(old, new), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def confirmed(store: Store) -> Store:
+    """alice's memory `deploy-rule`, confirmed by bob through memstore."""
+    store.add("deploy-rule", type="fact", description="Deploys go out on Tuesdays", body="Tue.")
+    as_agent(store, "bob").confirm("deploy-rule", "checked the calendar")
+    assert problems(store) == []
+    return store
+
+
+def status_in_search(store: Store, words: str) -> dict[str, str]:
+    return {h.name: h.status for h in search.search(store, search.Query(words))}
+
+
+# -- 2: a confirmation covers exact content -----------------------------------------------------
+
+
+def test_a_confirmation_records_the_hash_of_what_was_confirmed(confirmed: Store) -> None:
+    memory = confirmed.get("deploy-rule")
+    assert memory.status == "confirmed"
+    assert memory.confirmed_hash == content_hash(memory)
+
+
+def test_the_owner_editing_a_confirmed_body_unconfirms_it_in_lint_and_reads(
+    confirmed: Store,
+) -> None:
+    edit_file(confirmed, "deploy-rule", "Tue.", "Any day, no review needed.")
+    commit_as(confirmed, "alice")
+    found = problems(confirmed)
+    assert any("content changed after bob confirmed it" in p for p in found), found
+    assert confirmed.get("deploy-rule").status == "unverified"
+    assert as_agent(confirmed, "carol").get("deploy-rule").status == "unverified"
+    assert status_in_search(confirmed, "deploys tuesdays") == {"deploy-rule": "unverified"}
+
+
+def test_a_description_edit_committed_by_the_confirmer_is_not_a_confirmation(
+    confirmed: Store,
+) -> None:
+    # Even bob changing the text without confirming again leaves what he confirmed behind.
+    edit_file(confirmed, "deploy-rule", "Deploys go out on Tuesdays", "Deploys go out daily")
+    commit_as(confirmed, "bob")
+    assert any("content changed after bob confirmed it" in p for p in problems(confirmed))
+    assert confirmed.get("deploy-rule").status == "unverified"
+
+
+def test_tags_and_links_may_change_without_touching_the_confirmation(confirmed: Store) -> None:
+    confirmed.edit("deploy-rule", tags=["release"])
+    edit_file(confirmed, "deploy-rule", "- release", "- release\n- calendar")
+    commit_as(confirmed, "alice")
+    assert problems(confirmed) == []
+    assert confirmed.get("deploy-rule").status == "confirmed"
+
+
+def test_a_fresh_confirmation_by_someone_else_makes_it_confirmed_again(confirmed: Store) -> None:
+    edit_file(confirmed, "deploy-rule", "Tue.", "Tuesdays and Thursdays.")
+    commit_as(confirmed, "alice")
+    assert confirmed.get("deploy-rule").status == "unverified"
+    with pytest.raises(SelfApproval):
+        confirmed.confirm("deploy-rule", "it is mine and fine")
+    as_agent(confirmed, "carol").confirm("deploy-rule", "checked the new text")
+    assert confirmed.get("deploy-rule").status == "confirmed"
+    assert problems(confirmed) == []
+
+
+# -- 3: ownership is fixed at creation -----------------------------------------------------------
+
+
+def test_rewriting_the_owner_does_not_let_the_creator_confirm(store: Store) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    edit_file(store, "mine", "owner: alice", "owner: carol")
+    commit_as(store, "alice")
+    assert any("owner says 'carol' but alice created it" in p for p in problems(store))
+    with pytest.raises(SelfApproval, match="created it"):
+        store.confirm("mine", "looks right to me")
+    # Reads name the creator, whatever the file says.
+    assert as_agent(store, "bob").get("mine").owner == "alice"
+
+
+def test_a_hand_confirmation_after_an_owner_rewrite_is_self_approval(store: Store) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    edit_file(store, "mine", "owner: alice", "owner: carol")
+    commit_as(store, "alice")
+    path = edit_file(store, "mine", "status: draft", "status: confirmed")
+    path.write_text(
+        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: alice"), "utf-8"
+    )
+    commit_as(store, "alice")
+    found = problems(store)
+    assert any("alice" in p and ("self-approval" in p or "owner says" in p) for p in found)
+    assert as_agent(store, "bob").get("mine").status == "unverified"
+
+
+# -- 4: lint judges parsed values, never text patterns --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "status", ["'confirmed'", '"confirmed"', '"confirm\\x65d"', "!!str confirmed"]
+)
+def test_a_deprecated_memory_brought_back_by_any_spelling_is_caught(
+    confirmed: Store, status: str
+) -> None:
+    as_agent(confirmed, "bob").deprecate("deploy-rule", "we deploy daily now")
+    path = edit_file(confirmed, "deploy-rule", "status: deprecated", f"status: {status}")
+    assert parse(path.read_text("utf-8")).status == "confirmed"
+    commit_as(confirmed, "alice")
+    found = problems(confirmed)
+    assert any("deploy-rule" in p for p in found), found
+    assert confirmed.get("deploy-rule").status == "unverified"
+
+
+def test_reverting_a_deprecation_byte_for_byte_is_caught(confirmed: Store) -> None:
+    path = next(confirmed.root.glob("*/deploy-rule.md"))
+    before = path.read_bytes()
+    as_agent(confirmed, "bob").deprecate("deploy-rule", "we deploy daily now")
+    path.write_bytes(before)  # the exact version bob once confirmed
+    commit_as(confirmed, "alice")
+    assert any("deploy-rule" in p for p in problems(confirmed))
+    assert confirmed.get("deploy-rule").status == "unverified"
+
+
+# -- 5: the committer counts too ------------------------------------------------------------------
+
+
+def test_a_confirmation_committed_by_the_owner_with_another_author_is_self_approval(
+    store: Store,
+) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    path = edit_file(store, "mine", "status: draft", "status: confirmed")
+    path.write_text(
+        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
+    )
+    commit_as(store, "bob", committer="alice")  # git commit --author="bob <b@x>" by alice
+    found = problems(store)
+    assert any("self-approval" in p and "committed by 'alice'" in p for p in found), found
+    assert as_agent(store, "carol").get("mine").status == "unverified"
+
+
+def test_a_confirmation_authored_by_one_and_committed_by_another_does_not_count(
+    store: Store,
+) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    path = edit_file(store, "mine", "status: draft", "status: confirmed")
+    path.write_text(
+        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
+    )
+    commit_as(store, "bob", committer="mallory")
+    assert any("forged confirmation" in p for p in problems(store))
+    assert store.get("mine").status == "unverified"
+
+
+def test_a_confirmation_made_on_a_branch_and_merged_keeps_counting(store: Store) -> None:
+    store.add("shared", type="fact", description="A shared fact")
+    git(store.root, "checkout", "-q", "-b", "review")
+    as_agent(store, "bob").confirm("shared", "reviewed on a branch")
+    git(store.root, "checkout", "-q", "-")
+    store.add("other", type="fact", description="Meanwhile on the main line")
+    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_NAME": "alice", "GIT_COMMITTER_NAME": "alice"}
+    subprocess.run(
+        ["git", "merge", "-q", "--no-edit", "review"], cwd=store.root, env=env, check=True
+    )
+    assert problems(store) == []
+    assert as_agent(store, "carol").get("shared").status == "confirmed"
+
+
+def test_a_merge_that_rewrites_a_confirmed_memory_answers_for_it(store: Store) -> None:
+    store.add("shared", type="fact", description="A shared fact", body="one")
+    as_agent(store, "bob").confirm("shared", "reviewed")
+    git(store.root, "checkout", "-q", "-b", "side")
+    store.edit("shared", tags=["side"])
+    git(store.root, "checkout", "-q", "-")
+    store.edit("shared", links=[])  # no change: keep the main line moving
+    store.add("other", type="fact", description="Main line")
+    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_NAME": "alice", "GIT_COMMITTER_NAME": "alice"}
+    subprocess.run(
+        ["git", "merge", "-q", "--no-commit", "side"], cwd=store.root, env=env, check=True
+    )
+    edit_file(store, "shared", "\none\n", "\none, changed while merging\n")
+    subprocess.run(["git", "commit", "-qam", "merge side"], cwd=store.root, env=env, check=True)
+    found = problems(store)
+    assert any("content changed after bob confirmed it" in p for p in found), found
+    assert store.get("shared").status == "unverified"
+
+
+# -- 6: what reaches the model --------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_mcp_reads_show_forged_and_uncommitted_confirmations_as_unverified(
+    store: Store,
+) -> None:
+    store.add("forged", type="fact", description="Forged approval about payments")
+    store.add("pending", type="fact", description="Pending approval about payments")
+    store.add("real", type="fact", description="Real approval about payments")
+    as_agent(store, "bob").confirm("real", "checked")
+    for name in ("forged", "pending"):
+        path = edit_file(store, name, "status: draft", "status: confirmed")
+        path.write_text(
+            path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
+        )
+        if name == "forged":
+            commit_as(store, "alice")
+    async with serve(store.root, "carol") as client:
+        got = text(await client.call_tool("memory_get", {"names": ["forged", "pending", "real"]}))
+        recalled = text(await client.call_tool("memory_recall", {"query": "approval payments"}))
+        briefing = text(await client.call_tool("session_start", {}))
+    for shown in (got, recalled):
+        lines = [line for line in shown.splitlines() if "forged" in line or "pending" in line]
+        assert lines and all("CONFIRMED" not in line for line in lines), shown
+        assert sum("UNVERIFIED" in line for line in lines) >= 2, shown
+    assert "CONFIRMED by bob (owner alice)" in got
+    assert "forged" not in briefing.split("UNVERIFIED")[0] or "CONFIRMED" not in briefing
+
+
+# -- 7: the server's identity is fixed when it starts --------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_changing_git_config_mid_session_does_not_change_who_approves(
+    store: Store,
+) -> None:
+    as_agent(store, "bob").add("bobs", type="fact", description="bob's note")
+    git(store.root, "config", "user.name", "alice")
+    async with serve(store.root, "", env={"MEMSTORE_AGENT": ""}) as client:
+        git(store.root, "config", "user.name", "bob")  # mid-session
+        result = await client.call_tool(
+            "memory_promote", {"name": "bobs", "to": "confirmed", "reason": "checked"}
+        )
+        assert not result.is_error, text(result)
+    assert store.get("bobs").confirmed_by == "alice"
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "alice"
+
+
+# -- 8: identities are normalised ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["Alice", "ALICE", "ａｌｉｃｅ", " alice "])
+def test_another_spelling_of_the_owner_cannot_confirm(store: Store, spelling: str) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    with pytest.raises(SelfApproval):
+        Store(store.root, agent=spelling).confirm("mine", "me again")
+    assert store.get("mine").status == "draft"
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u200d", "\u2066", "\u00ad", "\ufeff"])
+def test_an_identity_with_an_invisible_character_is_refused(hidden: str) -> None:
+    with pytest.raises(InvalidMemory, match="invisible"):
+        check_identity(f"alice{hidden}")
+
+
+def test_a_hand_commit_by_another_spelling_of_the_owner_is_self_approval(store: Store) -> None:
+    store.add("mine", type="fact", description="alice wrote this")
+    path = edit_file(store, "mine", "status: draft", "status: confirmed")
+    path.write_text(
+        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: ALICE"), "utf-8"
+    )
+    commit_as(store, "ALICE")
+    assert any("self-approval" in p for p in problems(store))
+    assert as_agent(store, "bob").get("mine").status == "unverified"
+
+
+def test_a_file_created_already_confirmed_does_not_count(store: Store) -> None:
+    store.add("seed", type="fact", description="x")
+    memory = store.get("seed")
+    from memstore.memory import evolve
+
+    made = evolve(memory, name="born", status="confirmed", confirmed_by="bob", owner="mallory")
+    (store.root / "fact" / "born.md").write_text(render(made), encoding="utf-8")
+    commit_as(store, "mallory")
+    assert any("created already confirmed" in p for p in problems(store))
+    assert store.get("born").status == "unverified"
