@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import history, signing
+from memstore import history, lint, signing
 from memstore.cli import main
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.memory import same_identity
@@ -385,3 +385,62 @@ def test_signers_list_names_unusable_lines_and_exits_1(store: Store) -> None:
     result = CliRunner().invoke(main, ["signers", "list"])
     assert result.exit_code == 1
     assert "problem: line 1: principal '*' is a pattern" in result.stderr
+
+
+# -- lint and reads with signatures required -----------------------------------------------------
+
+
+@pytest.fixture
+def required(store: Store, keys: dict[str, Path]) -> Store:
+    """alice and bob allowed to sign, signatures required, alice's memory signed by her key."""
+    commit_file(store.root, "allowed_signers", allow(keys, "alice", "bob"))
+    commit_file(store.root, "memstore.yaml", "require_signatures: true\n")
+    os.environ["MEMSTORE_SIGNING_KEY"] = str(keys["alice"])
+    try:
+        Store(store.root, agent="alice").add("plan", type="fact", description="The plan")
+    finally:
+        del os.environ["MEMSTORE_SIGNING_KEY"]
+    return Store(store.root, agent="carol")
+
+
+def hand_confirm(store: Store, as_name: str, key: Path | None) -> None:
+    """Confirm `plan` by hand in `as_name`'s name, signing with `key` (or not at all)."""
+    path = store.root / "fact" / "plan.md"
+    text = path.read_text("utf-8").replace("status: draft", "status: confirmed")
+    path.write_text(text.replace("tags: []", f"tags: []\nconfirmed_by: {as_name}"), "utf-8")
+    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_NAME": as_name, "GIT_COMMITTER_NAME": as_name}
+    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"] if key else []
+    subprocess.run(["git", "add", "-A"], cwd=store.root, env=env, check=True)
+    subprocess.run(
+        ["git", *sign, "commit", "-q", *(["-S"] if key else []), "-m", "confirm plan"],
+        cwd=store.root,
+        env=env,
+        check=True,
+    )
+
+
+def test_with_signatures_required_a_confirmation_signed_by_its_confirmer_counts(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_signer(required, "bob", keys["bob"], monkeypatch).confirm("plan", "read it")
+    monkeypatch.delenv("MEMSTORE_SIGNING_KEY")
+    assert [str(p) for p in lint.lint_store(required)] == []
+    assert Store(required.root, agent="carol").get("plan").status == "confirmed"
+
+
+def test_alices_key_cannot_make_a_confirmation_that_passes_as_bobs(
+    required: Store, keys: dict[str, Path]
+) -> None:
+    hand_confirm(required, "bob", keys["alice"])  # bob's name, alice's key
+    found = [str(p) for p in lint.lint_store(required)]
+    assert any("plan" in p and "signed by 'alice'" in p for p in found), found
+    assert Store(required.root, agent="carol").get("plan").status == "unverified"
+
+
+def test_an_unsigned_confirmation_does_not_count_when_signatures_are_required(
+    required: Store,
+) -> None:
+    hand_confirm(required, "bob", None)
+    found = [str(p) for p in lint.lint_store(required)]
+    assert any("plan" in p and "no allowed signature" in p for p in found), found
+    assert Store(required.root, agent="carol").get("plan").status == "unverified"
