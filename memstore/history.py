@@ -1121,11 +1121,15 @@ def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """Who a commit names: its author and its committer (names, as git records them)."""
+    """Who a commit names: its author and its committer (names, as git records them), and,
+    when the store requires signatures, the identity whose allowed key signed it."""
 
     sha: str
     author: str
     committer: str
+    signer: str | None = None
+    signed: bool = False
+    """Whether signatures are required: then `signer` must name the identity too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1137,12 +1141,11 @@ class Added:
 
 
 def is_by(commit: Commit, identity: str) -> bool:
-    """Whether `commit` is by `identity`: its author and its committer both name it.
-
-    The one place memstore decides whom a commit speaks for; a check of the commit's
-    signature against the identity's allowed keys belongs here too.
-    """
-    return same_identity(commit.author, identity) and same_identity(commit.committer, identity)
+    """Whether `commit` is by `identity`: its author and its committer both name it, and,
+    when signatures are required, that identity's allowed key signed it."""
+    if not (same_identity(commit.author, identity) and same_identity(commit.committer, identity)):
+        return False
+    return not commit.signed or same_identity(commit.signer, identity)
 
 
 def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[Added]:
@@ -1184,7 +1187,7 @@ def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) ->
         if line.startswith(_REC):
             sha, *names = line[1:].split(_SEP)
             # A name holding the separator cannot be told apart: the commit is by nobody.
-            commit = Commit(sha, *names) if len(names) == 2 else Commit(sha, "", "")
+            commit = Commit(sha, names[0], names[1]) if len(names) == 2 else Commit(sha, "", "")
             parents = 0
         elif line.startswith("diff --"):
             parents = 0

@@ -536,10 +536,10 @@ def view(
                 git_events.setdefault(event.hash, event)
                 head_hashes.add(event.hash)
 
-    verdicts: dict[tuple[str, str, str], bool] = {}
+    verdicts: dict[tuple[str, str, str, str, str], bool] = {}
 
     def by_actor(commit: history.Commit, actor: str) -> bool:
-        key = (commit.author, commit.committer, actor)
+        key = (commit.author, commit.committer, commit.signer or "", str(commit.signed), actor)
         if key not in verdicts:
             verdicts[key] = history.is_by(commit, actor)
         return verdicts[key]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,13 +27,14 @@ log = logging.getLogger(__name__)
 HISTORY_CACHE = "ledger-history.json"
 """In the cache folder: the ledger lines committed up to a commit, each with the commit that
 added it; only newer commits are read."""
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
-def read_history_cache(path: Path) -> tuple[str | None, list[history.Added]]:
-    """The commit and the committed ledger lines a history cache holds; (None, []) if unusable."""
+def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, list[history.Added]]:
+    """The commit and the committed ledger lines a history cache holds; (None, []) if unusable
+    (or made with signatures required when they are not, or the other way round)."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -43,6 +45,7 @@ def read_history_cache(path: Path) -> tuple[str | None, list[history.Added]]:
     head, commits, lines = fields.get("head"), fields.get("commits"), fields.get("lines")
     if (
         fields.get("version") != _CACHE_VERSION
+        or fields.get("signed", False) != signed
         or not isinstance(head, str)
         or not _SHA_RE.match(head)
         or not isinstance(commits, dict)
@@ -52,9 +55,9 @@ def read_history_cache(path: Path) -> tuple[str | None, list[history.Added]]:
     known: dict[str, history.Commit] = {}
     table: dict[Any, Any] = commits  # pyright: ignore[reportUnknownVariableType]
     for sha, names in table.items():
-        if not isinstance(sha, str) or not _strings(names, 2):
+        if not isinstance(sha, str) or not _strings(names, 3):
             return None, []
-        known[sha] = history.Commit(sha, names[0], names[1])
+        known[sha] = history.Commit(sha, names[0], names[1], names[2] or None, signed)
     added: list[history.Added] = []
     items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
     for item in items:
@@ -70,11 +73,21 @@ def _strings(value: Any, count: int) -> bool:
     return len(items) == count and all(isinstance(x, str) for x in items)
 
 
-def _write_history_cache(path: Path, head: str, added: list[history.Added]) -> None:
-    commits = {a.commit.sha: [a.commit.author, a.commit.committer] for a in added}
+def _write_history_cache(
+    path: Path, head: str, added: list[history.Added], signed: bool = False
+) -> None:
+    commits = {
+        a.commit.sha: [a.commit.author, a.commit.committer, a.commit.signer or ""] for a in added
+    }
     lines = [[a.text, a.commit.sha] for a in added]
     text = json.dumps(
-        {"version": _CACHE_VERSION, "head": head, "commits": commits, "lines": lines},
+        {
+            "version": _CACHE_VERSION,
+            "signed": signed,
+            "head": head,
+            "commits": commits,
+            "lines": lines,
+        },
         ensure_ascii=False,
     )
     atomic_write(path, text)
@@ -91,19 +104,29 @@ def committed_lines(store: Store) -> tuple[list[history.Added], list[str]]:
     if head is None:
         return [], []
     cache = store.cache / HISTORY_CACHE
-    seen_at, seen = read_history_cache(cache)
+    seen_at, seen = read_history_cache(cache, store.signed)
     if seen_at == head:
         new: list[history.Added] = []
     elif seen_at is not None and history.is_ancestor(store.repo, seen_at, head):
         new = history.added_lines(store.repo, store.ledger_path, head, since=seen_at)
     else:
         seen, new = [], history.added_lines(store.repo, store.ledger_path, head)
+    if new and store.signed:
+        # Whose allowed key signed each new commit: read once, then kept in the cache.
+        signers = store.signers_of(list(dict.fromkeys(a.commit.sha for a in new)))
+        new = [
+            history.Added(
+                a.text,
+                replace(a.commit, signer=signers.get(a.commit.sha), signed=True),
+            )
+            for a in new
+        ]
     if seen_at != head:
         known = set(seen)
         seen = seen + [a for a in dict.fromkeys(new) if a not in known and a.text.strip()]
         try:
             store.cache.mkdir(exist_ok=True)
-            _write_history_cache(cache, head, seen)
+            _write_history_cache(cache, head, seen, store.signed)
         except OSError as e:  # only a cache: the next read rebuilds it
             log.warning("could not write %s: %s", cache, e)
     at_head = (history.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")

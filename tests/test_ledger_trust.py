@@ -264,7 +264,7 @@ def test_the_cache_keeps_each_lines_commit_and_its_names(store: Store) -> None:
     cache = json.loads((store.cache / ledger_io.HISTORY_CACHE).read_text(encoding="utf-8"))
     sha = git(store.root, "rev-parse", "HEAD").strip()
     assert cache["head"] == sha
-    assert cache["commits"] == {sha: ["alice", "alice"]}
+    assert cache["commits"] == {sha: ["alice", "alice", ""]}
     assert [c for _, c in cache["lines"]] == [sha]
 
 
@@ -276,7 +276,9 @@ def test_a_cache_in_the_old_layout_or_broken_is_rebuilt(store: Store) -> None:
     for cached in (
         json.dumps({"head": head, "lines": [line]}),  # the version 1 layout
         json.dumps({"version": 2, "head": head, "commits": {}, "lines": [[line, "x"]]}),
-        json.dumps({"version": 2, "head": head, "commits": {"x": ["a"]}, "lines": []}),
+        json.dumps({"version": 3, "head": head, "commits": {}, "lines": [[line, "x"]]}),
+        json.dumps({"version": 3, "head": head, "commits": {"x": ["a"]}, "lines": []}),
+        json.dumps({"version": 3, "signed": True, "head": head, "commits": {}, "lines": []}),
     ):
         path.write_text(cached, encoding="utf-8")
         assert ledger_io.check(store, "publish", "post-0").state == State.EXECUTED

@@ -444,3 +444,38 @@ def test_an_unsigned_confirmation_does_not_count_when_signatures_are_required(
     found = [str(p) for p in lint.lint_store(required)]
     assert any("plan" in p and "no allowed signature" in p for p in found), found
     assert Store(required.root, agent="carol").get("plan").status == "unverified"
+
+
+def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signed_it(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import ledger, ledger_io
+
+    bob = as_signer(required, "bob", keys["bob"], monkeypatch)
+    ledger_io.claim(bob, "deploy", "v1")
+    monkeypatch.delenv("MEMSTORE_SIGNING_KEY")
+    assert ledger_io.check(required, "deploy", "v1").state == "IN_PROGRESS"
+    # alice writes a correctly hashed release in bob's name and commits it as bob, signed
+    # with her own key: it must not free the claim.
+    event = ledger.new_event(
+        actor="bob",
+        action="deploy",
+        target="v1",
+        status=ledger.RELEASED,
+        at=ledger.utcnow(),
+        prev=ledger_io.view(required).heads,
+    )
+    with required.ledger_path.open("a", encoding="utf-8", newline="\n") as f:
+        f.write(ledger.render(event) + "\n")
+    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_NAME": "bob", "GIT_COMMITTER_NAME": "bob"}
+    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={keys['alice']}"]
+    subprocess.run(["git", "add", "ledger.jsonl"], cwd=required.root, env=env, check=True)
+    subprocess.run(
+        ["git", *sign, "commit", "-q", "-S", "-m", "release"],
+        cwd=required.root,
+        env=env,
+        check=True,
+    )
+    fresh = Store(required.root, agent="carol")
+    assert ledger_io.check(fresh, "deploy", "v1").state == "IN_PROGRESS"
+    assert not ledger_io.verify(fresh).ok
