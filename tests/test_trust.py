@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GIT_ENV, as_agent, git
+from conftest import GIT_ENV, as_agent, git, name_humans
 from mcp_client import serve, text
 
-from memstore import lint, search
+from memstore import lint, search, session
 from memstore.errors import InvalidMemory, SelfApproval
 from memstore.memory import check_identity, content_hash, parse, render
 from memstore.store import Store
@@ -314,3 +314,48 @@ def test_a_file_created_already_confirmed_does_not_count(store: Store) -> None:
     commit_as(store, "mallory")
     assert any("created already confirmed" in p for p in problems(store))
     assert store.get("born").status == "unverified"
+
+
+# -- rules: only what the history backs binds (case 14 meets cases 2-3) ---------------------------
+
+
+def p0_rule(store: Store, name: str = "no-friday-deploys") -> None:
+    session.correct(
+        store,
+        name,
+        description="Never deploy on Fridays",
+        applies_when=["deploy"],
+        severity="p0",
+    )
+
+
+def test_a_forged_confirmation_of_an_agents_p0_rule_does_not_make_it_block(
+    store: Store,
+) -> None:
+    p0_rule(store)
+    assert session.check(store, "deploy the api").verdict == "warn"  # an agent's draft
+    edit_file(store, "no-friday-deploys", "status: draft", "status: confirmed")
+    path = next(store.root.glob("*/no-friday-deploys.md"))
+    path.write_text(
+        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
+    )
+    commit_as(store, "alice")
+    assert session.check(as_agent(store, "carol"), "deploy the api").verdict == "warn"
+    # A real confirmation by someone else makes it bind.
+    as_agent(store, "bob").confirm("no-friday-deploys", "agreed")
+    assert session.check(as_agent(store, "carol"), "deploy the api").verdict == "block"
+
+
+def test_an_agents_rule_claiming_a_human_owner_does_not_bind(store: Store) -> None:
+    name_humans(store.root, "human")
+    p0_rule(store)
+    edit_file(store, "no-friday-deploys", "owner: alice", "owner: human")
+    commit_as(store, "alice")
+    assert as_agent(store, "carol").get("no-friday-deploys").owner == "alice"
+    assert session.check(as_agent(store, "carol"), "deploy the api").verdict == "warn"
+
+
+def test_a_rule_the_human_created_binds_at_once(store: Store) -> None:
+    name_humans(store.root, "human")
+    p0_rule(as_agent(store, "human"))
+    assert session.check(store, "deploy the api").verdict == "block"
