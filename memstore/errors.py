@@ -94,3 +94,7 @@ class AlreadyExecuted(MemstoreError):
 class UnsafePath(InvalidMemory):
     """A path memstore will not write or read through: a symlink, a FIFO or other special
     file, or a place outside the store."""
+
+
+class HookInTheWay(MemstoreError):
+    """A git hook that is not memstore's is where memstore would install or remove its own."""

@@ -111,6 +111,16 @@ def git_identity(repo: Repo) -> str | None:
     return name or None
 
 
+def hooks_dir(repo: Repo) -> Path:
+    """The folder git runs this repository's hooks from: `core.hooksPath` when set, else the
+    hooks folder every worktree shares.
+
+    Raises:
+        GitError: when git fails.
+    """
+    return repo.top / _git(repo, "rev-parse", "--git-path", "hooks")
+
+
 def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
     """Run git in `cwd` and return its output (stripped of one final newline).
 
@@ -184,6 +194,74 @@ def changed_paths(repo: Repo, under: Path) -> set[str]:
         if entry[0] in "RC":
             skip = True  # a rename's second field is its old path
     return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One entry of git's index (what the next commit holds) under a folder."""
+
+    path: str
+    """Relative to the repository's top folder."""
+    mode: str
+    """As git writes it: `100644` or `100755` a file, `120000` a symlink, `160000` a submodule."""
+    stage: int
+    """0, or 1–3 for the sides of a merge conflict."""
+    data: bytes | None
+    """The blob's bytes for a file (stage 0); None otherwise."""
+
+
+def staged(repo: Repo, under: Path) -> list[Staged]:
+    """Every index entry under `under`, with the content of each file, as the next commit
+    would hold it (the temporary index of `git commit -a` or `git commit <paths>` when a
+    hook runs, as git passes it in GIT_INDEX_FILE). Two git processes, whatever the count.
+
+    Raises:
+        GitError: when git fails.
+    """
+    out = _git(repo, "ls-files", "--stage", "-z", "--", _rel(repo, under) or ".", env=_READ_ONLY)
+    entries: list[tuple[str, str, str, int]] = []
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        fields = meta.split(" ")
+        if not tab or len(fields) != 3 or not fields[2].isdigit():
+            continue
+        entries.append((path, fields[0], fields[1], int(fields[2])))
+    wanted = sorted({sha for _, mode, sha, stage in entries if stage == 0 and mode[:3] == "100"})
+    blobs = _cat_blobs(repo, wanted)
+    return [
+        Staged(path, mode, stage, blobs.get(sha) if stage == 0 and mode[:3] == "100" else None)
+        for path, mode, sha, stage in entries
+    ]
+
+
+def _cat_blobs(repo: Repo, shas: list[str]) -> dict[str, bytes]:
+    """The content of each blob, through one `git cat-file --batch`."""
+    if not shas:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=repo.top,
+            input="".join(f"{sha}\n" for sha in shas).encode("ascii"),
+            capture_output=True,
+            check=False,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    if proc.returncode != 0:
+        raise GitError(f"git cat-file failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    out, at = proc.stdout, 0
+    found: dict[str, bytes] = {}
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:
+            continue  # "<sha> missing": an index naming a blob git lost; its file reads as gone
+        size = int(header[2])
+        found[header[0].decode("ascii")] = out[at : at + size]
+        at += size + 1
+    return found
 
 
 def commit(
