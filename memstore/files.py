@@ -11,8 +11,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from types import EllipsisType
 
-from memstore.errors import UnsafePath
+from memstore.errors import Conflict, UnsafePath
 
 LEDGER_FILE = "ledger.jsonl"
 """The store's append-only ledger of external actions, at its root."""
@@ -25,8 +26,18 @@ def version_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename."""
+def atomic_write(path: Path, text: str, unchanged: bytes | None | EllipsisType = ...) -> None:
+    """Write `text` to `path` via a hidden temp file in the same folder, fsync and rename.
+
+    With `unchanged` (the bytes the caller read, or None for no file), the file is checked
+    again right before the rename: if someone else saved it since (an editor does not take
+    memstore's lock), nothing is written. A new file is linked into place, never over one
+    that appeared meanwhile. Only a save in the microseconds between the last check and the
+    rename is still replaced: POSIX has no compare-and-rename.
+
+    Raises:
+        Conflict: when the file no longer holds `unchanged`.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     # The pid in the name tells a temp file of a killed writer from one being written.
     fd, tmp = tempfile.mkstemp(
@@ -37,10 +48,26 @@ def atomic_write(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        if unchanged is None:
+            try:
+                os.link(tmp, path)  # fails if a file appeared: creation without a window
+            except FileExistsError:
+                raise _changed(path) from None
+            os.unlink(tmp)
+            return
+        if unchanged is not ... and read_regular(path) != unchanged:
+            raise _changed(path)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _changed(path: Path) -> Conflict:
+    return Conflict(
+        f"{path.parent.name}/{path.name} was saved by someone else while memstore was writing "
+        "it (a hand edit?); nothing was written: commit or discard that edit, then retry"
+    )
 
 
 def read_regular(path: Path) -> bytes | None:
