@@ -53,8 +53,11 @@ def atomic_write(path: Path, text: str, unchanged: bytes | None | EllipsisType =
                 os.link(tmp, path)  # fails if a file appeared: creation without a window
             except FileExistsError:
                 raise _changed(path) from None
-            os.unlink(tmp)
-            return
+            except OSError:  # no hard links on this file system: check, then rename
+                pass
+            else:
+                os.unlink(tmp)
+                return
         if unchanged is not ... and read_regular(path) != unchanged:
             raise _changed(path)
         os.replace(tmp, path)
