@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import history, ledger_io, session, transaction
+from memstore import files, history, ledger_io, session, transaction
 from memstore.errors import Conflict, UnsafePath
 from memstore.index import Query
 from memstore.search import search
@@ -268,3 +268,17 @@ def test_the_commit_holds_what_memstore_wrote_even_if_a_hand_save_follows_the_re
     assert git(store.root, "show", "HEAD:fact/shared.md") == agent  # the agent's write, whole
     assert path.read_text(encoding="utf-8") == hand  # the person's save, uncommitted
     assert git(store.root, "log", "-1", "--format=%an") == "bob\n"
+
+
+def test_the_last_step_of_a_write_swaps_the_files_in_one_step(tmp_path: Path) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    new.write_text("new", encoding="utf-8")
+    old.write_text("saved by hand", encoding="utf-8")
+    if not files._exchange(new, old):  # pyright: ignore[reportPrivateUsage]
+        pytest.skip("this system cannot swap two files in one step; a check and a rename it is")
+    assert (new.read_text(encoding="utf-8"), old.read_text(encoding="utf-8")) == (
+        "saved by hand",
+        "new",
+    )
+    with pytest.raises(Conflict, match="saved by someone else"):
+        files._exchange(new, tmp_path / "deleted")  # pyright: ignore[reportPrivateUsage]
