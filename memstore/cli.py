@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import stat
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -419,8 +418,14 @@ def history_(ctx: click.Context, name: str) -> None:
 
 
 @main.command()
+@click.option(
+    "--staged",
+    is_flag=True,
+    help="Check the store's files as git's index holds them (what the next commit will hold), "
+    "not the working tree: what the pre-commit hook runs.",
+)
 @click.pass_context
-def lint(ctx: click.Context) -> None:
+def lint(ctx: click.Context, staged: bool) -> None:
     """Check every file in the store and how each confirmation was committed.
 
     Reports bad names, unknown types or statuses, duplicates, over-long descriptions, YAML
@@ -430,50 +435,73 @@ def lint(ctx: click.Context) -> None:
     \b
     Example:
       memstore --store memory lint
+      memstore --store memory --agent alice lint --staged   # before `git commit`
     """
     from memstore.lint import lint_store
 
     store = _store(ctx)
-    problems = lint_store(store)
+    problems = lint_store(store, staged=staged)
     for problem in problems:
         click.echo(str(problem))
     if problems:
         files = len({p.path for p in problems})
         raise click.ClickException(f"{len(problems)} problem(s) in {files} file(s)")
+    if staged:
+        click.echo("ok: the staged store files have no problems")
+        return
     count = sum(1 for _ in store.memories())
     click.echo(f"ok: {count} memories, no problems")
 
 
-HOOK = """#!/bin/sh
-# memstore pre-commit hook (installed by `memstore install-hook`): refuse a commit that leaves
-# the store invalid or confirms a memory on behalf of someone else.
-agent="${{GIT_AUTHOR_NAME:-$(git config user.name)}}"
-exec "{python}" -m memstore --store "{store}" --agent "$agent" lint
-"""
-
-
 @main.command(name="install-hook")
-@click.option("--force", is_flag=True, help="Replace an existing pre-commit hook.")
+@click.option("--force", is_flag=True, help="Replace a pre-commit hook memstore did not install.")
 @click.pass_context
 def install_hook(ctx: click.Context, force: bool) -> None:
-    """Install a git pre-commit hook that runs `memstore lint` on this store (opt-in).
+    """Install a git pre-commit hook that runs `memstore lint --staged` on this store (opt-in).
 
-    The hook checks the store as the commit's author, so a hand edit that confirms your own
-    memory, or writes someone else's name in confirmed_by, is refused before it is committed.
+    The hook checks the store's staged files as the commit's author, so a hand edit that
+    confirms your own memory, or writes someone else's name in confirmed_by, is refused before
+    it is committed. It goes where git runs hooks from (core.hooksPath if set; one hook for
+    every worktree), and checks only commits that touch the store. If memstore is later
+    removed, the hook says so and refuses only commits that touch the store.
 
     \b
     Example:
       memstore --store memory install-hook
     """
+    from memstore import precommit
+
     store = _store(ctx)
-    git_dir = store.repo.git_dir
-    hook = git_dir / "hooks" / "pre-commit"
-    if hook.exists() and not force:
-        raise click.ClickException(f"{hook} exists; pass --force to replace it")
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(HOOK.format(python=sys.executable, store=store.root), encoding="utf-8")
-    hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    package = Path(precommit.__file__).parent
+    hook = precommit.install(store.repo, store.root, sys.executable, package, force)
     click.echo(f"installed {hook}")
+
+
+@main.command(name="uninstall-hook")
+@click.pass_context
+def uninstall_hook(ctx: click.Context) -> None:
+    """Remove the pre-commit hook `memstore install-hook` installed; any other is left alone.
+
+    \b
+    Example:
+      memstore --store memory uninstall-hook
+    """
+    from memstore import history, precommit
+
+    # The store may be gone already: the repository around where it was is enough.
+    where = _config(ctx).store
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    repo = history.find_repo(where)
+    if repo is None:
+        raise click.ClickException(
+            f"{where} is not in a git repository; there is no hook to remove"
+        )
+    hook = precommit.uninstall(repo)
+    if hook is None:
+        click.echo(f"no pre-commit hook at {precommit.hook_path(repo)}; nothing to remove")
+    else:
+        click.echo(f"removed {hook}")
 
 
 # -- server --

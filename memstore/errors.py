@@ -98,3 +98,7 @@ class UnsafePath(InvalidMemory):
 
 class SigningError(MemstoreError):
     """A commit that must be signed cannot be: no signing key, or ssh-keygen refused."""
+
+
+class HookInTheWay(MemstoreError):
+    """A git hook that is not memstore's is where memstore would install or remove its own."""

@@ -3,16 +3,20 @@ file, writing one so a crash leaves the old content or the new, and naming a con
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from types import EllipsisType
 
-from memstore.errors import UnsafePath
+from memstore.errors import Conflict, UnsafePath
 
 LEDGER_FILE = "ledger.jsonl"
 """The store's append-only ledger of external actions, at its root."""
@@ -25,9 +29,22 @@ def version_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
+def atomic_write(
+    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ...
+) -> None:
     """Write `text` (or exact bytes) to `path` via a hidden temp file in the same folder,
-    fsync and rename."""
+    fsync and rename.
+
+    With `unchanged` (the bytes the caller read, or None for no file), a file someone else
+    saved since (an editor does not take memstore's lock) is never replaced: nothing is
+    written. POSIX has no compare-and-rename; on Linux the new file is swapped in
+    (`renameat2` RENAME_EXCHANGE) and what it took out of place is compared, then put back if
+    it differs; elsewhere the file is checked right before the rename, which leaves the
+    moment in between open. A new file is linked into place, never over one that appeared.
+
+    Raises:
+        Conflict: when the file no longer holds `unchanged`.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     # The pid in the name tells a temp file of a killed writer from one being written.
     fd, tmp = tempfile.mkstemp(
@@ -39,10 +56,83 @@ def atomic_write(path: Path, text: str | bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if unchanged is None:
+            try:
+                os.link(tmp, path)  # fails if a file appeared: creation without a window
+            except FileExistsError:
+                raise _changed(path) from None
+            except OSError:  # no hard links on this file system: check, then rename
+                pass
+            else:
+                os.unlink(tmp)
+                return
+        if unchanged is not ... and read_regular(path) != unchanged:
+            raise _changed(path)
+        if isinstance(unchanged, bytes) and _exchange(tmp, path):
+            # The swap is atomic: what it took out of place is exactly what the file held at
+            # that instant, so a save that landed after the check above is found, and put back.
+            if not _holds(Path(tmp), unchanged):
+                try:
+                    back = _exchange(tmp, path)
+                except Conflict:  # the new file was deleted meanwhile
+                    back = False
+                if not back:
+                    os.replace(tmp, path)
+                raise _changed(path)
+            os.unlink(tmp)
+            return
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return read_regular(path) == data
+    except (OSError, UnsafePath):
+        return False
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        found = libc.renameat2
+    except (OSError, AttributeError):  # not Linux, or a C library without it
+        return None
+    found.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    found.restype = ctypes.c_int
+    return found
+
+
+def _exchange(a: str | Path, b: str | Path) -> bool:
+    """Swap the files at two paths in one step (Linux `renameat2` with RENAME_EXCHANGE);
+    False, changing nothing, where the system or file system cannot.
+
+    Raises:
+        Conflict: when `b` is gone (someone deleted the file).
+    """
+    call = _renameat2()
+    if call is None:
+        return False
+    if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        raise _changed(Path(b))
+    return False  # EINVAL, ENOSYS, EOPNOTSUPP…: fall back to a check and a rename
+
+
+def _changed(path: Path) -> Conflict:
+    return Conflict(
+        f"{path.parent.name}/{path.name} was saved by someone else while memstore was writing "
+        "it (a hand edit?); nothing was written: commit or discard that edit, then retry"
+    )
 
 
 def read_regular(path: Path) -> bytes | None:

@@ -116,6 +116,16 @@ def git_identity(repo: Repo) -> str | None:
     return name or None
 
 
+def hooks_dir(repo: Repo) -> Path:
+    """The folder git runs this repository's hooks from: `core.hooksPath` when set, else the
+    hooks folder every worktree shares.
+
+    Raises:
+        GitError: when git fails.
+    """
+    return repo.top / _git(repo, "rev-parse", "--git-path", "hooks")
+
+
 def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
     """Run git in `cwd` and return its output (stripped of one final newline).
 
@@ -124,7 +134,7 @@ def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
     """
     try:
         proc = subprocess.run(
-            ["git", *args],
+            ["git", *_PLAIN_PATHS, *args],
             cwd=cwd,
             capture_output=True,
             env={**os.environ, **(env or {})},
@@ -137,6 +147,11 @@ def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
         raise GitError(f"git {args[0]} failed: {err or f'exit {proc.returncode}'}")
     out = proc.stdout.decode("utf-8", "replace")
     return out[:-1] if out.endswith("\n") else out
+
+
+# Paths in git's output as they are (`mémoire/`, not `"m\\303\\251moire/"`); the few characters
+# git still quotes (a quote, a backslash, a control character) are unquoted by `_diff_path`.
+_PLAIN_PATHS = ("-c", "core.quotePath=false")
 
 
 def _git(repo: Repo, *args: str, env: dict[str, str] | None = None) -> str:
@@ -184,6 +199,74 @@ def changed_paths(repo: Repo, under: Path) -> set[str]:
         if entry[0] in "RC":
             skip = True  # a rename's second field is its old path
     return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One entry of git's index (what the next commit holds) under a folder."""
+
+    path: str
+    """Relative to the repository's top folder."""
+    mode: str
+    """As git writes it: `100644` or `100755` a file, `120000` a symlink, `160000` a submodule."""
+    stage: int
+    """0, or 1–3 for the sides of a merge conflict."""
+    data: bytes | None
+    """The blob's bytes for a file (stage 0); None otherwise."""
+
+
+def staged(repo: Repo, under: Path) -> list[Staged]:
+    """Every index entry under `under`, with the content of each file, as the next commit
+    would hold it (the temporary index of `git commit -a` or `git commit <paths>` when a
+    hook runs, as git passes it in GIT_INDEX_FILE). Two git processes, whatever the count.
+
+    Raises:
+        GitError: when git fails.
+    """
+    out = _git(repo, "ls-files", "--stage", "-z", "--", _rel(repo, under) or ".", env=_READ_ONLY)
+    entries: list[tuple[str, str, str, int]] = []
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        fields = meta.split(" ")
+        if not tab or len(fields) != 3 or not fields[2].isdigit():
+            continue
+        entries.append((path, fields[0], fields[1], int(fields[2])))
+    wanted = sorted({sha for _, mode, sha, stage in entries if stage == 0 and mode[:3] == "100"})
+    blobs = _cat_blobs(repo, wanted)
+    return [
+        Staged(path, mode, stage, blobs.get(sha) if stage == 0 and mode[:3] == "100" else None)
+        for path, mode, sha, stage in entries
+    ]
+
+
+def _cat_blobs(repo: Repo, shas: list[str]) -> dict[str, bytes]:
+    """The content of each blob, through one `git cat-file --batch`."""
+    if not shas:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=repo.top,
+            input="".join(f"{sha}\n" for sha in shas).encode("ascii"),
+            capture_output=True,
+            check=False,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    if proc.returncode != 0:
+        raise GitError(f"git cat-file failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    out, at = proc.stdout, 0
+    found: dict[str, bytes] = {}
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:
+            continue  # "<sha> missing": an index naming a blob git lost; its file reads as gone
+        size = int(header[2])
+        found[header[0].decode("ascii")] = out[at : at + size]
+        at += size + 1
+    return found
 
 
 def commit(
@@ -525,15 +608,16 @@ def _sync_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
     """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
+    # NUL-terminated: a path is taken as it is, whatever characters it holds.
     lines = "".join(
-        f"0 {_ZERO}\t{rel}\n" if sha is None else f"100644 {sha}\t{rel}\n"
+        f"0 {_ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
         for rel, sha in blobs.items()
     )
     waited = False
     while True:
         code, err = _run_git(
             repo,
-            ["update-index", "--add", "--remove", "--index-info"],
+            ["update-index", "-z", "--add", "--remove", "--index-info"],
             lines.encode("utf-8"),
             keep,
         )
@@ -877,7 +961,7 @@ def confirmations(repo: Repo, store: Path) -> dict[str, Confirmation]:
         sections: list[str] = diff.split("\ndiff --git ")[1:] if diff else []
         for section in sections:
             lines = section.splitlines()
-            target = next((x[6:] for x in lines if x.startswith("+++ b/")), None)
+            target = _diff_path(lines, "+++ ", "b/")
             if target is None or target in found or "+status: confirmed" not in lines:
                 continue
             claims = [x.split(":", 1)[1] for x in lines if x.startswith("+confirmed_by:")]
@@ -1040,10 +1124,50 @@ def _packed_ref(repo: Repo, ref: str) -> str | None:
     return None
 
 
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _diff_path(lines: list[str], marker: str, side: str) -> str | None:
+    """The path on a diff's `--- a/…` or `+++ b/…` line, unquoted; None for /dev/null.
+
+    git ends a name holding a space with a tab, and quotes one holding a quote, a backslash
+    or a control character C-style (`"b/a\\tb"`, octal escapes for bytes).
+    """
+    line = next((x for x in lines if x.startswith(marker)), None)
+    if line is None:
+        return None
+    name = line[len(marker) :]
+    if name.endswith("\t"):
+        name = name[:-1]
+    if len(name) > 1 and name.startswith('"') and name.endswith('"'):
+        name = _unquote(name[1:-1])
+    return name[len(side) :] if name.startswith(side) else None
+
+
+def _unquote(quoted: str) -> str:
+    out = bytearray()
+    i = 0
+    while i < len(quoted):
+        c = quoted[i]
+        if c == "\\" and i + 1 < len(quoted):
+            nxt = quoted[i + 1]
+            if nxt in "0123" and re.fullmatch(r"[0-7]{3}", quoted[i + 1 : i + 4]):
+                out.append(int(quoted[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out.extend(c.encode("utf-8"))
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
 def _file_change(section: str) -> FileChange | None:
     lines = section.splitlines()
-    target = next((x[6:] for x in lines if x.startswith("+++ b/")), None)
-    gone = next((x[6:] for x in lines if x.startswith("--- a/")), None)
+    target = _diff_path(lines, "+++ ", "b/")
+    gone = _diff_path(lines, "--- ", "a/")
     if target is None and gone is None:
         return None
     path = target or gone or ""
@@ -1200,6 +1324,7 @@ def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) ->
 
 def attribute(repo: Repo, path: Path, name: str) -> str | None:
     """The value git's attributes give `path` for `name` (e.g. `merge`), or None if unset."""
-    out = _git(repo, "check-attr", name, "--", _rel(repo, path))
-    value = str(out).rsplit(": ", 1)[-1].strip()
+    out = _git(repo, "check-attr", "-z", name, "--", _rel(repo, path))
+    fields = str(out).split("\0")  # path, attribute, value
+    value = fields[2] if len(fields) > 2 else ""
     return None if value in ("unspecified", "unset", "") else value

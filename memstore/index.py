@@ -20,6 +20,7 @@ import pickle
 import re
 import struct
 import threading
+import time
 import warnings
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -47,7 +48,7 @@ from memstore.status import Status
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
@@ -61,10 +62,19 @@ weighted term frequencies saturate together, instead of one BM25 sum per field).
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
 
-Loader = Callable[[str], tuple[Memory | None, Stamp]]
-"""Reads the file at a store-relative path: its memory (None if the file is gone) and stamp.
+Loader = Callable[[str], tuple[Memory | None, Stamp, str]]
+"""Reads the file at a store-relative path: its memory (None if the file is gone), stamp and
+content digest.
 
 Raises InvalidMemory or OSError for a file that cannot be indexed."""
+
+Digest = Callable[[str], str]
+"""The content digest of the file at a store-relative path (`""` when it cannot be read)."""
+
+RACY_NS = 2_000_000_000
+"""A file modified this close to the moment it was indexed may change again within the same
+timestamp (a file system's clock ticks every few milliseconds, or once a second or two), size
+and all: its stamp cannot tell, so its content is compared too until it is older than this."""
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) while a rebuild indexes files."""
@@ -382,6 +392,37 @@ class Sync:
 # -- the index --------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Manifest:
+    """What the index reflects: each file's stamp and content digest, and which files were
+    indexed within RACY_NS of their modification (their content is compared as well)."""
+
+    stamps: dict[str, Stamp]
+    digests: dict[str, str]
+    racy: set[str]
+
+    def copy(self) -> _Manifest:
+        return _Manifest(dict(self.stamps), dict(self.digests), set(self.racy))
+
+    def suspects(
+        self, disk: dict[str, Stamp], digest: Digest, verify: AbstractSet[str]
+    ) -> tuple[list[str], list[str]]:
+        """Files whose stamps match `disk` but whose content must be compared (racy ones, and
+        those in `verify`): (those whose content changed, racy ones now settled)."""
+        changed: list[str] = []
+        settled: list[str] = []
+        now = time.time_ns()
+        for path in sorted(self.racy | verify):
+            stamp = disk.get(path)
+            if stamp is None or self.stamps.get(path) != stamp:
+                continue  # gone or re-stamped: re-indexed anyway
+            if digest(path) != self.digests.get(path):
+                changed.append(path)
+            elif path in self.racy and stamp[0] + RACY_NS <= now:
+                settled.append(path)
+        return changed, settled
+
+
 class Index:
     """The index in `directory`, with a manifest of the file stamps it reflects.
 
@@ -399,7 +440,7 @@ class Index:
         self._cache = _Cache()
         """What the current searcher has worked out, replaced with it (keeping what its
         segments hold)."""
-        self._seen: dict[str, Stamp] | None = None
+        self._seen: _Manifest | None = None
         """The manifest as this process last wrote or read it: files that still have these
         stamps need no look at the manifest (a JSON file as long as the store)."""
         self._seen_stamp: tuple[int, int, int, int] | None = None
@@ -407,33 +448,41 @@ class Index:
 
     # -- state on disk --
 
-    def _read_manifest(self) -> dict[str, Stamp] | None:
-        """The manifest on disk, as a dict the caller may change; None if it is unreadable
+    def _read_manifest(self) -> _Manifest | None:
+        """The manifest on disk, as a copy the caller may change; None if it is unreadable
         (the index is then rebuilt)."""
         try:
             stamp = _file_stamp(self.manifest_path.stat())
         except OSError:
             return None
         if self._seen is not None and stamp == self._seen_stamp:
-            return dict(self._seen)  # the file this process last wrote or read
+            return self._seen.copy()  # the file this process last wrote or read
         try:
             data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
                 return None
-            files: dict[str, list[int]] = data["files"]
-            manifest = {path: (int(s[0]), int(s[1]), int(s[2])) for path, s in files.items()}
+            files: dict[str, list[Any]] = data["files"]
+            manifest = _Manifest(
+                {path: (int(f[0]), int(f[1]), int(f[2])) for path, f in files.items()},
+                {path: str(f[3]) for path, f in files.items()},
+                {str(path) for path in data["racy"] if path in files},
+            )
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
             return None
         self._seen, self._seen_stamp = manifest, stamp
-        return dict(manifest)
+        return manifest.copy()
 
-    def _write_manifest(self, files: dict[str, Stamp]) -> None:
+    def _write_manifest(self, files: _Manifest) -> None:
         tmp = self.dir / f".manifest.{os.getpid()}.{threading.get_ident()}.tmp"
-        data = {"schema": SCHEMA_VERSION, "files": files}
+        data = {
+            "schema": SCHEMA_VERSION,
+            "files": {p: [*s, files.digests.get(p, "")] for p, s in files.stamps.items()},
+            "racy": sorted(files.racy),
+        }
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, self.manifest_path)
         # Written under the index lock: no other process replaces it before this stat.
-        self._seen, self._seen_stamp = dict(files), _file_stamp(self.manifest_path.stat())
+        self._seen, self._seen_stamp = files.copy(), _file_stamp(self.manifest_path.stat())
 
     def _usable(self) -> bool:
         return not self.dirty_path.exists() and _exists(self.dir)
@@ -462,12 +511,19 @@ class Index:
 
     def _apply(
         self,
-        manifest: dict[str, Stamp],
-        updates: list[tuple[str, Memory | None, Stamp]],
+        manifest: _Manifest,
+        updates: list[tuple[str, Memory | None, Stamp, str]],
         removed: list[str],
         clear: bool = False,
+        settled: Iterable[str] = (),
     ) -> None:
         """Write documents and the manifest between the DIRTY marker's creation and removal."""
+        settled = set(settled)
+        if settled and not updates and not removed and not clear:
+            manifest.racy -= settled  # only racy files settled: no document changes
+            self._write_manifest(manifest)
+            return
+        manifest.racy -= settled
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
@@ -476,8 +532,11 @@ class Index:
             for path in removed:
                 if not clear:
                     writer.delete_by_term("path", path)
-                manifest.pop(path, None)
-            for path, memory, stamp in updates:
+                manifest.stamps.pop(path, None)
+                manifest.digests.pop(path, None)
+                manifest.racy.discard(path)
+            now = time.time_ns()
+            for path, memory, stamp, digest in updates:
                 if memory is None:
                     if not clear:
                         writer.delete_by_term("path", path)
@@ -485,7 +544,11 @@ class Index:
                     writer.add_document(**_document(path, memory))
                 else:
                     writer.update_document(**_document(path, memory))
-                manifest[path] = stamp
+                manifest.stamps[path], manifest.digests[path] = stamp, digest
+                if stamp[0] + RACY_NS > now:
+                    manifest.racy.add(path)
+                else:
+                    manifest.racy.discard(path)
         except BaseException:
             writer.cancel()
             raise
@@ -496,8 +559,9 @@ class Index:
         self._write_manifest(manifest)
         self.dirty_path.unlink()
 
-    def update(self, entries: list[tuple[str, Memory, Stamp]]) -> bool:
-        """Index these memories (store-relative path, memory, file stamp) in place of old ones.
+    def update(self, entries: list[tuple[str, Memory, Stamp, str]]) -> bool:
+        """Index these memories (store-relative path, memory, file stamp, content digest) in
+        place of old ones.
 
         Does nothing and returns False when the index is not built yet or not trustworthy:
         the next `sync` builds it from the files.
@@ -506,7 +570,7 @@ class Index:
             manifest = self._read_manifest()
             if manifest is None or not self._usable():
                 return False
-            self._apply(manifest, [(p, m, s) for p, m, s in entries], [])
+            self._apply(manifest, [(p, m, s, d) for p, m, s, d in entries], [])
             return True
 
     def remove(self, paths: list[str]) -> bool:
@@ -518,87 +582,113 @@ class Index:
             self._apply(manifest, [], paths)
             return True
 
-    def sync(self, disk: dict[str, Stamp], load: Loader, progress: Progress | None = None) -> Sync:
+    def sync(
+        self, disk: dict[str, Stamp], load: Loader, digest: Digest, progress: Progress | None = None
+    ) -> Sync:
         """Catch up with the files: re-index those added, changed, renamed or deleted.
 
-        `disk` maps every memory file (store-relative path) to its stamp. A missing, foreign or
-        half-written (DIRTY) index is rebuilt instead.
+        `disk` maps every memory file (store-relative path) to its stamp; a file whose stamp
+        was taken within RACY_NS of its indexing also has its content compared (`digest`). A
+        missing, foreign or half-written (DIRTY) index is rebuilt instead.
         """
-        result = self._sync(disk, load, None)
+        result = self._sync(disk, load, digest, None, frozenset())
         if result is not None:
             return result
         if self.dirty_path.exists():
             log.warning("search index at %s was left half-written; rebuilding", self.dir)
-        return self.rebuild(disk, load, progress)
+        return self.rebuild(disk, load, digest, progress)
 
     def sync_some(
-        self, disk: dict[str, Stamp], within: Callable[[str], bool], load: Loader
+        self,
+        disk: dict[str, Stamp],
+        within: Callable[[str], bool],
+        load: Loader,
+        digest: Digest,
+        verify: AbstractSet[str] = frozenset(),
     ) -> Sync | None:
         """`sync` for the files whose paths `within` accepts (a folder, a few paths): `disk`
-        holds just those, and the index keeps its other files as they are.
+        holds just those, and the index keeps its other files as they are. The content of the
+        files in `verify` (seen to change) is compared even when their stamps match.
 
         Returns None, changing nothing, when the index must be rebuilt from every file.
         """
-        return self._sync(disk, load, within)
+        return self._sync(disk, load, digest, within, verify)
 
     def _sync(
-        self, disk: dict[str, Stamp], load: Loader, within: Callable[[str], bool] | None
+        self,
+        disk: dict[str, Stamp],
+        load: Loader,
+        digest: Digest,
+        within: Callable[[str], bool] | None,
+        verify: AbstractSet[str],
     ) -> Sync | None:
         seen = self._seen
-        if seen is not None and not self.dirty_path.exists() and self.manifest_path.exists():
+        if seen is not None:
+            current = not self.dirty_path.exists() and self.manifest_path.exists()
+        else:  # this process's first look: the manifest, without the lock
+            seen = self._read_manifest()
+            current = seen is not None and self._usable()
+        if seen is not None and current:
+            stamps = seen.stamps
             if within is not None:
-                seen = {p: s for p, s in seen.items() if within(p)}
-            if seen == disk:
+                stamps = {p: s for p, s in stamps.items() if within(p)}
+            if stamps == disk and seen.suspects(disk, digest, verify) == ([], []):
                 return Sync()
-        elif seen is None:  # this process's first look: the manifest, without the lock
-            manifest = self._read_manifest()
-            if manifest is not None and self._usable():
-                mine = (
-                    manifest if within is None else {p: s for p, s in manifest.items() if within(p)}
-                )
-                if mine == disk:
-                    return Sync()
         with self._mutex, self._lock():
             manifest = self._read_manifest()
             if manifest is None or not self._usable():
                 return None
-            changed = [p for p, s in disk.items() if manifest.get(p) != s]
-            gone = [p for p in manifest if p not in disk and (within is None or within(p))]
-            if not changed and not gone:
+            stamps = manifest.stamps
+            changed = [p for p, s in disk.items() if stamps.get(p) != s]
+            gone = [p for p in stamps if p not in disk and (within is None or within(p))]
+            reread, settled = manifest.suspects(disk, digest, verify)
+            changed.extend(reread)
+            if not changed and not gone and not settled:
                 return Sync()
-            updates, skipped = self._load_all(changed, disk, load, None)
-            self._apply(manifest, updates, gone)
-            indexed = sum(1 for _, m, _ in updates if m is not None)
+            updates, skipped = self._load_all(changed, disk, load, digest, None)
+            self._apply(manifest, updates, gone, settled=settled)
+            indexed = sum(1 for _, m, _, _ in updates if m is not None)
             return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
 
     def rebuild(
-        self, disk: dict[str, Stamp], load: Loader, progress: Progress | None = None
+        self,
+        disk: dict[str, Stamp],
+        load: Loader,
+        digest: Digest,
+        progress: Progress | None = None,
     ) -> Sync:
         """Index every file afresh (readers keep the old index until the new one is committed)."""
         with self._mutex, self._lock():
-            return self._rebuild(disk, load, progress)
+            return self._rebuild(disk, load, digest, progress)
 
-    def _rebuild(self, disk: dict[str, Stamp], load: Loader, progress: Progress | None) -> Sync:
-        updates, skipped = self._load_all(sorted(disk), disk, load, progress)
-        self._apply({}, updates, [], clear=True)
-        indexed = sum(1 for _, m, _ in updates if m is not None)
+    def _rebuild(
+        self, disk: dict[str, Stamp], load: Loader, digest: Digest, progress: Progress | None
+    ) -> Sync:
+        updates, skipped = self._load_all(sorted(disk), disk, load, digest, progress)
+        self._apply(_Manifest({}, {}, set()), updates, [], clear=True)
+        indexed = sum(1 for _, m, _, _ in updates if m is not None)
         return Sync(rebuilt=True, indexed=indexed, skipped=skipped)
 
     def _load_all(
-        self, paths: list[str], disk: dict[str, Stamp], load: Loader, progress: Progress | None
-    ) -> tuple[list[tuple[str, Memory | None, Stamp]], tuple[str, ...]]:
-        updates: list[tuple[str, Memory | None, Stamp]] = []
+        self,
+        paths: list[str],
+        disk: dict[str, Stamp],
+        load: Loader,
+        digest: Digest,
+        progress: Progress | None,
+    ) -> tuple[list[tuple[str, Memory | None, Stamp, str]], tuple[str, ...]]:
+        updates: list[tuple[str, Memory | None, Stamp, str]] = []
         skipped: list[str] = []
         total = len(paths)
         for done, path in enumerate(paths, 1):
             try:
-                memory, stamp = load(path)
+                memory, stamp, content = load(path)
             except (InvalidMemory, OSError) as e:
                 log.warning("not indexing %s: %s", path, e)
                 skipped.append(path)
-                # Remembered with the stamp seen, so the file is not retried until it changes.
-                memory, stamp = None, disk[path]
-            updates.append((path, memory, stamp))
+                # Remembered as seen, so the file is not retried until it changes.
+                memory, stamp, content = None, disk[path], digest(path)
+            updates.append((path, memory, stamp, content))
             if progress is not None and (done % 500 == 0 or done == total):
                 progress(done, total)
         return updates, tuple(skipped)

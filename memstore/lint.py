@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +47,15 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
     """Parse one memory file and list what is wrong with it on its own."""
     if path.stat().st_size > FILE_MAX:
         return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
-    data = path.read_bytes()
+    return check_data(path.read_bytes(), path.stem, folder, types)
+
+
+def check_data(
+    data: bytes, stem: str, folder: str, types: tuple[str, ...]
+) -> tuple[Memory | None, list[str]]:
+    """`check_file` for the bytes of `<folder>/<stem>.md`, wherever they were read from."""
+    if len(data) > FILE_MAX:
+        return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
     if not data.strip():
         return None, ["empty file: a memory needs YAML front matter and a body"]
     try:
@@ -59,8 +69,8 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
         memory = parse(text)
     except (InvalidMemory, InvalidName) as e:
         return None, [*problems, str(e)]
-    if memory.name != path.stem:
-        problems.append(f"name '{memory.name}' does not match the file name '{path.stem}.md'")
+    if memory.name != stem:
+        problems.append(f"name '{memory.name}' does not match the file name '{stem}.md'")
     if memory.type != folder:
         problems.append(f"type '{memory.type}' does not match its folder '{folder}/'")
     if memory.type not in types:
@@ -92,25 +102,37 @@ def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory 
     return memory, problems
 
 
-def lint_store(store: Store) -> list[Problem]:
-    """Every problem in `store`, files first, then the history of confirmations."""
+def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
+    """Every problem in `store`, files first, then the history of confirmations.
+
+    With `staged`, the files are read from git's index, as the next commit would hold them
+    (what a pre-commit hook must check), instead of from the working tree.
+    """
     problems: list[Problem] = []
     by_name: dict[str, list[str]] = defaultdict(list)
     memories: dict[str, tuple[Path, Memory]] = {}
-    for entry in walk(store.root):
-        rel, path = entry.rel, entry.path
-        if entry.kind == Kind.TEMP:
+    outcomes: str | None = None
+    if staged:
+        try:
+            places, outcomes = _staged_places(store)
+        except MemstoreError as e:
+            return [Problem(".", f"cannot read what is staged: {e}")]
+    else:
+        places = _working_places(store)
+    for rel, kind, read in places:
+        path = store.root / rel
+        if kind == Kind.TEMP:
             problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
             continue
-        if entry.kind == Kind.SYMLINK:
+        if kind == Kind.SYMLINK:
             what = "a symlinked folder" if "/" not in rel else "a symlink"
             problems.append(Problem(rel, f"{what}: memstore does not follow it"))
             continue
-        if entry.kind == Kind.SPECIAL:
+        if kind == Kind.SPECIAL:
             problems.append(Problem(rel, "not a regular file: memstore does not read it"))
             continue
         try:
-            memory, found = check_file(path, path.parent.name, store.types)
+            memory, found = read()
         except OSError as e:
             problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
             continue
@@ -133,8 +155,10 @@ def lint_store(store: Store) -> list[Problem]:
             if target not in memories:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(store.rel(path), message))
-    problems.extend(_history_problems(store, memories))
-    problems.extend(Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root))
+    problems.extend(_history_problems(store, memories, staged))
+    problems.extend(
+        Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root, outcomes, staged)
+    )
     if not store.secrets_allowed:
         problems.extend(_record_secrets(store, LEDGER_FILE, _LEDGER_ADVICE))
         problems.extend(_record_secrets(store, OUTCOMES_FILE, _OUTCOME_ADVICE))
@@ -149,7 +173,67 @@ def lint_store(store: Store) -> list[Problem]:
     return problems
 
 
-def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) -> list[Problem]:
+Checked = tuple[Memory | None, list[str]]
+Place = tuple[str, Kind, Callable[[], Checked]]
+"""A place where a memory file could be: `<folder>/<file>`, what is there, and its check."""
+
+
+def _working_places(store: Store) -> Iterator[Place]:
+    """The files in the working tree, as `files.walk` finds them."""
+    for entry in walk(store.root):
+        path = entry.path
+        yield entry.rel, entry.kind, partial(check_file, path, path.parent.name, store.types)
+
+
+def _staged_places(store: Store) -> tuple[list[Place], str | None]:
+    """The files in git's index, as `files.walk` would find them had they been checked out,
+    and the staged text of `outcomes.jsonl` (None when none is staged).
+
+    Raises:
+        GitError: when git cannot list or read the index.
+    """
+    prefix = history.repo_path(store.repo, store.root)
+    prefix = "" if prefix in ("", ".") else prefix + "/"
+    places: list[Place] = []
+    outcomes: str | None = None
+    for entry in history.staged(store.repo, store.root):
+        rel = entry.path[len(prefix) :]
+        parts = rel.split("/")
+        if parts[0].startswith(".") or len(parts) > 2:
+            continue
+        if len(parts) == 1:
+            if rel == OUTCOMES_FILE and entry.data is not None:
+                outcomes = entry.data.decode("utf-8", "replace")
+            elif entry.mode == _SYMLINK:
+                places.append((rel, Kind.SYMLINK, _unread))  # a symlinked type folder
+            continue
+        name = parts[1]
+        if name.startswith("."):
+            if name.endswith(".tmp"):
+                places.append((rel, Kind.TEMP, _unread))
+            continue
+        if not name.endswith(".md"):
+            continue
+        if entry.mode == _SYMLINK:
+            places.append((rel, Kind.SYMLINK, _unread))
+        elif entry.data is None:  # a submodule, or a merge conflict's side
+            places.append((rel, Kind.SPECIAL, _unread))
+        else:
+            check = partial(check_data, entry.data, name[: -len(".md")], parts[0], store.types)
+            places.append((rel, Kind.MEMORY, check))
+    return places, outcomes
+
+
+_SYMLINK = "120000"
+
+
+def _unread() -> Checked:
+    raise AssertionError("only a memory file is read")
+
+
+def _history_problems(
+    store: Store, memories: dict[str, tuple[Path, Memory]], staged: bool = False
+) -> list[Problem]:
     """Each memory as its history supports it: owner, confirmation, deprecation (see `trust`).
 
     A file that differs from HEAD is judged as the commit the current identity would make of
@@ -160,12 +244,22 @@ def _history_problems(store: Store, memories: dict[str, tuple[Path, Memory]]) ->
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []
     identity = store.identity
+    index: dict[str, str] = {}
+    if staged:  # judge the bytes the next commit would hold
+        try:
+            index = {
+                e.path: history.blob_sha(e.data)
+                for e in history.staged(store.repo, store.root)
+                if e.data is not None
+            }
+        except MemstoreError as e:
+            return [Problem(".", f"cannot read what is staged: {e}")]
     for path, memory in memories.values():
         rel = store.rel(path)
         key = history.repo_path(store.repo, path)
         try:
-            blob = history.blob_sha(path.read_bytes())
-        except OSError:
+            blob = index[key] if staged else history.blob_sha(path.read_bytes())
+        except (OSError, KeyError):
             continue
         committed = found.blobs.get(key)
         if committed == blob:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore.errors import InvalidMemory, StoreLocked
+from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
+from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
 from memstore.memory import Memory
 from memstore.trust import UNVERIFIED
@@ -77,20 +78,26 @@ class Upkeep:
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder."""
         folders = _folders(store.root)
-        result = self.index.sync(_scan(store.root, folders), _loader(store), progress)
+        disk = _scan(store.root, folders)
+        result = self.index.sync(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         return result
 
     def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
         """Rebuild the index from every file."""
         folders = _folders(store.root)
-        result = self.index.rebuild(_scan(store.root, folders), _loader(store), progress)
+        disk = _scan(store.root, folders)
+        result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         return result
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
         """Index the current content of these files (store-relative paths; a file gone is
-        dropped), and nothing else. Paths that are no memory file are left out."""
+        dropped), and nothing else. Paths that are no memory file are left out.
+
+        Their content is compared with what the index holds even when their stamps are the
+        same: an edit that keeps a file's size, within its timestamp's tick, changes neither.
+        """
         # Only memory files (`<type>/<name>.md`, as a folder scan finds them): the ledger and
         # other records the write path commits are no documents.
         wanted = {rel for rel in rels if _memory_path(rel)}
@@ -101,7 +108,9 @@ class Upkeep:
             stamp = _stamp(store.root / rel)
             if stamp is not None:
                 disk[rel] = stamp
-        result = self.index.sync_some(disk, wanted.__contains__, _loader(store))
+        result = self.index.sync_some(
+            disk, wanted.__contains__, _loader(store), _digest(store), verify=wanted
+        )
         return self.catch_up(store) if result is None else result
 
     def fresh(self, store: Store) -> None:
@@ -125,7 +134,7 @@ class Upkeep:
             if moved:
                 disk = _scan(store.root, folders, moved)
                 within = _in_folders(moved)
-                if self.index.sync_some(disk, within, _loader(store)) is None:
+                if self.index.sync_some(disk, within, _loader(store), _digest(store)) is None:
                     self.catch_up(store)
                     return
                 self.seen = folders
@@ -195,16 +204,28 @@ def _stamp(path: Path) -> Stamp | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp]]:
-    def load(rel: str) -> tuple[Memory | None, Stamp]:
+def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp, str]]:
+    def load(rel: str) -> tuple[Memory | None, Stamp, str]:
         path = store.root / rel
         try:
             st = path.stat()
         except FileNotFoundError:
-            return None, (0, 0, 0)
-        return store.read_file(path, raw=True)[0], (st.st_mtime_ns, st.st_size, st.st_ino)
+            return None, (0, 0, 0), ""
+        memory, data = store.read_file(path, raw=True)
+        return memory, (st.st_mtime_ns, st.st_size, st.st_ino), version_of(data)
 
     return load
+
+
+def _digest(store: Store) -> Callable[[str], str]:
+    def digest(rel: str) -> str:
+        try:
+            data = read_regular(store.root / rel)
+        except (OSError, UnsafePath):  # gone, or a symlink swapped in: the scan drops it
+            return ""
+        return "" if data is None else version_of(data)
+
+    return digest
 
 
 # -- one upkeep per store ---------------------------------------------------------------------

@@ -126,15 +126,22 @@ def from_line(line: str, number: int) -> OutcomeRecord:
         ) from e
 
 
-def outcome_problems(root: Path) -> list[tuple[int, str]]:
-    """(line number, problem) for every line of `<root>/outcomes.jsonl` that is not a record."""
-    path = root / OUTCOMES_FILE
-    if not path.is_file():
-        return []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return [(0, f"cannot read it: {e}")]
+def outcome_problems(
+    root: Path, text: str | None = None, given: bool = False
+) -> list[tuple[int, str]]:
+    """(line number, problem) for every line of `<root>/outcomes.jsonl` that is not a record;
+    with `given`, of `text` instead (the file's staged content; None when none is staged)."""
+    if given:
+        if text is None:
+            return []
+    else:
+        path = root / OUTCOMES_FILE
+        if not path.is_file():
+            return []
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            return [(0, f"cannot read it: {e}")]
     found: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -33,7 +33,7 @@ from memstore.errors import (
     StoreLocked,
     UnsafePath,
 )
-from memstore.files import LEDGER_FILE, OUTCOMES_FILE, atomic_write, version_of
+from memstore.files import LEDGER_FILE, OUTCOMES_FILE, atomic_write, read_regular, version_of
 from memstore.memory import check_identity
 
 log = logging.getLogger(__name__)
@@ -223,34 +223,40 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     sign = site.signer
     for change in changes:
         check_path(site, change.path)
-    refuse_uncommitted(site, [c.path for c in changes if isinstance(c, Write)])
+    # Each file's bytes are read before it is compared with HEAD, and compared with what it
+    # holds once more right before its rename: a hand save at any moment up to then makes the
+    # write a Conflict instead of being replaced (see docs/reliability.md).
+    olds: list[bytes | None] = []
     entries: list[dict[str, Any]] = []
     for change in changes:
         if isinstance(change, Write):
-            old = _read_text(change.path)
+            data = read_regular(change.path)
+            olds.append(data)
+            old = None if data is None else data.decode("utf-8")
             new = version_of(change.text.encode("utf-8"))
             entries.append({"path": rel(site, change.path), "old": old, "new": new})
         else:
+            olds.append(None)
             size = change.path.stat().st_size if change.path.exists() else 0
             text = change.text if _ends_with_newline(change.path) else "\n" + change.text
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
+    refuse_uncommitted(site, [c.path for c in changes if isinstance(c, Write)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     try:
-        for change, entry in zip(changes, entries, strict=True):
+        files: dict[str, bytes | None] = {}
+        for change, entry, old_data in zip(changes, entries, olds, strict=True):
             if isinstance(change, Write):
-                atomic_write(change.path, change.text)
+                atomic_write(change.path, change.text, unchanged=old_data)
+                # The bytes written are committed, not the file read back: a hand save just
+                # after the rename stays in the working tree as the person's own change.
+                files[history.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
             else:
                 _append(change.path, str(entry["append"]))
+                files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
-            sha = history.commit(
-                site.repo,
-                [c.path for c in changes],
-                message,
-                actor,
-                site.lock_timeout,
-                keep,
-                sign,
+            sha = history.commit_files(
+                site.repo, files, message, actor, site.lock_timeout, keep, sign
             )
     except (MemstoreError, OSError):
         undo(site, entries)
@@ -305,10 +311,6 @@ def _wait_for_survivors(site: Site) -> None:
         finally:
             os.close(fd)
     history.settle(site.repo, site.lock_timeout)
-
-
-def _read_text(path: Path) -> str | None:
-    return path.read_bytes().decode("utf-8") if path.is_file() else None
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "render_text": 1,
     "hooks": 1,
     "clients": 1,
+    "precommit": 1,
     # the bottom
     "errors": 0,
     "__init__": 0,

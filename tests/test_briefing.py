@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -213,3 +215,18 @@ def test_even_the_smallest_budget_holds_with_a_long_task_and_a_busy_store(store:
     assert result.tokens <= briefing.MIN_BUDGET
     assert "…" in result.text.splitlines()[1]  # the task is cut short
     assert "_Cut to fit the budget: " in result.text
+
+
+@pytest.mark.parametrize("folder", ["mémoire", "my memory"])
+def test_changes_since_list_a_store_in_a_folder_with_any_name(tmp_path: Path, folder: str) -> None:
+    git(tmp_path, "init", "-q", "repo")  # the store is a folder inside a bigger repository
+    store = Store.init(tmp_path / "repo" / folder, agent="alice")
+    briefing.brief(store)
+    as_agent(store, "bob").add("use-zod", type="decision", description="Validate with zod")
+    store.confirm("use-zod", "checked")
+    text = briefing.brief(store).text
+    changes = text.split("## Changes since your last session\n", 1)[1].split("\n\n")[0]
+    assert [line.split(" ", 4)[-1] for line in changes.splitlines()] == [
+        "confirmed `decision/use-zod`",
+        "added `decision/use-zod`",
+    ]

@@ -150,6 +150,7 @@ def test_store_flag_wins_over_environment(tmp_path: Path) -> None:
         "history",
         "lint",
         "install-hook",
+        "uninstall-hook",
     ],
 )
 def test_every_command_has_help_with_an_example(command: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -16,7 +17,7 @@ from conftest import GIT_ENV, as_agent, git
 from filelock import FileLock
 from whoosh.query import NullQuery
 
-from memstore import search
+from memstore import index, search
 from memstore.index import _clean_query, _parser, parse_query, tokens  # pyright: ignore[reportPrivateUsage]
 from memstore.memory import Memory, render
 from memstore.search import Hit, Query
@@ -307,3 +308,43 @@ def test_processes_writing_and_reading_one_index_at_once_get_no_error(store: Sto
     _, err = reader.communicate(timeout=60)
     assert reader.returncode == 0 and "Traceback" not in err, err
     assert len(find(Store(store.root), "widget", limit=50)) == 12
+
+
+def same_size_same_mtime_edit(path: Path, old: str, new: str) -> None:
+    """Rewrite a file in place keeping its size and modification time, as an edit within the
+    same tick of the file system's clock does (or `touch -r`, `cp -p`, `rsync -t`)."""
+    assert len(old) == len(new)
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        st.st_mtime_ns,
+        st.st_size,
+        st.st_ino,
+    )
+
+
+def test_catch_up_finds_an_edit_that_kept_the_size_and_mtime_of_a_file_just_indexed(
+    store: Store,
+) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    # Its mtime as the file system's clock had it when it was indexed, a tick from now.
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + index.RACY_NS))
+    assert names(store, "pool") == ["pool-size"]
+    same_size_same_mtime_edit(path, "size is 20", "size is 30")
+    result = search.catch_up(Store(store.root))
+    assert result.indexed == 1
+    assert names(Store(store.root), "30") == ["pool-size"]
+    assert names(store, "30") == ["pool-size"]
+
+
+def test_a_file_indexed_long_after_its_last_change_is_not_read_again(store: Store) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    old = time.time_ns() - 10 * index.RACY_NS
+    os.utime(path, ns=(old, old))
+    assert names(store, "pool") == ["pool-size"]
+    manifest = json.loads((store.cache / "index" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["racy"] == []  # its stamp alone is compared from now on: no read

@@ -201,3 +201,19 @@ def test_other_commands_keep_serving_valid_memories_beside_broken_files(store: S
     write(store, "fact/binary.md", b"\x00\x01\x02")
     assert [m.name for m in store.list()] == ["fine"]
     assert store.get("fine").description == "Still here"
+
+
+@pytest.mark.parametrize("folder", ["mémoire", "my memory", "記憶", 'odd"name'])
+def test_a_real_confirmation_passes_in_a_store_folder_with_any_name(
+    tmp_path: Path, folder: str
+) -> None:
+    git(tmp_path, "init", "-q", "repo")  # the store is a folder inside a bigger repository
+    store = Store.init(tmp_path / "repo" / folder, agent="alice")
+    store.add("claim", type="fact", description="A claim")
+    as_agent(store, "bob").confirm("claim", "checked")
+    assert messages(store) == []
+    path = store.root / "fact" / "claim.md"
+    text = path.read_text(encoding="utf-8").replace("confirmed_by: bob", "confirmed_by: carol")
+    path.write_text(text, encoding="utf-8")
+    human_commit(store, "mallory")
+    assert any("forged confirmation" in m for m in messages(store))

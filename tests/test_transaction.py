@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-from memstore import history, ledger_io, session
+from memstore import files, history, ledger_io, session, transaction
 from memstore.errors import Conflict, UnsafePath
 from memstore.index import Query
 from memstore.search import search
@@ -193,3 +194,91 @@ def test_a_staged_change_is_never_written_over(store: Store, index_version: str)
     git(store.root, "reset", "-q", "--", "fact/x.md")
     store.edit("x", body="new body")  # once the staged change is gone, all is well
     assert git(store.root, "status", "--porcelain") == ""
+
+
+class HandSaving:
+    """The store as the write path sees it, with a person saving `path` by hand at one moment
+    of the write: `when="journal"` as the journal is written (after the file was read and
+    compared with HEAD, before its rename), `when="renamed"` once the new file is in place."""
+
+    def __init__(self, store: Store, path: Path, when: str, hand: str) -> None:
+        self.store, self.path, self.when, self.hand = store, path, when, hand
+        self.root, self.lock_timeout, self.holder = store.root, store.lock_timeout, store.holder
+        self.saved = False
+        self.old = path.read_text(encoding="utf-8") if path.exists() else ""
+
+    def _save(self, now: str) -> None:
+        if self.when == now and not self.saved:
+            self.saved = True
+            tmp = self.path.with_name(self.path.name + "~")  # as an editor saves
+            tmp.write_text(self.hand, encoding="utf-8")
+            os.replace(tmp, self.path)
+
+    @property
+    def cache(self) -> Path:
+        self._save("journal")
+        return self.store.cache
+
+    @property
+    def repo(self) -> history.Repo:
+        if self.path.read_text(encoding="utf-8") != self.old:
+            self._save("renamed")
+        return self.store.repo
+
+    def note_written(self, rels: Iterable[str]) -> None:
+        self.store.note_written(rels)
+
+
+def test_a_hand_save_between_the_read_and_the_rename_makes_the_write_a_conflict(
+    store: Store,
+) -> None:
+    store.add("shared", type="fact", description="Edited by hand and by an agent")
+    path = store.root / "fact" / "shared.md"
+    hand = path.read_text(encoding="utf-8") + "A line saved by hand.\n"
+    site = HandSaving(store, path, "journal", hand)
+    head = git(store.root, "rev-parse", "HEAD")
+    with store.locked(), pytest.raises(Conflict, match="saved by someone else"):
+        transaction.commit(site, [transaction.Write(path, site.old + "Agent.\n")], "m", "bob")
+    assert site.saved
+    assert path.read_text(encoding="utf-8") == hand
+    assert git(store.root, "rev-parse", "HEAD") == head
+    assert not list(path.parent.glob(".*.tmp")) and not (store.cache / "pending.json").exists()
+
+
+def test_a_file_created_by_hand_during_an_add_is_never_replaced(store: Store) -> None:
+    store.add("other", type="fact", description="Makes the folder")
+    path = store.root / "fact" / "new-one.md"
+    site = HandSaving(store, path, "journal", "Written by hand.\n")
+    with store.locked(), pytest.raises(Conflict, match="saved by someone else"):
+        transaction.commit(site, [transaction.Write(path, "agent\n")], "m", "bob")
+    assert path.read_text(encoding="utf-8") == "Written by hand.\n"
+
+
+def test_the_commit_holds_what_memstore_wrote_even_if_a_hand_save_follows_the_rename(
+    store: Store,
+) -> None:
+    store.add("shared", type="fact", description="Edited by hand and by an agent")
+    path = store.root / "fact" / "shared.md"
+    hand = path.read_text(encoding="utf-8") + "A line saved by hand.\n"
+    site = HandSaving(store, path, "renamed", hand)
+    agent = site.old + "Agent.\n"
+    with store.locked():
+        transaction.commit(site, [transaction.Write(path, agent)], "memory: edit", "bob")
+    assert site.saved
+    assert git(store.root, "show", "HEAD:fact/shared.md") == agent  # the agent's write, whole
+    assert path.read_text(encoding="utf-8") == hand  # the person's save, uncommitted
+    assert git(store.root, "log", "-1", "--format=%an") == "bob\n"
+
+
+def test_the_last_step_of_a_write_swaps_the_files_in_one_step(tmp_path: Path) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    new.write_text("new", encoding="utf-8")
+    old.write_text("saved by hand", encoding="utf-8")
+    if not files._exchange(new, old):  # pyright: ignore[reportPrivateUsage]
+        pytest.skip("this system cannot swap two files in one step; a check and a rename it is")
+    assert (new.read_text(encoding="utf-8"), old.read_text(encoding="utf-8")) == (
+        "saved by hand",
+        "new",
+    )
+    with pytest.raises(Conflict, match="saved by someone else"):
+        files._exchange(new, tmp_path / "deleted")  # pyright: ignore[reportPrivateUsage]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
-from test_index import names, write_memory
+from test_index import names, same_size_same_mtime_edit, write_memory
 from watchfiles import Change
 
+from memstore import index
 from memstore.store import Store
 from memstore.watch import Watcher, memory_files, relevant
 
@@ -103,3 +106,15 @@ def test_a_type_folder_made_while_watching_is_found(store: Store) -> None:
     with Watcher(store) as watcher:
         write_memory(store, "runbook-note", "Widgets are restarted weekly", type="runbook")
         assert watcher.wait(lambda: len(names(store, "widgets")) == 2, timeout=5)
+
+
+def test_an_edit_that_keeps_the_size_and_mtime_is_found_while_the_watcher_runs(
+    store: Store,
+) -> None:
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    old = time.time_ns() - 10 * index.RACY_NS  # long settled: its stamp alone would pass
+    os.utime(path, ns=(old, old))
+    assert names(store, "pool") == ["pool-size"]
+    with Watcher(store) as watcher:
+        same_size_same_mtime_edit(path, "size is 20", "size is 30")
+        assert watcher.wait(lambda: names(store, "30") == ["pool-size"], timeout=10)
