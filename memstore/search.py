@@ -26,6 +26,7 @@ from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
 from memstore.memory import Memory
 from memstore.trust import UNVERIFIED
+from memstore.workflow import RULE_TYPES
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -263,6 +264,8 @@ def search(store: Store, query: Query) -> list[Hit]:
 def _shown(store: Store, hit: Hit) -> Hit:
     """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
     status and owner, which anyone can type."""
+    if hit.status != "confirmed" and hit.type not in RULE_TYPES:
+        return hit
     try:
         memory, _ = store.read_file(store.root / hit.path)
     except (InvalidMemory, OSError):

@@ -37,6 +37,7 @@ from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
 from memstore.memory import Memory, content_hash, evolve, parse, render, same_identity
 from memstore.status import MOVES, Status
+from memstore.workflow import RULE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -489,12 +490,22 @@ class Cache:
             log.info("cannot keep the verdicts in %s: %s", self.file, e)
 
 
+def needs_history(memory: Memory) -> bool:
+    """Whether what a read shows of `memory` depends on its history: a confirmation (does it
+    count?) or a rule (who made it decides whether it binds). Other drafts and deprecated
+    memories are shown as their files say, and cost no history read."""
+    return memory.status == Status.CONFIRMED or memory.type in RULE_TYPES
+
+
 def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     """`memory`, read from `data` at `path` (relative to the repository), as its history
-    supports it: the owner is who committed its creation, whatever the file says; a
-    confirmation the history does not back, a version with a forged owner or trail, and a
-    file no commit holds yet (nothing vouches for its owner) read as `unverified`. An
-    uncommitted edit of a committed draft or deprecated memory keeps its status."""
+    supports it (for memories that `needs_history`): the owner is who committed its
+    creation, whatever the file says; a confirmation the history does not back, a version
+    with a forged owner or trail, and a rule or confirmation no commit holds yet (nothing
+    vouches for its owner or reviewer) read as `unverified`. An uncommitted edit of a
+    committed draft rule keeps its status, with its creator as owner."""
+    if not needs_history(memory):
+        return memory
     try:
         trust = cache.current()
     except GitError as e:

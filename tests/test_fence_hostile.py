@@ -197,9 +197,10 @@ async def test_an_agents_rule_cannot_forge_a_status_marker_in_the_briefing(
     briefing = text(result)
     rules = briefing.split("## Corrections and warnings that apply\n", 1)[1].split("\n## ")[0]
     status, said, *_ = rules.splitlines()
+    # The planted rule was never committed: nothing vouches for its owner, so it only warns.
     assert status == (
         "- **p0** correction `evil-rule` "
-        "[draft, from an agent: only warns until someone else confirms it]"
+        "[unverified: its history does not back its file, so it only warns]"
     )
     assert said.startswith("  <data-") and "[confirmed]" in said
     assert all("[confirmed]" not in line for line in outside(briefing).splitlines())

@@ -137,11 +137,11 @@ def test_a_symlinked_type_folder_is_never_read_or_written(store: Store, tmp_path
     target = _outside_memory(tmp_path, "leak").parent
     (store.root / "decision").symlink_to(target, target_is_directory=True)
     store.add("kept", type="fact", description="a real memory")
-    before = snapshot(store)
     outside_before = sorted(p.name for p in target.iterdir())
     with pytest.raises(MemoryNotFound):
         store.read("leak")
     assert [m.name for m in store.list()] == ["kept"]
+    before = snapshot(store)
     with pytest.raises(InvalidMemory, match="symlink"):
         store.add("planted", type="decision", description="would land outside")
     assert sorted(p.name for p in target.iterdir()) == outside_before

@@ -204,6 +204,7 @@ class HandSaving:
     def __init__(self, store: Store, path: Path, when: str, hand: str) -> None:
         self.store, self.path, self.when, self.hand = store, path, when, hand
         self.root, self.lock_timeout, self.holder = store.root, store.lock_timeout, store.holder
+        self.signer = store.signer
         self.saved = False
         self.old = path.read_text(encoding="utf-8") if path.exists() else ""
 
