@@ -1052,6 +1052,92 @@ def store_commits(repo: Repo, store: Path, since: str | None = None) -> list[Sto
     return commits
 
 
+_PERSON = re.compile(rb"^(author|committer) (.*) <[^>]*> \d+ [+-]\d{4}$")
+
+
+def linear_commits(
+    repo: Repo, store: Path, since: str, until: str, limit: int = 64
+) -> list[StoreCommit] | None:
+    """The commits after `since` up to `until` that changed files under `store`, oldest
+    first, read in-process (no git runs) when they form a chain of single-parent commits no
+    longer than `limit`; None otherwise (a merge, a rewritten history, a longer chain), and
+    the caller asks `store_commits`.
+
+    Only files directly in the store's folders (`<folder>/<file>`) are compared: memory files.
+    """
+    prefix = _rel(repo, store) if store.absolute() != repo.top else ""
+    parts = [p for p in prefix.split("/") if p]
+    chain: list[tuple[str, str, str, str, str]] = []
+    sha = until
+    try:
+        while sha != since:
+            if len(chain) >= limit:
+                return None
+            kind, data = _read_object(repo, sha)
+            if kind != "commit":
+                return None
+            head_text, _, _ = data.partition(b"\n\n")
+            tree, parents, names = "", list[str](), {b"author": "", b"committer": ""}
+            for line in head_text.split(b"\n"):
+                if line.startswith(b"tree "):
+                    tree = line[5:].decode("ascii")
+                elif line.startswith(b"parent "):
+                    parents.append(line[7:].decode("ascii"))
+                else:
+                    match = _PERSON.match(line)
+                    if match is not None:
+                        names[match.group(1)] = match.group(2).decode("utf-8", "replace")
+            if len(parents) != 1:
+                return None
+            chain.append((sha, tree, parents[0], names[b"author"], names[b"committer"]))
+            sha = parents[0]
+        found: list[StoreCommit] = []
+        for sha, tree, parent, author, committer in reversed(chain):
+            old = _subtree(repo, _commit_tree(repo, parent), parts)
+            new = _subtree(repo, tree, parts)
+            changes = _folder_changes(repo, old, new, prefix)
+            if changes:
+                found.append(StoreCommit(sha, (parent,), author, committer, tuple(changes)))
+        return found
+    except (GitError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _subtree(repo: Repo, tree: str | None, parts: list[str]) -> str | None:
+    for name in parts:
+        if tree is None:
+            return None
+        entry = _tree_entries(repo, tree).get(name.encode("utf-8"))
+        if entry is None or entry[0] != _TREE_MODE:
+            return None
+        tree = entry[1].hex()
+    return tree
+
+
+def _folder_changes(repo: Repo, old: str | None, new: str | None, prefix: str) -> list[PathChange]:
+    """The files directly inside the type folders of two store trees that differ."""
+    if old == new:
+        return []
+    before = _tree_entries(repo, old) if old else {}
+    after = _tree_entries(repo, new) if new else {}
+    changes: list[PathChange] = []
+    lead = f"{prefix}/" if prefix else ""
+    for folder in sorted(set(before) | set(after)):
+        a, b = before.get(folder), after.get(folder)
+        if a == b:
+            continue
+        files_a = _tree_entries(repo, a[1].hex()) if a and a[0] == _TREE_MODE else {}
+        files_b = _tree_entries(repo, b[1].hex()) if b and b[0] == _TREE_MODE else {}
+        for name in sorted(set(files_a) | set(files_b)):
+            x, y = files_a.get(name), files_b.get(name)
+            old_blob = x[1].hex() if x and x[0] != _TREE_MODE else None
+            new_blob = y[1].hex() if y and y[0] != _TREE_MODE else None
+            if old_blob != new_blob:
+                path = f"{lead}{folder.decode('utf-8')}/{name.decode('utf-8')}"
+                changes.append(PathChange(path, (old_blob,), new_blob))
+    return changes
+
+
 def read_blob(repo: Repo, sha: str) -> bytes:
     """A blob's bytes, read in-process when loose, else through the long-running cat-file.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GIT_ENV, as_agent, git, name_humans
@@ -357,3 +358,47 @@ def test_a_rule_the_human_created_binds_at_once(store: Store) -> None:
     name_humans(store.root, "human")
     p0_rule(as_agent(store, "human"))
     assert session.check(store, "deploy the api").verdict == "block"
+
+
+# -- reads stay cheap -----------------------------------------------------------------------
+
+
+def test_reading_past_a_few_new_commits_matches_gits_own_log(confirmed: Store) -> None:
+    from memstore import history
+
+    start = history.head(confirmed.repo)
+    assert start is not None
+    as_agent(confirmed, "carol").add("second", type="fact", description="more")
+    edit_file(confirmed, "deploy-rule", "Tue.", "Wednesdays now.")
+    commit_as(confirmed, "bob", committer="mallory")
+    as_agent(confirmed, "carol").deprecate("second", "gone")
+    head = history.head(confirmed.repo)
+    assert head is not None
+    inproc = history.linear_commits(confirmed.repo, confirmed.root, start, head)
+    logged = history.store_commits(confirmed.repo, confirmed.root, start)
+    assert inproc is not None
+    memory_changes = [
+        (c.sha, c.author, c.committer, tuple(x for x in c.changes if x.path.endswith(".md")))
+        for c in logged
+    ]
+    assert [(c.sha, c.author, c.committer, c.changes) for c in inproc] == memory_changes
+
+
+def test_a_read_after_other_writers_commits_starts_no_process(
+    confirmed: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = as_agent(confirmed, "carol")
+    assert reader.get("deploy-rule").status == "confirmed"  # the verdicts are cached
+    as_agent(confirmed, "dave").add("other", type="fact", description="another writer")
+    as_agent(confirmed, "erin").edit("deploy-rule", tags=["ops"])
+    started: list[object] = []
+    popen = subprocess.Popen.__init__
+
+    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
+        started.append(args[0] if args else kwargs.get("args"))
+        popen(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    assert reader.get("deploy-rule").status == "confirmed"
+    assert status_in_search(reader, "deploys tuesdays") == {"deploy-rule": "confirmed"}
+    assert started == []
