@@ -1138,6 +1138,15 @@ def _folder_changes(repo: Repo, old: str | None, new: str | None, prefix: str) -
     return changes
 
 
+def shallow_commits(repo: Repo) -> frozenset[str]:
+    """The commits whose parents a shallow clone left out (git's `shallow` file), if any."""
+    try:
+        text = (repo.common_dir / "shallow").read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
 def read_blob(repo: Repo, sha: str) -> bytes:
     """A blob's bytes, read in-process when loose, else through the long-running cat-file.
 

@@ -277,6 +277,7 @@ def replay(
     """Extend `trust` with `commits` (oldest first) that changed files under `prefix`."""
     parsed = _Parsed(repo)
     commits = list(commits)
+    cut = history.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
         by = By(
@@ -287,8 +288,14 @@ def replay(
             signers is not None,
         )
         changes = [c for c in commit.changes if _is_memory(prefix, c.path)]
-        _apply(trust, changes, by, parsed.get)
+        _apply(trust, changes, by, parsed.get, commit.sha in cut)
         trust.head = commit.sha
+
+
+_CUT = (
+    "its history is cut off (a shallow clone has no commits before this one): fetch it "
+    "(`git fetch --unshallow`) so its owner and confirmation can be checked"
+)
 
 
 def _apply(
@@ -296,8 +303,11 @@ def _apply(
     changes: list[history.PathChange],
     by: By,
     read: Callable[[str | None], Memory | None],
+    cut: bool = False,
 ) -> None:
-    """Judge one commit's changes to memory files and move `trust` past it."""
+    """Judge one commit's changes to memory files and move `trust` past it. In a commit whose
+    parents a shallow clone left out (`cut`), a file that seems created may be older: its
+    owner is taken from the file, and a confirmation in it cannot be checked."""
     # A file deleted and one of the same name added in one commit is a move: it keeps its
     # owner, and the deleted version is the one it changed from.
     gone = {
@@ -331,6 +341,11 @@ def _apply(
         key = f"{path}\0{change.after}"
         if new is None:
             trust.verdicts.pop(key, None)
+            continue
+        if cut and created:
+            trust.owners[path] = new.owner
+            if new.status == Status.CONFIRMED:
+                trust.verdicts[key] = Verdict(False, _CUT, by.commit)
             continue
         best: Verdict | None = None
         for before in befores:
@@ -393,6 +408,7 @@ class Cache:
         self.trust: Trust | None = None
         self.signers: Signers | None = None
         self._lock = threading.Lock()
+        self._cut = history.shallow_commits(repo)
 
     def current(self) -> Trust:
         """The verdicts at HEAD.
@@ -402,6 +418,10 @@ class Cache:
         """
         with self._lock:
             head = history.head(self.repo)
+            cut = history.shallow_commits(self.repo)
+            if cut != self._cut:  # a fetch deepened (or a clone cut) the history
+                self.trust, self._cut = None, cut
+                self.file.unlink(missing_ok=True)
             trust = self.trust if self.trust is not None else self._load()
             if trust.head == head:
                 self.trust = trust
@@ -467,7 +487,11 @@ class Cache:
     def _load(self) -> Trust:
         try:
             data: Any = json.loads(self.file.read_text(encoding="utf-8"))
-            if data.get("format") != _FORMAT or data.get("signed") != (self.signers is not None):
+            if (
+                data.get("format") != _FORMAT
+                or data.get("signed") != (self.signers is not None)
+                or data.get("shallow") != sorted(self._cut)
+            ):
                 return Trust()
             verdicts = {
                 str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
@@ -486,6 +510,7 @@ class Cache:
         data = {
             "format": _FORMAT,
             "signed": self.signers is not None,
+            "shallow": sorted(self._cut),
             "head": trust.head,
             "blobs": trust.blobs,
             "owners": trust.owners,

@@ -402,3 +402,16 @@ def test_a_read_after_other_writers_commits_starts_no_process(
     assert reader.get("deploy-rule").status == "confirmed"
     assert status_in_search(reader, "deploys tuesdays") == {"deploy-rule": "confirmed"}
     assert started == []
+
+
+def test_a_shallow_clone_says_its_history_is_cut_off(confirmed: Store, tmp_path: Path) -> None:
+    confirmed.add("later", type="fact", description="a later note")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{confirmed.repo.top}", str(clone))
+    shallow = Store(clone / confirmed.root.relative_to(confirmed.repo.top), agent="carol")
+    found = problems(shallow)
+    assert any("deploy-rule" in p and "git fetch --unshallow" in p for p in found), found
+    assert shallow.get("deploy-rule").status == "unverified"
+    git(clone, "fetch", "-q", "--unshallow")
+    assert problems(Store(shallow.root, agent="carol")) == []
+    assert shallow.get("deploy-rule").status == "confirmed"  # the cached verdicts follow
