@@ -605,9 +605,11 @@ class Store:
         except GitError:
             return memory
         if owner is not None and same_identity(owner, actor):
+            why = "" if same_identity(memory.owner, owner) else " (its history says so)"
             raise SelfApproval(
-                f"cannot confirm '{memory.name}': you ({actor}) created it (its history says "
-                "so, whatever its owner field says), and nobody confirms their own memory"
+                f"cannot confirm '{memory.name}': you ({actor}) created it{why}, and nobody "
+                f"confirms their own memory; any identity other than {owner} (names compare "
+                "case-insensitively) can confirm it"
             )
         if memory.status == Status.CONFIRMED:
             data = read_regular(path) or b""
