@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
+from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
 from memstore.memory import Memory
@@ -267,12 +267,12 @@ def _shown(store: Store, hit: Hit) -> Hit:
     if hit.status != "confirmed" and hit.type not in RULE_TYPES:
         return hit
     try:
-        memory, _ = store.read_file(store.root / hit.path)
-    except (InvalidMemory, OSError):
+        status, owner = store.shown_fields(hit.path, hit.status, hit.owner)
+    except (UnsafePath, OSError):
         return replace(hit, status=UNVERIFIED)
-    if (memory.status, memory.owner) == (hit.status, hit.owner):
+    if (status, owner) == (hit.status, hit.owner):
         return hit
-    return replace(hit, status=memory.status, owner=memory.owner)
+    return replace(hit, status=status, owner=owner)
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

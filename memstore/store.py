@@ -300,11 +300,17 @@ class Store:
     def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
         """`memory`, read from `data` in file `path`, as its history supports it (see
         `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
-        try:
-            key = history.repo_path(self.repo, path)
-        except GitError:
-            return evolve(memory, status=trust.UNVERIFIED)
-        return trust.shown(self.trust, key, memory, data)
+        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
+
+    def shown_fields(self, rel: str, status: str, owner: str) -> tuple[str, str]:
+        """The (status, owner) to show for the file at `rel` (relative to the store) whose
+        front matter says `status` and `owner`, without parsing it (see `trust.judged`)."""
+        data = read_regular(self.root / rel)
+        if data is None:
+            return trust.UNVERIFIED, owner
+        return trust.judged(
+            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data)
+        )
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
         """Memory `name` with its version (pass it back to `edit` to refuse lost updates).

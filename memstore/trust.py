@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -409,6 +410,38 @@ class Cache:
         self.signers: Signers | None = None
         self._lock = threading.Lock()
         self._cut = history.shallow_commits(repo)
+        self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._ref_files: list[str] = []
+        self._fixed = [
+            str(repo.git_dir / "HEAD"),
+            str(repo.common_dir / "packed-refs"),
+            str(repo.common_dir / "shallow"),
+        ]
+
+    def _refs_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """What HEAD's files look like (inode, size, mtime): git writes a ref by renaming a
+        new file into place, so a moved HEAD changes this; a read compares it, never git."""
+        found: list[tuple[int, int, int] | None] = []
+        for path in self._watched:
+            try:
+                st = os.stat(path)
+            except OSError:
+                found.append(None)
+            else:
+                found.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(found)
+
+    def _branch_file(self) -> list[str]:
+        """The file of the branch HEAD names (none for a detached HEAD)."""
+        try:
+            target = (self.repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return []
+        return [str(self.repo.common_dir / target[4:].strip())] if target.startswith("ref:") else []
+
+    @property
+    def _watched(self) -> list[str]:
+        return [*self._fixed, *self._ref_files]
 
     def current(self) -> Trust:
         """The verdicts at HEAD.
@@ -417,37 +450,48 @@ class Cache:
             GitError: when git cannot read the history.
         """
         with self._lock:
-            head = history.head(self.repo)
-            cut = history.shallow_commits(self.repo)
-            if cut != self._cut:  # a fetch deepened (or a clone cut) the history
-                self.trust, self._cut = None, cut
-                self.file.unlink(missing_ok=True)
-            trust = self.trust if self.trust is not None else self._load()
-            if trust.head == head:
+            stamp = self._refs_stamp()
+            if self.trust is not None and stamp == self._stamp:
+                return self.trust  # HEAD has not moved: a few stat calls, nothing read
+            self._stamp = None
+            self._ref_files = self._branch_file()
+            stamp = self._refs_stamp()
+            trust = self._current()
+            self._stamp = stamp
+            return trust
+
+    def _current(self) -> Trust:
+        head = history.head(self.repo)
+        cut = history.shallow_commits(self.repo)
+        if cut != self._cut:  # a fetch deepened (or a clone cut) the history
+            self.trust, self._cut = None, cut
+            self.file.unlink(missing_ok=True)
+        trust = self.trust if self.trust is not None else self._load()
+        if trust.head == head:
+            self.trust = trust
+            return trust
+        if trust.head is not None and head is not None:
+            # A few memstore commits on top: read in-process, no git runs.
+            linear = history.linear_commits(self.repo, self.root, trust.head, head)
+            if linear is not None:
+                replay(trust, self.repo, self.prefix, linear, self.signers)
+                trust.head = head
                 self.trust = trust
                 return trust
-            if trust.head is not None and head is not None:
-                # A few memstore commits on top: read in-process, no git runs.
-                linear = history.linear_commits(self.repo, self.root, trust.head, head)
-                if linear is not None:
-                    replay(trust, self.repo, self.prefix, linear, self.signers)
+            try:
+                if history.is_ancestor(self.repo, trust.head, head):
+                    commits = history.store_commits(self.repo, self.root, trust.head)
+                    replay(trust, self.repo, self.prefix, commits, self.signers)
                     trust.head = head
                     self.trust = trust
+                    self._save(trust)
                     return trust
-                try:
-                    if history.is_ancestor(self.repo, trust.head, head):
-                        commits = history.store_commits(self.repo, self.root, trust.head)
-                        replay(trust, self.repo, self.prefix, commits, self.signers)
-                        trust.head = head
-                        self.trust = trust
-                        self._save(trust)
-                        return trust
-                except GitError as e:
-                    log.info("replaying the whole history: %s", e)
-            trust = full(self.repo, self.root, self.signers)
-            self.trust = trust
-            self._save(trust)
-            return trust
+            except GitError as e:
+                log.info("replaying the whole history: %s", e)
+        trust = full(self.repo, self.root, self.signers)
+        self.trust = trust
+        self._save(trust)
+        return trust
 
     def wrote(
         self,
@@ -538,22 +582,27 @@ def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     committed draft rule keeps its status, with its creator as owner."""
     if not needs_history(memory):
         return memory
+    status, owner = judged(cache, path, memory.status, memory.owner, history.blob_sha(data))
+    if (status, owner) == (memory.status, memory.owner):
+        return memory
+    return evolve(memory, status=status, owner=owner)
+
+
+def judged(cache: Cache, path: str, status: str, owner: str, blob: str) -> tuple[str, str]:
+    """The (status, owner) to show for the version `blob` of the file at `path` whose front
+    matter says `status` and `owner` (see `shown`); no file is parsed."""
     try:
         trust = cache.current()
     except GitError as e:
         log.warning("cannot read the history to verify %s: %s", path, e)
-        return evolve(memory, status=UNVERIFIED)
-    owner = trust.owners.get(path)
-    blob = history.blob_sha(data)
-    committed = trust.blobs.get(path) == blob
-    if owner is not None and owner != memory.owner:
-        memory = evolve(memory, owner=owner)
-    if committed:
+        return UNVERIFIED, owner
+    creator = trust.owners.get(path)
+    if trust.blobs.get(path) == blob:
         verdict = trust.verdicts.get(f"{path}\0{blob}")
-        ok = verdict.ok if verdict is not None else memory.status != Status.CONFIRMED
+        ok = verdict.ok if verdict is not None else status != Status.CONFIRMED
     else:
-        ok = owner is not None and memory.status != Status.CONFIRMED
-    return memory if ok else evolve(memory, status=UNVERIFIED)
+        ok = creator is not None and status != Status.CONFIRMED
+    return (status if ok else UNVERIFIED), (creator or owner)
 
 
 def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:
