@@ -45,6 +45,9 @@ DEFAULT_TYPES = (
     "working",
 )
 
+RULE_TYPES = ("correction", "warning")
+"""The types that act as rules before an action (see `workflow`)."""
+
 # Core keys first, then the known optional keys; keys a human added follow in their own order.
 CORE_KEYS = ("name", "description", "type", "status", "owner", "created", "updated", "tags")
 TRAIL_KEYS = (

@@ -24,9 +24,8 @@ from filelock import FileLock, Timeout
 from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
-from memstore.memory import Memory
+from memstore.memory import RULE_TYPES, Memory
 from memstore.trust import UNVERIFIED
-from memstore.workflow import RULE_TYPES
 
 if TYPE_CHECKING:
     from memstore.store import Store

@@ -36,9 +36,8 @@ from typing import Any
 from memstore import history
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
-from memstore.memory import Memory, content_hash, evolve, parse, render, same_identity
+from memstore.memory import RULE_TYPES, Memory, content_hash, evolve, parse, render, same_identity
 from memstore.status import MOVES, Status
-from memstore.workflow import RULE_TYPES
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from memstore import ledger
 from memstore.errors import InvalidMemory
+from memstore.memory import RULE_TYPES as RULE_TYPES
 from memstore.memory import Memory, same_identity
 from memstore.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.status import Status
 
-RULE_TYPES = ("correction", "warning")
 SEVERITIES = ("p0", "p1", "p2", "p3")
 DEFAULT_SEVERITY = {"correction": "p1", "warning": "p2"}
 """A rule without `severity` warns: a correction at p1, a warning at p2. Only p0 blocks."""
