@@ -493,6 +493,8 @@ _LONG_TOKEN_PLUGINS = frozenset(
     {"DiscordBotTokenDetector", "TelegramBotTokenDetector", "TwilioKeyDetector"}
 )
 _LONG_RUN = re.compile(r"[A-Za-z0-9_-]{24}")
+_EVERY_PLUGIN_NEEDLE = frozenset(n for needles in _PLUGIN_NEEDLES.values() for n in needles)
+"""Every plugin runs only on a line holding one of its needles, or (the rest) a long token."""
 # The findings whose start is a fixed, public prefix, safe to show.
 _PREFIXED = re.compile(r"[A-Za-z]{2,8}[_.-]|AKIA|ASIA|eyJ")
 
@@ -564,6 +566,8 @@ def _plugin_findings(
     only if it holds one of the plugin's needles.
     """
     long_run = _LONG_RUN.search(view) is not None
+    if not long_run and present.isdisjoint(_EVERY_PLUGIN_NEEDLE):
+        return  # no plugin could match: detect-secrets is not even imported (CLI start-up)
     lines: list[tuple[int, str, str]] | None = None
     for plugin in _detect_secrets():
         if plugin.needles and present.isdisjoint(plugin.needles):
@@ -623,8 +627,7 @@ def _present(low: str) -> set[str]:
     """The needles of the built-in patterns and of detect-secrets' plugins that `low` holds."""
     global _needles
     if _needles is None:
-        plugins = [n for plugin in _detect_secrets() for n in plugin.needles]
-        _needles = _Needles([n for p in BUILTIN for n in p.needles] + plugins)
+        _needles = _Needles([n for p in BUILTIN for n in p.needles] + sorted(_EVERY_PLUGIN_NEEDLE))
     return _needles.within(low)
 
 

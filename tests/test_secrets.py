@@ -395,8 +395,35 @@ def _imports_detect_secrets(store: Store, *args: str) -> bool:
     return done.stdout.strip().splitlines()[-1] == "True"
 
 
-def test_detect_secrets_is_imported_by_a_write_and_not_by_help_or_a_read(store: Store) -> None:
+def test_detect_secrets_is_imported_only_by_a_write_whose_text_a_plugin_could_match(
+    store: Store,
+) -> None:
     store.add("notes", type="fact", description="plain notes")
     assert not _imports_detect_secrets(store, "--help")
     assert not _imports_detect_secrets(store, "list")
-    assert _imports_detect_secrets(store, "add", "more", "--type", "fact", "-d", "d", "--body", "b")
+    assert not _imports_detect_secrets(store, "add", "more", "--type", "fact", "-d", "d")
+    assert _imports_detect_secrets(
+        store, "add", "keyed", "--type", "fact", "-d", "d", "--body", "the api key rotates"
+    )
+
+
+def test_every_detect_secrets_plugin_has_needles_or_runs_on_long_tokens() -> None:
+    # A text with none of the needles and no long token skips detect-secrets (not even
+    # imported): that is only safe while every plugin it would run is covered.
+    from memstore import secrets
+
+    for plugin in secrets._detect_secrets():  # pyright: ignore[reportPrivateUsage]
+        assert plugin.needles or plugin.long_run, plugin.name
+
+
+def test_a_plain_memory_is_scanned_without_importing_detect_secrets() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from memstore import secrets; "
+        "secrets.scan({'d': 'Validate API input with zod schemas'}, secrets.compile_patterns()); "
+        "print('detect_secrets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
