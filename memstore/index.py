@@ -74,7 +74,19 @@ Digest = Callable[[str], str]
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
 timestamp (a file system's clock ticks every few milliseconds, or once a second or two), size
-and all: its stamp cannot tell, so its content is compared too until it is older than this."""
+and all: its stamp cannot tell, so its content is compared too until it is older than this.
+This is the window for a file system whose times are whole seconds (FAT, some network file
+systems); one with finer times gets `RACY_FINE_NS` (see `racy_window`)."""
+RACY_FINE_NS = 100_000_000
+"""The window where file times have sub-second parts: Linux stamps files from a clock that
+ticks every 1-10 ms, so 100 ms covers it with room."""
+
+
+def racy_window(mtime_ns: int) -> int:
+    """How long after its modification a file's stamp may not tell a later edit apart: a
+    time with no sub-second part suggests a file system that keeps whole seconds."""
+    return RACY_NS if mtime_ns % 1_000_000_000 == 0 else RACY_FINE_NS
+
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) while a rebuild indexes files."""
@@ -418,7 +430,7 @@ class _Manifest:
                 continue  # gone or re-stamped: re-indexed anyway
             if digest(path) != self.digests.get(path):
                 changed.append(path)
-            elif path in self.racy and stamp[0] + RACY_NS <= now:
+            elif path in self.racy and stamp[0] + racy_window(stamp[0]) <= now:
                 settled.append(path)
         return changed, settled
 
@@ -545,7 +557,7 @@ class Index:
                 else:
                     writer.update_document(**_document(path, memory))
                 manifest.stamps[path], manifest.digests[path] = stamp, digest
-                if stamp[0] + RACY_NS > now:
+                if stamp[0] + racy_window(stamp[0]) > now:
                     manifest.racy.add(path)
                 else:
                     manifest.racy.discard(path)
