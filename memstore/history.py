@@ -998,17 +998,21 @@ class StoreCommit:
 _NULL_SHA = re.compile(r"0+")
 
 
-def store_commits(repo: Repo, store: Path, since: str | None = None) -> list[StoreCommit]:
+def store_commits(
+    repo: Repo, store: Path, since: str | None = None, until: str | None = None
+) -> list[StoreCommit]:
     """The commits that changed files under `store`, oldest first (parents before children),
-    after `since` (exclusive) up to HEAD. One `git log`, NUL-separated, paths unquoted.
+    after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
+    commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted.
 
     Raises:
         GitError: when git fails (e.g. `since` is not in this history).
     """
-    if head(repo) is None:
+    end = until or head(repo)
+    if end is None:
         return []
     rel = _rel(repo, store) if store.absolute() != repo.top else ""
-    span = f"{since}..HEAD" if since else "HEAD"
+    span = f"{since}..{end}" if since else end
     out = _git(
         repo,
         "-c",

@@ -385,8 +385,11 @@ def full(repo: history.Repo, root: Path, signers: Signers | None = None) -> Trus
         GitError: when git cannot read the history.
     """
     trust = Trust()
-    replay(trust, repo, prefix_of(repo, root), history.store_commits(repo, root), signers)
-    trust.head = history.head(repo)
+    head = history.head(repo)  # read first: the replay goes exactly this far
+    if head is not None:
+        commits = history.store_commits(repo, root, until=head)
+        replay(trust, repo, prefix_of(repo, root), commits, signers)
+    trust.head = head
     return trust
 
 
@@ -479,7 +482,7 @@ class Cache:
                 return trust
             try:
                 if history.is_ancestor(self.repo, trust.head, head):
-                    commits = history.store_commits(self.repo, self.root, trust.head)
+                    commits = history.store_commits(self.repo, self.root, trust.head, head)
                     replay(trust, self.repo, self.prefix, commits, self.signers)
                     trust.head = head
                     self.trust = trust

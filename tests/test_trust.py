@@ -415,3 +415,46 @@ def test_a_shallow_clone_says_its_history_is_cut_off(confirmed: Store, tmp_path:
     git(clone, "fetch", "-q", "--unshallow")
     assert problems(Store(shallow.root, agent="carol")) == []
     assert shallow.get("deploy-rule").status == "confirmed"  # the cached verdicts follow
+
+
+def test_verdicts_always_describe_exactly_the_head_they_name(store: Store) -> None:
+    # A commit landing while the history is read must not slip in (or out) unnoticed: every
+    # replay, whatever lands meanwhile, holds the files of the very commit it names as head.
+    import threading
+
+    from memstore import trust
+
+    stop = threading.Event()
+
+    def writer(agent: str) -> None:
+        other = as_agent(store, agent)
+        i = 0
+        while not stop.is_set():
+            other.add(f"{agent}-{i}", type="fact", description=f"note {i}")
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(a,)) for a in ("bob", "carol")]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(15):
+            found = trust.full(store.repo, store.root)
+            assert found.head is not None
+            listed = git(store.root, "ls-tree", "-r", "--name-only", found.head).split()
+            memories = {p for p in listed if p.endswith(".md")}
+            assert set(found.blobs) == {
+                f"{trust.prefix_of(store.repo, store.root)}{p}" for p in memories
+            }
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def test_the_history_is_read_up_to_the_commit_named(confirmed: Store) -> None:
+    from memstore import history
+
+    older = history.head(confirmed.repo)
+    confirmed.add("newer", type="fact", description="after")
+    commits = history.store_commits(confirmed.repo, confirmed.root, until=older)
+    assert commits and commits[-1].sha == older
