@@ -427,7 +427,8 @@ def recover(site: Site) -> None:
         states = [_state(site, entry) for entry in entries]
         if "new" in states or "torn" in states:
             log.warning("undoing a change its writer did not commit: %s", message)
-            undo(site, entries)
+        if "new" in states or "torn" in states or "old" in states:
+            undo(site, entries)  # "old": the file is back, its index entry may not be
     except UnsafePath as e:
         log.warning("not recovering %r: %s", message, e)
     _clear(site)
@@ -468,6 +469,12 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
     for entry in entries:
         path = site.root / str(entry["path"])
         state = _state(site, entry)
+        if state == "old":
+            # The file is as HEAD has it, but its index entry may not be: a killed writer's
+            # index update landed, or an undo was itself killed between the file and the index.
+            if history.blob(site.repo, "HEAD", path) is not None or "append" not in entry:
+                touched.append(path)
+            continue
         if state not in ("new", "torn"):
             continue
         committed = history.blob(site.repo, "HEAD", path)

@@ -404,3 +404,26 @@ async def test_an_agent_promoting_a_version_it_did_not_review_gets_a_conflict(
         )
         assert not done.is_error
     assert store.read("x").memory.confirmed_by == "bob"
+
+
+def test_an_undo_cut_short_between_the_file_and_the_index_is_finished(store: Store) -> None:
+    # A writer staged its new version (the index first, as every write does) and was killed;
+    # the next writer's undo put the file back and was killed too, before the index: the
+    # journal is still there, the file is as HEAD has it, the index is not.
+    store.add("x", type="fact", description="d", body="one")
+    path = store.root / "fact" / "x.md"
+    committed = path.read_text("utf-8")
+    new = committed.replace("one", "two")
+    path.write_text(new, encoding="utf-8")
+    git(store.root, "add", "fact/x.md")
+    path.write_text(committed, encoding="utf-8")
+    journal = {
+        "message": "memory: edit fact/x — body",
+        "actor": "alice",
+        "files": [{"path": "fact/x.md", "old": committed, "new": version_of(new.encode())}],
+    }
+    (store.root / ".memstore" / JOURNAL).write_text(json.dumps(journal), encoding="utf-8")
+    assert git(store.root, "status", "--porcelain").strip() == "MM fact/x.md"
+    store.add("later", type="fact", description="the next write")
+    assert git(store.root, "status", "--porcelain") == ""
+    assert path.read_text("utf-8") == committed
