@@ -26,9 +26,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ["README.md"]
+DOCS = ["README.md", "docs/clients.md"]
 HOME = "/home/me"
-VENV = f"{HOME}/app/.venv"
 
 _FENCE = re.compile(r"^```console\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 _HEREDOC = re.compile(r"<<-?\s*'?(\w+)'?")
@@ -41,8 +40,8 @@ _PLACEHOLDERS = [
     (re.compile(r"\b\d{2}:\d{2}\b"), "<time>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), "<sha>"),
     (re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])"), "<n>"),
-    # A venv's python may be named python, python3 or python3.12.
-    (re.compile(r"(?<=/bin/python)[\d.]+"), ""),
+    # Whichever venv runs memstore, and its python named python, python3 or python3.12.
+    (re.compile(r"[^\s\"']*/bin/python[\d.]*"), "<python>"),
 ]
 
 
@@ -119,8 +118,7 @@ def run(steps_: list[Step], home: Path) -> list[list[str]]:
         timeout=120,
         check=False,
     )
-    # Real paths become the ones the doc shows: the venv's first, since it may sit under home.
-    output = result.stdout.replace(sys.prefix, VENV).replace(str(home), HOME)
+    output = result.stdout.replace(str(home), HOME)
     return [chunk.splitlines() for chunk in output.split(f"\n{marker}\n")[1:]]
 
 
