@@ -2,7 +2,8 @@
 `memstore`, print what the README shows.
 
 The convention, for README.md (and any doc listed in `DOCS`):
-- A ```console block is run; a ```sh block is shown, never run (say why next to it).
+- A ```console block is run. Any other block that shows a `$ ` prompt must follow a line
+  `<!-- not run: why -->`, so a transcript is never silently left untested.
 - In a console block, a line starting with `$ ` is a command. It continues on the next lines when
   it ends with `\\` or opens a heredoc (`<<'EOF'` up to the line `EOF`). Every other line, up to
   the next command, is what the command prints (stdout and stderr together); blank lines at the
@@ -128,6 +129,28 @@ def matches(expected: list[str], actual: list[str]) -> bool:
         for line in expected
     )
     return re.fullmatch(pattern, "".join(normalise(a) + "\n" for a in actual)) is not None
+
+
+_ANY_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def test_every_transcript_in_the_docs_is_run_or_says_why_not() -> None:
+    unmarked: list[str] = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for fence in _ANY_FENCE.finditer(text):
+            shows_prompt = re.search(r"^\$ ", fence.group(2), re.MULTILINE)
+            before = text[: fence.start()].rstrip().rpartition("\n")[2]
+            if (
+                shows_prompt
+                and fence.group(1) != "console"
+                and not before.startswith("<!-- not run:")
+            ):
+                line = text.count("\n", 0, fence.start()) + 1
+                unmarked.append(f"{doc.relative_to(ROOT)}:{line}")
+            if fence.group(1) == "console" and doc.relative_to(ROOT).as_posix() not in DOCS:
+                unmarked.append(f"{doc.relative_to(ROOT)}: console block, but not in DOCS")
+    assert unmarked == []
 
 
 @pytest.mark.parametrize("doc", DOCS)
