@@ -39,7 +39,8 @@ _PLACEHOLDERS = [
     ),
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "<date>"),
     (re.compile(r"\b\d{2}:\d{2}\b"), "<time>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), "<sha>"),
+    # Any 7+ hex digits: a short sha is all digits about one time in a hundred.
+    (re.compile(r"\b[0-9a-f]{7,64}\b"), "<sha>"),
     (re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])"), "<n>"),
     # Whichever venv runs memstore, and its python named python, python3 or python3.12.
     (re.compile(r"[^\s\"']*/bin/python[\d.]*"), "<python>"),
@@ -177,5 +178,6 @@ def test_a_console_block_splits_into_commands_with_continuations_heredocs_and_ou
 
 def test_placeholders_hide_what_varies_and_ellipsis_stands_for_any_lines() -> None:
     assert normalise("2026-11-30 09:12  3f1c2a9e0b  bob   1.87") == "<time> <sha> bob <n>"
+    assert normalise("09:12  3141592653  alice") == "<time> <sha> alice"
     assert matches(["BLOCK: x", "…", "4"], ["BLOCK: x", "- a", "- b", "4"])
     assert not matches(["ok: 2 memories"], ["ok: 1 memories"])
