@@ -128,6 +128,22 @@ def test_identity_falls_back_to_git_user_name(tmp_path: Path) -> None:
     assert Store(store.root).get("use-zod").owner == "Grace Hopper"
 
 
+def test_commits_as_git_user_use_its_email_and_other_identities_the_synthetic_one(
+    tmp_path: Path,
+) -> None:
+    store = Store.init(tmp_path / "memory")
+    git(store.root, "config", "user.name", "Grace Hopper")
+    git(store.root, "config", "user.email", "grace@example.com")
+    add(Store(store.root))
+    assert git(store.root, "log", "-1", "--format=%an <%ae>").strip() == (
+        "Grace Hopper <grace@example.com>"
+    )
+    as_agent(store, "grace hopper").add("second", type="fact", description="same person")
+    assert git(store.root, "log", "-1", "--format=%ae").strip() == "grace@example.com"
+    as_agent(store, "bob").add("third", type="fact", description="someone else")
+    assert git(store.root, "log", "-1", "--format=%ae").strip() == "bob@memstore.invalid"
+
+
 def test_confirm_by_another_identity_is_a_small_commit_by_them(store: Store) -> None:
     add(store, body="Some body\nwith lines\n" * 5)
     bob = as_agent(store, "bob")
