@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from memstore import ledger_io
 from memstore.errors import (
     Conflict,
     InvalidMemory,
@@ -45,6 +47,26 @@ def test_init_outside_git_creates_a_repository_with_ignore_and_attributes(tmp_pa
     assert "merge=union" in (store.root / ".gitattributes").read_text(encoding="utf-8")
     assert git(store.root, "log", "--format=%an %s").strip() == "alice memory: init store"
     assert status(store) == ""
+
+
+def test_files_memstore_creates_get_the_usual_mode_under_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = Store.init(tmp_path / "notes", agent="alice")
+        add(store)
+        ledger_io.record(store, "publish", "post-1", evidence="https://example.com/1")
+        os.umask(0o027)
+        store.add("later", type="fact", description="made under a stricter umask")
+    finally:
+        os.umask(old)
+    made = [
+        store.root / ".gitignore",
+        store.root / ".gitattributes",
+        store.path_for("use-zod"),
+        store.ledger_path,
+    ]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in made] == [0o644] * 4
+    assert stat.S_IMODE(store.path_for("later").stat().st_mode) == 0o640
 
 
 def test_init_inside_a_repository_uses_it_and_is_idempotent(tmp_path: Path) -> None:
