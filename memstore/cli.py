@@ -12,7 +12,7 @@ import click
 
 from memstore import __version__
 from memstore.config import Config, resolve
-from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
+from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError, SecretFound
 
 if TYPE_CHECKING:
     from memstore import ledger
@@ -44,6 +44,8 @@ class _Group(click.Group):
         except MemstoreError as e:
             if isinstance(e, Conflict) and e.detail:
                 click.echo(e.detail.rstrip("\n"), err=True)
+            if isinstance(e, SecretFound):
+                raise click.ClickException(str(e) + SecretFound.CLI_OVERRIDE) from e
             raise click.ClickException(str(e)) from e
 
 

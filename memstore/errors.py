@@ -66,6 +66,14 @@ class SecretFound(InvalidMemory):
         self.findings = findings
         """(field, pattern name) of each credential-like string found."""
 
+    # The message ends at "remove it": each face adds its own override, since the CLI has a
+    # flag and an agent has none (#17).
+    CLI_OVERRIDE = "; or pass --allow-secret if it is not a secret"
+    MCP_OVERRIDE = (
+        "; agents have no override for this check: if it is not a secret, reword it, or ask a "
+        "person to save it with the CLI's --allow-secret"
+    )
+
 
 class InvalidQuery(MemstoreError):
     """A search with an option out of range (budget, date, limit)."""
