@@ -1068,7 +1068,8 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     default="30m",
     show_default=True,
     metavar="DURATION",
-    help="How long the claim holds unless recorded or released: 90s, 30m, 2h, 1d.",
+    help="How long the claim holds unless recorded or released: 90s, 30m, 2h or 1d, at most "
+    "7d. A bare number is seconds.",
 )
 @_allow_secret
 @click.pass_context
@@ -1087,6 +1088,8 @@ def ledger_claim(
     from memstore import ledger, ledger_io
 
     seconds = ledger.parse_duration(ttl)
+    if not 1 <= seconds <= ledger.TTL_MAX:  # in the flag's own terms, not the core's seconds
+        raise click.ClickException(f"--ttl {ttl!r} must be from 1s to 7d")
     try:
         event = ledger_io.claim(_store(ctx), action, target, seconds, allow_secret=allow_secret)
     except ClaimHeld as e:
