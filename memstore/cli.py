@@ -265,8 +265,15 @@ def list_(
     if as_json:
         _echo_json([_memory_json(m) for m in found])
         return
+    # Each column as wide as its longest value shown, so a long name never shifts a row (#17).
+    name_w = max((len(m.name) for m in found), default=0)
+    type_w = max((len(m.type) for m in found), default=0)
+    status_w = max((len(m.status) for m in found), default=0)
     for m in found:
-        click.echo(f"{m.name:32} {m.type:10} {m.status:10} {m.updated[:10]}  {m.description}")
+        click.echo(
+            f"{m.name:{name_w}} {m.type:{type_w}} {m.status:{status_w}} {m.updated[:10]}  "
+            f"{m.description}"
+        )
     if not found:
         click.echo("no memories match", err=True)
 
@@ -935,10 +942,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
             ]
         )
         return
-    click.echo(f"{'correction':32} {'heeded':>6} {'recurred':>8}  heed rate")
-    for r in [*rates, overall]:
+    rows = [*rates, overall]
+    name_w = max(len("correction"), *(len(r.name) for r in rows))
+    click.echo(f"{'correction':{name_w}} {'heeded':>6} {'recurred':>8}  heed rate")
+    for r in rows:
         flag = "  REWRITE: recurred after confirmation" if r.rewrite and r is not overall else ""
-        click.echo(f"{r.name:32} {r.heeded:>6} {r.recurred:>8}  {stats.describe(r)}{flag}")
+        click.echo(f"{r.name:{name_w}} {r.heeded:>6} {r.recurred:>8}  {stats.describe(r)}{flag}")
 
 
 @main.command()

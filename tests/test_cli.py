@@ -73,6 +73,20 @@ def test_list_json_and_filters(store_dir: Path) -> None:
     assert code == 0 and out.startswith("a ")
 
 
+def test_list_columns_align_to_the_longest_value_shown(store_dir: Path) -> None:
+    long_name = "a-name-longer-than-thirty-two-characters-here"
+    run("add", long_name, "--type", "fact", "-d", "Long", "--body", "")
+    run("add", "b", "--type", "decision", "-d", "Short", "--body", "")
+    code, out = run("list")
+    rows = out.splitlines()
+    assert code == 0 and len(rows) == 2
+    assert len({row.index("draft") for row in rows}) == 1
+    short = next(row for row in rows if row.startswith("b "))
+    long = next(row for row in rows if row.startswith(long_name))
+    assert short.index("Short") == long.index("Long")
+    assert short.startswith("b" + " " * len(long_name))
+
+
 def test_self_confirm_is_an_error_with_exit_1_and_changes_nothing(store_dir: Path) -> None:
     run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
     before = git(store_dir, "rev-parse", "HEAD")
