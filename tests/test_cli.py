@@ -73,6 +73,17 @@ def test_list_json_and_filters(store_dir: Path) -> None:
     assert code == 0 and out.startswith("a ")
 
 
+def test_a_mistyped_name_gets_the_closest_existing_names(store_dir: Path) -> None:
+    run("add", "deploy-notes", "--type", "fact", "-d", "Deploy", "--body", "")
+    run("add", "deploy-steps", "--type", "fact", "-d", "Steps", "--body", "")
+    code, out = run("show", "deploy-note")
+    assert code == 1
+    assert out.splitlines() == [
+        f"Error: no memory named 'deploy-note' in {store_dir}; "
+        "did you mean 'deploy-notes' or 'deploy-steps'?"
+    ]
+
+
 def test_list_columns_align_to_the_longest_value_shown(store_dir: Path) -> None:
     long_name = "a-name-longer-than-thirty-two-characters-here"
     run("add", long_name, "--type", "fact", "-d", "Long", "--body", "")

@@ -113,6 +113,14 @@ async def test_a_malformed_file_never_breaks_a_call_about_other_memories(store: 
     assert "good-one" in resource_text(index)
 
 
+async def test_a_mistyped_name_gets_the_closest_existing_names(store: Store) -> None:
+    store.add("deploy-notes", type="fact", description="how we deploy")
+    result = await call(store, "memory_update", name="deploy-note", version="0", body="x")
+    assert result.is_error and "did you mean 'deploy-notes'?" in text(result)
+    result = await call(store, "memory_get", names=["zzz-unrelated"])
+    assert result.is_error and "did you mean" not in text(result)
+
+
 async def test_memory_get_of_only_missing_names_is_a_tool_error(store: Store) -> None:
     result = await call(store, "memory_get", names=["nowhere"])
     assert result.is_error and "no memory named 'nowhere'" in text(result)
