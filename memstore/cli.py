@@ -12,7 +12,7 @@ import click
 
 from memstore import __version__
 from memstore.config import Config, resolve
-from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError, SecretFound
+from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 
 if TYPE_CHECKING:
     from memstore import ledger
@@ -44,9 +44,7 @@ class _Group(click.Group):
         except MemstoreError as e:
             if isinstance(e, Conflict) and e.detail:
                 click.echo(e.detail.rstrip("\n"), err=True)
-            if isinstance(e, SecretFound):
-                raise click.ClickException(str(e) + SecretFound.CLI_OVERRIDE) from e
-            raise click.ClickException(str(e)) from e
+            raise click.ClickException(str(e) + e.cli_hint) from e
 
 
 def _config(ctx: click.Context) -> Config:
@@ -286,6 +284,9 @@ def list_(
 @click.option("--links", metavar="X,Y", help="New comma-separated links (replaces the old ones).")
 @_expect_version
 @_allow_secret
+@click.option(
+    "--force", is_flag=True, help="Edit a deprecated memory as it is (it stays deprecated)."
+)
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -296,6 +297,7 @@ def edit(
     links: str | None,
     expect_version: str | None,
     allow_secret: bool,
+    force: bool,
 ) -> None:
     """Change a memory's description, body, tags or links, and commit it.
 
@@ -306,6 +308,8 @@ def edit(
     memory changed since you read it. Without it, the fields you give replace the current ones
     (the others keep whatever is on disk): fine for a person at a terminal, while agents and
     scripts should pass the version.
+
+    A deprecated memory is refused: restore it first, or pass --force to edit it as it is.
 
     \b
     Example:
@@ -324,6 +328,7 @@ def edit(
         links=_split(links),
         expected_version=expect_version,
         allow_secret=allow_secret,
+        force=force,
     )
     click.echo(f"edited {_summary(memory)}")
 

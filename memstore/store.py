@@ -22,6 +22,7 @@ from memstore import (
 )
 from memstore.errors import (
     Conflict,
+    EditDeprecated,
     GitError,
     InvalidMemory,
     InvalidName,
@@ -524,15 +525,17 @@ class Store:
         links: tuple[str, ...] | list[str] | None = None,
         expected_version: str | None = None,
         allow_secret: bool = False,
+        force: bool = False,
     ) -> Memory:
         """Change a memory's description, body, tags or links, and commit it.
 
         A content change (description or body) sends a confirmed memory back to draft.
         Without `expected_version` the fields given replace the current ones, whatever they are.
+        A deprecated memory is edited only with `force`; it stays deprecated.
 
         Raises:
             MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`),
-            SecretFound (unless `allow_secret`).
+            SecretFound (unless `allow_secret`), EditDeprecated (unless `force`).
         """
         if description is not None:
             description = check_description(description)
@@ -548,6 +551,9 @@ class Store:
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = current.memory
+            if old.status == Status.DEPRECATED and not force:
+                why = f" ({old.deprecated_reason})" if old.deprecated_reason else ""
+                raise EditDeprecated(f"'{name}' is deprecated{why}, so an edit would go unseen")
             wanted = {
                 "description": description,
                 "body": body,

@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import (
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 
-from memstore.errors import InvalidName, MemoryNotFound, MemstoreError, SecretFound
+from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.render_text import error_text
 
 P = ParamSpec("P")
@@ -35,10 +35,8 @@ def reported(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except SecretFound as e:
-            raise ToolError(error_text(str(e) + SecretFound.MCP_OVERRIDE)) from e
         except MemstoreError as e:
-            raise ToolError(error_text(str(e))) from e
+            raise ToolError(error_text(str(e) + e.mcp_hint)) from e
 
     return wrapper
 

@@ -84,6 +84,22 @@ def test_a_mistyped_name_gets_the_closest_existing_names(store_dir: Path) -> Non
     ]
 
 
+def test_edit_of_a_deprecated_memory_is_refused_unless_forced(store_dir: Path) -> None:
+    run("add", "old", "--type", "fact", "-d", "Old", "--body", "")
+    run("deprecate", "old", "-r", "wrong")
+    before = git(store_dir, "rev-parse", "HEAD")
+    code, out = run("edit", "old", "--body", "new text")
+    assert code == 1
+    assert out.splitlines() == [
+        "Error: 'old' is deprecated (wrong), so an edit would go unseen; restore it first "
+        "(memstore restore NAME --reason WHY), or pass --force"
+    ]
+    assert git(store_dir, "rev-parse", "HEAD") == before
+    code, out = run("edit", "old", "--body", "new text", "--force")
+    assert code == 0 and "[deprecated]" in out
+    assert "new text" in run("show", "old")[1]
+
+
 def test_list_columns_align_to_the_longest_value_shown(store_dir: Path) -> None:
     long_name = "a-name-longer-than-thirty-two-characters-here"
     run("add", long_name, "--type", "fact", "-d", "Long", "--body", "")
