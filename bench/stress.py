@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from memstore import ledger, ledger_io, lint, search
-from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, InvalidTransition
+from memstore.errors import (
+    AlreadyExecuted,
+    ClaimHeld,
+    Conflict,
+    EditDeprecated,
+    InvalidTransition,
+)
 from memstore.memory import parse
 from memstore.search import Query
 from memstore.store import JOURNAL, Store
@@ -70,8 +76,9 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
         return {"op": "ledger", "name": target, "ok": True, "lines": 2}
     drafts = [m for m in memories if m.status == "draft" and m.owner != agent]
     mine = [m for m in memories if m.owner == agent and m.status != "deprecated"]
-    if kind == "edit" and memories:
-        target = rng.choice(memories).name
+    live = [m for m in memories if m.status != "deprecated"]
+    if kind == "edit" and live:
+        target = rng.choice(live).name
         token = f"tok{prefix}n{i}"
         for attempt in range(20):
             current = store.read(target)
@@ -80,6 +87,8 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
                 store.edit(target, body=body, expected_version=current.version)
             except Conflict:
                 continue
+            except EditDeprecated:  # deprecated by another agent since the listing
+                return {"op": "edit", "name": target, "ok": False, "why": "EditDeprecated"}
             return {"op": "edit", "name": target, "token": token, "ok": True, "retries": attempt}
         return {"op": "edit", "name": target, "ok": False, "why": "conflict"}
     if kind == "confirm" and drafts:

@@ -44,7 +44,7 @@ class _Group(click.Group):
         except MemstoreError as e:
             if isinstance(e, Conflict) and e.detail:
                 click.echo(e.detail.rstrip("\n"), err=True)
-            raise click.ClickException(str(e)) from e
+            raise click.ClickException(str(e) + e.cli_hint) from e
 
 
 def _config(ctx: click.Context) -> Config:
@@ -263,8 +263,15 @@ def list_(
     if as_json:
         _echo_json([_memory_json(m) for m in found])
         return
+    # Each column as wide as its longest value shown, so a long name never shifts a row (#17).
+    name_w = max((len(m.name) for m in found), default=0)
+    type_w = max((len(m.type) for m in found), default=0)
+    status_w = max((len(m.status) for m in found), default=0)
     for m in found:
-        click.echo(f"{m.name:32} {m.type:10} {m.status:10} {m.updated[:10]}  {m.description}")
+        click.echo(
+            f"{m.name:{name_w}} {m.type:{type_w}} {m.status:{status_w}} {m.updated[:10]}  "
+            f"{m.description}"
+        )
     if not found:
         click.echo("no memories match", err=True)
 
@@ -277,6 +284,9 @@ def list_(
 @click.option("--links", metavar="X,Y", help="New comma-separated links (replaces the old ones).")
 @_expect_version
 @_allow_secret
+@click.option(
+    "--force", is_flag=True, help="Edit a deprecated memory as it is (it stays deprecated)."
+)
 @click.pass_context
 def edit(
     ctx: click.Context,
@@ -287,6 +297,7 @@ def edit(
     links: str | None,
     expect_version: str | None,
     allow_secret: bool,
+    force: bool,
 ) -> None:
     """Change a memory's description, body, tags or links, and commit it.
 
@@ -297,6 +308,8 @@ def edit(
     memory changed since you read it. Without it, the fields you give replace the current ones
     (the others keep whatever is on disk): fine for a person at a terminal, while agents and
     scripts should pass the version.
+
+    A deprecated memory is refused: restore it first, or pass --force to edit it as it is.
 
     \b
     Example:
@@ -315,6 +328,7 @@ def edit(
         links=_split(links),
         expected_version=expect_version,
         allow_secret=allow_secret,
+        force=force,
     )
     click.echo(f"edited {_summary(memory)}")
 
@@ -933,10 +947,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
             ]
         )
         return
-    click.echo(f"{'correction':32} {'heeded':>6} {'recurred':>8}  heed rate")
-    for r in [*rates, overall]:
+    rows = [*rates, overall]
+    name_w = max(len("correction"), *(len(r.name) for r in rows))
+    click.echo(f"{'correction':{name_w}} {'heeded':>6} {'recurred':>8}  heed rate")
+    for r in rows:
         flag = "  REWRITE: recurred after confirmation" if r.rewrite and r is not overall else ""
-        click.echo(f"{r.name:32} {r.heeded:>6} {r.recurred:>8}  {stats.describe(r)}{flag}")
+        click.echo(f"{r.name:{name_w}} {r.heeded:>6} {r.recurred:>8}  {stats.describe(r)}{flag}")
 
 
 @main.command()
@@ -1066,7 +1082,8 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     default="30m",
     show_default=True,
     metavar="DURATION",
-    help="How long the claim holds unless recorded or released: 90s, 30m, 2h, 1d.",
+    help="How long the claim holds unless recorded or released: 90s, 30m, 2h or 1d, at most "
+    "7d. A bare number is seconds.",
 )
 @_allow_secret
 @click.pass_context
@@ -1085,6 +1102,8 @@ def ledger_claim(
     from memstore import ledger, ledger_io
 
     seconds = ledger.parse_duration(ttl)
+    if not 1 <= seconds <= ledger.TTL_MAX:  # in the flag's own terms, not the core's seconds
+        raise click.ClickException(f"--ttl {ttl!r} must be from 1s to 7d")
     try:
         event = ledger_io.claim(_store(ctx), action, target, seconds, allow_secret=allow_secret)
     except ClaimHeld as e:

@@ -4,6 +4,11 @@
 class MemstoreError(Exception):
     """Base class for every error memstore reports to a user."""
 
+    # The message is face-neutral; where the way out differs by face (a CLI flag, or no
+    # override for an agent), each face appends its own hint (#17).
+    cli_hint = ""
+    mcp_hint = ""
+
 
 class InvalidName(MemstoreError):
     """A memory name that is not a kebab-case slug."""
@@ -23,6 +28,16 @@ class MemoryExists(MemstoreError):
 
 class InvalidTransition(MemstoreError):
     """A status move the state machine does not allow."""
+
+
+class EditDeprecated(InvalidTransition):
+    """An edit of a deprecated memory, which would change retired knowledge unseen."""
+
+    cli_hint = "; restore it first (memstore restore NAME --reason WHY), or pass --force"
+    mcp_hint = (
+        "; restore it first with memory_promote to 'draft' and a reason, then update it "
+        "(agents cannot edit a deprecated memory in place)"
+    )
 
 
 class SelfApproval(InvalidTransition):
@@ -65,6 +80,12 @@ class SecretFound(InvalidMemory):
         super().__init__(message)
         self.findings = findings
         """(field, pattern name) of each credential-like string found."""
+
+    cli_hint = "; or pass --allow-secret if it is not a secret"
+    mcp_hint = (
+        "; agents have no override for this check: if it is not a secret, reword it, or ask a "
+        "person to save it with the CLI's --allow-secret"
+    )
 
 
 class InvalidQuery(MemstoreError):

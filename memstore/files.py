@@ -29,6 +29,33 @@ def version_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
+def _mode_for(path: Path) -> int:
+    """The permission bits a new version of `path` gets: the current file's, else the usual
+    0666 less the process umask."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # Linux shows the umask without changing it; elsewhere reading it means setting it, which
+    # another thread creating a file in that instant would see.
+    try:
+        with open("/proc/self/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def atomic_write(
     path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ...
 ) -> None:
@@ -51,6 +78,9 @@ def atomic_write(
         dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
     )
     try:
+        # mkstemp makes the file 0600; what memstore writes is shared through git, so it gets
+        # the mode any editor would give it: the old file's, else 0666 less the umask (#17).
+        os.fchmod(fd, _mode_for(path))
         data = text.encode("utf-8") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -109,11 +109,53 @@ def init_repo(path: Path) -> Repo:
 
 def git_identity(repo: Repo) -> str | None:
     """git's `user.name` for this repository, if set."""
+    return _git_user(repo)[0]
+
+
+def author_email(repo: Repo, author: str) -> str:
+    """The e-mail to commit as `author`: git's `user.email` when `author` is git's `user.name`
+    (#17), else the synthetic `email_for(author)`; another identity never borrows the address."""
+    name, email = _git_user(repo)
+    if email and same_identity(author, name):
+        return email
+    return email_for(author)
+
+
+_ConfigStamp = tuple[int, int, int] | None
+# git's user.name and user.email per repository, read once per process: a write forks no git
+# for them (#17). A change to the repository's own config file (a stat, no fork) reads them
+# again; a change to the global config is seen by the next process.
+_git_users: dict[Path, tuple[_ConfigStamp, tuple[str | None, str | None]]] = {}
+_git_users_lock = threading.Lock()
+
+
+def _config_stamp(repo: Repo) -> _ConfigStamp:
     try:
-        name = _git(repo, "config", "--get", "user.name").strip()
-    except GitError:
+        st = (repo.common_dir / "config").stat()
+    except OSError:
         return None
-    return name or None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _git_user(repo: Repo) -> tuple[str | None, str | None]:
+    stamp = _config_stamp(repo)
+    with _git_users_lock:
+        seen = _git_users.get(repo.top)
+        if seen is not None and seen[0] == stamp:
+            return seen[1]
+    try:
+        out = _git(repo, "config", "--get-regexp", r"^user\.(name|email)$")
+    except GitError:  # exit 1: neither is set
+        out = ""
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip() and not re.search(r"[<>\n\0]", value):
+            found[key.lower()] = value.strip()  # the last one wins, as in `git config --get`
+    user = (found.get("user.name"), found.get("user.email"))
+    with _git_users_lock:
+        _git_users[repo.top] = (stamp, user)
+    return user
 
 
 def hooks_dir(repo: Repo) -> Path:
@@ -321,7 +363,7 @@ def commit_files(
     """
     for rel in files:
         _check_rel(rel)
-    stamp = _stamp(author)
+    stamp = _stamp(author, author_email(repo, author))
     deadline = time.monotonic() + lock_wait
     blobs = {
         rel: (None if data is None else _write_object(repo, b"blob", data))
@@ -371,13 +413,13 @@ def _check_rel(rel: str) -> None:
         raise GitError(f"refusing to commit path {rel!r}")
 
 
-def _stamp(author: str) -> str:
+def _stamp(author: str, email: str) -> str:
     if re.search(r"[<>\n\0]", author):
         raise GitError(f"refusing author name {author!r}")
     offset = time.localtime().tm_gmtoff
     sign = "+" if offset >= 0 else "-"
     zone = f"{sign}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
-    return f"{author} <{email_for(author)}> {int(time.time())} {zone}"
+    return f"{author} <{email}> {int(time.time())} {zone}"
 
 
 def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:

@@ -297,7 +297,10 @@ def parse_duration(text: str) -> float:
     """
     match = _DURATION_RE.match(text)
     if not match:
-        raise InvalidLedgerEntry(f"duration {text!r} must look like 90s, 30m, 2h or 1d")
+        raise InvalidLedgerEntry(
+            f"duration {text!r} must be a number with a unit, like 90s, 30m, 2h or 1d "
+            "(a bare number is seconds)"
+        )
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 

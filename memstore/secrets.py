@@ -724,7 +724,6 @@ def refuse(
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise SecretFound(
             f"{first.field} looks like it holds a credential ({describe(first)}){more}; "
-            f"{because}: remove it, or pass --allow-secret (allow_secret=True) if it is not a "
-            "secret",
+            f"{because}: remove it",
             tuple((f.field, f.pattern) for f in findings),
         )

@@ -214,7 +214,8 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         links: list[str] | None = None,
     ) -> CallToolResult:
         """Change a memory you read. Only given fields change. Editing the description or body
-        of a confirmed memory sends it back to draft for review."""
+        of a confirmed memory sends it back to draft for review. A deprecated memory must be
+        restored (memory_promote to draft) before it can be changed."""
         memory = store.edit(
             name,
             description=description,

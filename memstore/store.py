@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import threading
@@ -21,6 +22,7 @@ from memstore import (
 )
 from memstore.errors import (
     Conflict,
+    EditDeprecated,
     GitError,
     InvalidMemory,
     InvalidName,
@@ -254,6 +256,17 @@ class Store:
             InvalidName: for a name that is not a slug.
             MemoryNotFound: when no type folder holds it.
         """
+        found = self._located(name)
+        if found is not None:
+            return found
+        raise MemoryNotFound(f"no memory named '{name}' in {self.root}{self._did_you_mean(name)}")
+
+    def _located(self, name: str) -> Path | None:
+        """The file of memory `name`, or None; `path_for` without the search for a hint.
+
+        Raises:
+            InvalidName, InvalidMemory: as `path_for` does.
+        """
         check_name(name)
         found: list[Path] = []
         for folder in sorted(self.root.iterdir()):
@@ -267,9 +280,17 @@ class Store:
                 f"two files claim the name '{name}': "
                 f"{' and '.join(self.rel(p) for p in found)}; keep one (see `memstore lint`)"
             )
-        if found:
-            return found[0]
-        raise MemoryNotFound(f"no memory named '{name}' in {self.root}")
+        return found[0] if found else None
+
+    def _did_you_mean(self, name: str) -> str:
+        """`; did you mean 'x'?` naming the closest existing names (#17), or nothing."""
+        names = {e.path.stem for e in memory_files(self.root)}
+        close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
+        if not close:
+            return ""
+        quoted = [f"'{n}'" for n in close]
+        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        return f"; did you mean {listed}?"
 
     def read_file(self, path: Path, *, raw: bool = False) -> tuple[Memory, bytes]:
         """The memory in file `path` and the file's bytes.
@@ -482,11 +503,8 @@ class Store:
             extra=dict(extra or {}),
         )
         with self.locked():
-            try:
-                existing = self.path_for(name)
-            except MemoryNotFound:
-                pass
-            else:
+            existing = self._located(name)
+            if existing is not None:
                 raise MemoryExists(
                     f"a memory named '{name}' already exists at {self.rel(existing)}; "
                     "choose another name or edit that one"
@@ -507,15 +525,17 @@ class Store:
         links: tuple[str, ...] | list[str] | None = None,
         expected_version: str | None = None,
         allow_secret: bool = False,
+        force: bool = False,
     ) -> Memory:
         """Change a memory's description, body, tags or links, and commit it.
 
         A content change (description or body) sends a confirmed memory back to draft.
         Without `expected_version` the fields given replace the current ones, whatever they are.
+        A deprecated memory is edited only with `force`; it stays deprecated.
 
         Raises:
             MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`),
-            SecretFound (unless `allow_secret`).
+            SecretFound (unless `allow_secret`), EditDeprecated (unless `force`).
         """
         if description is not None:
             description = check_description(description)
@@ -531,6 +551,9 @@ class Store:
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = current.memory
+            if old.status == Status.DEPRECATED and not force:
+                why = f" ({old.deprecated_reason})" if old.deprecated_reason else ""
+                raise EditDeprecated(f"'{name}' is deprecated{why}, so an edit would go unseen")
             wanted = {
                 "description": description,
                 "body": body,

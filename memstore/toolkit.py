@@ -36,7 +36,7 @@ def reported(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MemstoreError as e:
-            raise ToolError(error_text(str(e))) from e
+            raise ToolError(error_text(str(e) + e.mcp_hint)) from e
 
     return wrapper
 

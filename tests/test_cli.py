@@ -73,6 +73,47 @@ def test_list_json_and_filters(store_dir: Path) -> None:
     assert code == 0 and out.startswith("a ")
 
 
+def test_a_mistyped_name_gets_the_closest_existing_names(store_dir: Path) -> None:
+    run("add", "deploy-notes", "--type", "fact", "-d", "Deploy", "--body", "")
+    run("add", "deploy-steps", "--type", "fact", "-d", "Steps", "--body", "")
+    code, out = run("show", "deploy-note")
+    assert code == 1
+    assert out.splitlines() == [
+        f"Error: no memory named 'deploy-note' in {store_dir}; "
+        "did you mean 'deploy-notes' or 'deploy-steps'?"
+    ]
+
+
+def test_edit_of_a_deprecated_memory_is_refused_unless_forced(store_dir: Path) -> None:
+    run("add", "old", "--type", "fact", "-d", "Old", "--body", "")
+    run("deprecate", "old", "-r", "wrong")
+    before = git(store_dir, "rev-parse", "HEAD")
+    code, out = run("edit", "old", "--body", "new text")
+    assert code == 1
+    assert out.splitlines() == [
+        "Error: 'old' is deprecated (wrong), so an edit would go unseen; restore it first "
+        "(memstore restore NAME --reason WHY), or pass --force"
+    ]
+    assert git(store_dir, "rev-parse", "HEAD") == before
+    code, out = run("edit", "old", "--body", "new text", "--force")
+    assert code == 0 and "[deprecated]" in out
+    assert "new text" in run("show", "old")[1]
+
+
+def test_list_columns_align_to_the_longest_value_shown(store_dir: Path) -> None:
+    long_name = "a-name-longer-than-thirty-two-characters-here"
+    run("add", long_name, "--type", "fact", "-d", "Long", "--body", "")
+    run("add", "b", "--type", "decision", "-d", "Short", "--body", "")
+    code, out = run("list")
+    rows = out.splitlines()
+    assert code == 0 and len(rows) == 2
+    assert len({row.index("draft") for row in rows}) == 1
+    short = next(row for row in rows if row.startswith("b "))
+    long = next(row for row in rows if row.startswith(long_name))
+    assert short.index("Short") == long.index("Long")
+    assert short.startswith("b" + " " * len(long_name))
+
+
 def test_self_confirm_is_an_error_with_exit_1_and_changes_nothing(store_dir: Path) -> None:
     run("add", "n1", "--type", "fact", "-d", "A fact", "--body", "")
     before = git(store_dir, "rev-parse", "HEAD")

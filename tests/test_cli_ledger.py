@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,21 @@ def test_bad_action_target_or_ttl_is_an_error_not_a_state(store_dir: Path) -> No
     assert run("check", "publish", "x" * 201)[0] == 1
     assert run("claim", "publish", "post-1", "--ttl", "soon")[0] == 1
     assert run("claim", "publish", "post-1", "--ttl", "30d")[0] == 1
+
+
+def test_ttl_takes_units_says_what_a_bare_number_means_and_refuses_nonsense(
+    store_dir: Path,
+) -> None:
+    assert "A bare number is seconds" in run("claim", "--help")[1]
+    code, _, err = run("claim", "publish", "post-1", "--ttl", "0")
+    assert code == 1 and err.strip() == "Error: --ttl '0' must be from 1s to 7d"
+    code, _, err = run("claim", "publish", "post-1", "--ttl", "30min")
+    assert code == 1 and "(a bare number is seconds)" in err and len(err.splitlines()) == 1
+    assert run("claim", "publish", "post-1", "--ttl", "8d")[2].startswith("Error: --ttl '8d'")
+    assert run("claim", "publish", "post-1", "--ttl", "2h")[0] == 0
+    (event,) = map(json.loads, (store_dir / "ledger.jsonl").read_text("utf-8").splitlines())
+    held = datetime.fromisoformat(event["expires"][:-1]) - datetime.fromisoformat(event["at"][:-1])
+    assert held == timedelta(hours=2)
 
 
 def test_check_after_a_restore_exits_4_with_a_loud_warning(store_dir: Path) -> None:

@@ -314,7 +314,7 @@ def test_every_status_move_checks_the_version(store: Store, verb: str) -> None:
     if verb == "restore":
         store.deprecate("x", "stale")
     stale = store.read("x").version
-    store.edit("x", tags=["changed"])
+    store.edit("x", tags=["changed"], force=True)  # a deprecated one needs force
     with pytest.raises(Conflict):
         getattr(store, verb)("x", "why", expected_version=stale)
 

@@ -81,7 +81,8 @@ def test_the_refusal_names_field_and_pattern_but_never_the_secret() -> None:
     with pytest.raises(SecretFound) as e:
         secrets.refuse({"description": "ok", "body": f"use {value}"}, PATTERNS)
     message = str(e.value)
-    assert "body" in message and "GitHub token" in message and "--allow-secret" in message
+    assert "body" in message and "GitHub token" in message
+    assert "allow" not in message  # each face names its own override
     assert value not in message and "Z" * 8 not in message
     assert e.value.findings == (("body", "GitHub token"),)
 
@@ -165,6 +166,8 @@ def test_cli_refuses_with_the_pattern_and_allows_with_the_flag(store: Store) -> 
     result = runner.invoke(main, [*args, "-d", "db", "--body", secret])
     assert result.exit_code == 1
     assert "password or secret assignment" in result.output and "hunter22" not in result.output
+    assert "or pass --allow-secret if it is not a secret" in result.output
+    assert "allow_secret" not in result.output
     result = runner.invoke(main, [*args, "-d", "db", "--body", secret, "--allow-secret"])
     assert result.exit_code == 0, result.output
 
@@ -186,6 +189,8 @@ async def test_an_agent_storing_a_credential_through_mcp_gets_a_readable_refusal
     block = result.content[0]
     assert isinstance(block, TextContent)
     assert "password in a URL" in block.text and "s3cretpw" not in block.text
+    assert "agents have no override" in block.text
+    assert "allow_secret" not in block.text and "pass --allow-secret" not in block.text
     assert snapshot(store) == before
 
 

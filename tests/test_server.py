@@ -113,6 +113,27 @@ async def test_a_malformed_file_never_breaks_a_call_about_other_memories(store: 
     assert "good-one" in resource_text(index)
 
 
+async def test_a_mistyped_name_gets_the_closest_existing_names(store: Store) -> None:
+    store.add("deploy-notes", type="fact", description="how we deploy")
+    result = await call(store, "memory_update", name="deploy-note", version="0", body="x")
+    assert result.is_error and "did you mean 'deploy-notes'?" in text(result)
+    result = await call(store, "memory_get", names=["zzz-unrelated"])
+    assert result.is_error and "did you mean" not in text(result)
+
+
+async def test_memory_update_of_a_deprecated_memory_says_to_restore_it_first(
+    store: Store,
+) -> None:
+    store.add("old", type="fact", description="wrong now")
+    store.deprecate("old", "replaced")
+    before = git(store.root, "rev-parse", "HEAD")
+    version = store.read("old").version
+    result = await call(store, "memory_update", name="old", version=version, body="x")
+    assert result.is_error and "'old' is deprecated (replaced)" in text(result)
+    assert "memory_promote to 'draft'" in text(result) and "--force" not in text(result)
+    assert git(store.root, "rev-parse", "HEAD") == before
+
+
 async def test_memory_get_of_only_missing_names_is_a_tool_error(store: Store) -> None:
     result = await call(store, "memory_get", names=["nowhere"])
     assert result.is_error and "no memory named 'nowhere'" in text(result)

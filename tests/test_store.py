@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from memstore import ledger_io
 from memstore.errors import (
     Conflict,
     InvalidMemory,
@@ -45,6 +47,26 @@ def test_init_outside_git_creates_a_repository_with_ignore_and_attributes(tmp_pa
     assert "merge=union" in (store.root / ".gitattributes").read_text(encoding="utf-8")
     assert git(store.root, "log", "--format=%an %s").strip() == "alice memory: init store"
     assert status(store) == ""
+
+
+def test_files_memstore_creates_get_the_usual_mode_under_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = Store.init(tmp_path / "notes", agent="alice")
+        add(store)
+        ledger_io.record(store, "publish", "post-1", evidence="https://example.com/1")
+        os.umask(0o027)
+        store.add("later", type="fact", description="made under a stricter umask")
+    finally:
+        os.umask(old)
+    made = [
+        store.root / ".gitignore",
+        store.root / ".gitattributes",
+        store.path_for("use-zod"),
+        store.ledger_path,
+    ]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in made] == [0o644] * 4
+    assert stat.S_IMODE(store.path_for("later").stat().st_mode) == 0o640
 
 
 def test_init_inside_a_repository_uses_it_and_is_idempotent(tmp_path: Path) -> None:
@@ -126,6 +148,22 @@ def test_identity_falls_back_to_git_user_name(tmp_path: Path) -> None:
     add(Store(store.root))
     assert git(store.root, "log", "-1", "--format=%an").strip() == "Grace Hopper"
     assert Store(store.root).get("use-zod").owner == "Grace Hopper"
+
+
+def test_commits_as_git_user_use_its_email_and_other_identities_the_synthetic_one(
+    tmp_path: Path,
+) -> None:
+    store = Store.init(tmp_path / "memory")
+    git(store.root, "config", "user.name", "Grace Hopper")
+    git(store.root, "config", "user.email", "grace@example.com")
+    add(Store(store.root))
+    assert git(store.root, "log", "-1", "--format=%an <%ae>").strip() == (
+        "Grace Hopper <grace@example.com>"
+    )
+    as_agent(store, "grace hopper").add("second", type="fact", description="same person")
+    assert git(store.root, "log", "-1", "--format=%ae").strip() == "grace@example.com"
+    as_agent(store, "bob").add("third", type="fact", description="someone else")
+    assert git(store.root, "log", "-1", "--format=%ae").strip() == "bob@memstore.invalid"
 
 
 def test_confirm_by_another_identity_is_a_small_commit_by_them(store: Store) -> None:

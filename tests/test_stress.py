@@ -40,6 +40,7 @@ def test_eight_agents_and_a_human_at_once_lose_nothing_and_commit_each_change_on
         "deprecate: Conflict",
         "deprecate: InvalidTransition",
         "edit: conflict",
+        "edit: EditDeprecated",
         "ledger: ClaimHeld",
         "ledger: AlreadyExecuted",
     }
