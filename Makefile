@@ -32,7 +32,7 @@ serve: $(RUNTIME)
 test: $(DEV)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/pyright
+	$(BIN)/basedpyright
 	$(BIN)/memstore --store memory lint
 	$(BIN)/pytest -q
 
@@ -40,7 +40,7 @@ test: $(DEV)
 check: $(DEV)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/pyright
+	$(BIN)/basedpyright
 
 ## Benchmarks (scripts, not tests): LoCoMo retrieval quality, then latency at 1k and 10k memories.
 bench: $(DEV)

@@ -537,9 +537,17 @@ def serve(ctx: click.Context, grouped: bool) -> None:
     Example:
       MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
     """
+    store = _store(ctx)
+    if sys.stdin.isatty():  # a person typed the command: say what it waits for
+        click.echo(
+            f"memstore: serving {store.root} over MCP on stdin/stdout as "
+            f"{store.identity or '(no identity: writes are refused)'}; waiting for an MCP "
+            "client (an agent's config starts this command). Press Ctrl-C to stop.",
+            err=True,
+        )
     from memstore.server import build_server  # only `serve` pays for importing the SDK
 
-    build_server(_store(ctx), grouped=grouped).run("stdio")
+    build_server(store, grouped=grouped).run("stdio")
 
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")

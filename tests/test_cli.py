@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.cli import main
+from memstore.store import Store
 from tests.conftest import git
 
 
@@ -224,3 +225,31 @@ def test_help_imports_no_core_module() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memstore", "--store", str(store.root), "--agent", "a", "serve"],
+        stdin=terminal,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "waiting for an MCP client" in line and "Ctrl-C" in line
+        assert str(store.root) in line and " as a;" in line
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+        os.close(controller)
+        os.close(terminal)
