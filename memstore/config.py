@@ -40,23 +40,34 @@ def resolve(store: str | None = None, agent: str | None = None) -> Config:
     )
 
 
+def _settings(root: Path) -> tuple[Path, Any]:
+    """`memstore.yaml` at `root` and what it holds (None when there is no such file).
+
+    Raises:
+        InvalidMemory: for a file that is not YAML.
+    """
+    import yaml
+
+    path = root / STORE_CONFIG
+    if not path.is_file():
+        return path, None
+    try:
+        return path, yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+
+
 def store_types(root: Path) -> tuple[str, ...]:
     """The memory types: the defaults, then any `types` listed in `memstore.yaml`.
 
     Raises:
         InvalidMemory: for a settings file that is not YAML or a bad type name.
     """
-    import yaml
-
     from memstore.memory import DEFAULT_TYPES, check_name
 
-    path = root / STORE_CONFIG
-    if not path.is_file():
+    path, data = _settings(root)
+    if data is None:
         return DEFAULT_TYPES
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
     if not isinstance(extra, list):
@@ -72,17 +83,9 @@ def secret_settings(root: Path) -> tuple[bool, Patterns]:
     Raises:
         InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
     """
-    import yaml
-
     from memstore import secrets
 
-    path = root / STORE_CONFIG
-    data: Any = {}
-    if path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    path, data = _settings(root)
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     policy = mapping.get("secrets", "refuse")
     if policy not in ("refuse", "allow"):
@@ -105,17 +108,11 @@ def store_humans(root: Path) -> tuple[str, ...]:
         InvalidMemory: for a settings file that is not YAML, or `humans` not a list of
             identities.
     """
-    import yaml
-
     from memstore.memory import check_identity
 
-    path = root / STORE_CONFIG
-    if not path.is_file():
+    path, data = _settings(root)
+    if data is None:
         return ()
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     listed: Any = mapping.get("humans") or []
     if isinstance(listed, str):
@@ -153,15 +150,7 @@ def signing_settings(root: Path) -> Signing:
     Raises:
         InvalidMemory: for a setting of the wrong shape, or a file outside the store.
     """
-    import yaml
-
-    path = root / STORE_CONFIG
-    data: Any = {}
-    if path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+    path, data = _settings(root)
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     required = mapping.get("require_signatures", False)
     if not isinstance(required, bool):
