@@ -33,18 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stress import GIT_ENV as PERSON_ENV
+
 from memstore import files
 from memstore.errors import Conflict, MemstoreError
 from memstore.store import Store
 
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "human",
-    "GIT_AUTHOR_EMAIL": "human@example.com",
-    "GIT_COMMITTER_NAME": "human",
-    "GIT_COMMITTER_EMAIL": "human@example.com",
-}
+GIT_ENV = PERSON_ENV
+"""A person's git (stress.py's): no global configuration, committing as `human`."""
 NAME = "shared"
 REL = f"fact/{NAME}.md"
 

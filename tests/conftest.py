@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,19 @@ def git(cwd: Path, *args: str) -> str:
 def store(tmp_path: Path) -> Store:
     """A fresh store in its own git repository, acting as `alice`."""
     return Store.init(tmp_path / "memory", agent="alice")
+
+
+def processes_started(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """From now on, the command of every process started (to check a read forks none)."""
+    started: list[object] = []
+    popen = subprocess.Popen.__init__
+
+    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
+        started.append(args[0] if args else kwargs.get("args"))
+        popen(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    return started
 
 
 def as_agent(store: Store, agent: str) -> Store:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GIT_ENV, as_agent, git
+from conftest import GIT_ENV, as_agent, git, processes_started
 from filelock import FileLock
 from whoosh.query import NullQuery
 
@@ -100,14 +100,7 @@ def test_the_write_path_hands_the_paths_it_wrote_to_the_next_search(store: Store
 
 def test_a_search_starts_no_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
-    started: list[object] = []
-    popen = subprocess.Popen.__init__
-
-    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
-        started.append(args[0] if args else kwargs.get("args"))
-        popen(self, *args, **kwargs)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    started = processes_started(monkeypatch)
     assert names(store, "zod") == ["use-zod"]  # indexes the write first
     assert names(Store(store.root), "zod", explain=True, graph=True) == ["use-zod"]
     assert started == []

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import GIT_ENV, as_agent, git, name_humans
+from conftest import GIT_ENV, as_agent, git, name_humans, processes_started
 from mcp_client import serve, text
 
 from memstore import lint, search, session
@@ -43,6 +42,14 @@ def edit_file(store: Store, name: str, old: str, new: str) -> Path:
     text_now = path.read_text("utf-8")
     assert old in text_now, text_now
     path.write_text(text_now.replace(old, new), encoding="utf-8")
+    return path
+
+
+def confirm_by_hand(store: Store, name: str, confirmer: str) -> Path:
+    """Edit memory `name`'s file to say `status: confirmed` by `confirmer` (not committed)."""
+    path = edit_file(store, name, "status: draft", "status: confirmed")
+    text_now = path.read_text("utf-8").replace("tags: []", f"tags: []\nconfirmed_by: {confirmer}")
+    path.write_text(text_now, encoding="utf-8")
     return path
 
 
@@ -125,10 +132,7 @@ def test_a_hand_confirmation_after_an_owner_rewrite_is_self_approval(store: Stor
     store.add("mine", type="fact", description="alice wrote this")
     edit_file(store, "mine", "owner: alice", "owner: carol")
     commit_as(store, "alice")
-    path = edit_file(store, "mine", "status: draft", "status: confirmed")
-    path.write_text(
-        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: alice"), "utf-8"
-    )
+    confirm_by_hand(store, "mine", "alice")
     commit_as(store, "alice")
     found = problems(store)
     assert any("alice" in p and ("self-approval" in p or "owner says" in p) for p in found)
@@ -170,10 +174,7 @@ def test_a_confirmation_committed_by_the_owner_with_another_author_is_self_appro
     store: Store,
 ) -> None:
     store.add("mine", type="fact", description="alice wrote this")
-    path = edit_file(store, "mine", "status: draft", "status: confirmed")
-    path.write_text(
-        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
-    )
+    confirm_by_hand(store, "mine", "bob")
     commit_as(store, "bob", committer="alice")  # git commit --author="bob <b@x>" by alice
     found = problems(store)
     assert any("self-approval" in p and "committed by 'alice'" in p for p in found), found
@@ -184,10 +185,7 @@ def test_a_confirmation_authored_by_one_and_committed_by_another_does_not_count(
     store: Store,
 ) -> None:
     store.add("mine", type="fact", description="alice wrote this")
-    path = edit_file(store, "mine", "status: draft", "status: confirmed")
-    path.write_text(
-        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
-    )
+    confirm_by_hand(store, "mine", "bob")
     commit_as(store, "bob", committer="mallory")
     assert any("forged confirmation" in p for p in problems(store))
     assert store.get("mine").status == "unverified"
@@ -238,10 +236,7 @@ async def test_mcp_reads_show_forged_and_uncommitted_confirmations_as_unverified
     store.add("real", type="fact", description="Real approval about payments")
     as_agent(store, "bob").confirm("real", "checked")
     for name in ("forged", "pending"):
-        path = edit_file(store, name, "status: draft", "status: confirmed")
-        path.write_text(
-            path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
-        )
+        confirm_by_hand(store, name, "bob")
         if name == "forged":
             commit_as(store, "alice")
     async with serve(store.root, "carol") as client:
@@ -294,10 +289,7 @@ def test_an_identity_with_an_invisible_character_is_refused(hidden: str) -> None
 
 def test_a_hand_commit_by_another_spelling_of_the_owner_is_self_approval(store: Store) -> None:
     store.add("mine", type="fact", description="alice wrote this")
-    path = edit_file(store, "mine", "status: draft", "status: confirmed")
-    path.write_text(
-        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: ALICE"), "utf-8"
-    )
+    confirm_by_hand(store, "mine", "ALICE")
     commit_as(store, "ALICE")
     assert any("self-approval" in p for p in problems(store))
     assert as_agent(store, "bob").get("mine").status == "unverified"
@@ -333,11 +325,7 @@ def test_a_forged_confirmation_of_an_agents_p0_rule_does_not_make_it_block(
 ) -> None:
     p0_rule(store)
     assert session.check(store, "deploy the api").verdict == "warn"  # an agent's draft
-    edit_file(store, "no-friday-deploys", "status: draft", "status: confirmed")
-    path = next(store.root.glob("*/no-friday-deploys.md"))
-    path.write_text(
-        path.read_text("utf-8").replace("tags: []", "tags: []\nconfirmed_by: bob"), "utf-8"
-    )
+    confirm_by_hand(store, "no-friday-deploys", "bob")
     commit_as(store, "alice")
     assert session.check(as_agent(store, "carol"), "deploy the api").verdict == "warn"
     # A real confirmation by someone else makes it bind.
@@ -391,14 +379,7 @@ def test_a_read_after_other_writers_commits_starts_no_process(
     assert reader.get("deploy-rule").status == "confirmed"  # the verdicts are cached
     as_agent(confirmed, "dave").add("other", type="fact", description="another writer")
     as_agent(confirmed, "erin").edit("deploy-rule", tags=["ops"])
-    started: list[object] = []
-    popen = subprocess.Popen.__init__
-
-    def record(self: subprocess.Popen[bytes], *args: Any, **kwargs: Any) -> None:
-        started.append(args[0] if args else kwargs.get("args"))
-        popen(self, *args, **kwargs)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    started = processes_started(monkeypatch)
     assert reader.get("deploy-rule").status == "confirmed"
     assert status_in_search(reader, "deploys tuesdays") == {"deploy-rule": "confirmed"}
     assert started == []
