@@ -17,6 +17,7 @@ from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 if TYPE_CHECKING:
     from memstore import ledger
     from memstore.index import Hit
+    from memstore.lint import Problem
     from memstore.memory import Memory
     from memstore.store import Store
 
@@ -456,7 +457,7 @@ def lint(ctx: click.Context, staged: bool) -> None:
     store = _store(ctx)
     problems = lint_store(store, staged=staged)
     for problem in problems:
-        click.echo(str(problem))
+        click.echo(_where(store, problem))
     if problems:
         files = len({p.path for p in problems})
         raise click.ClickException(f"{len(problems)} problem(s) in {files} file(s)")
@@ -465,6 +466,15 @@ def lint(ctx: click.Context, staged: bool) -> None:
         return
     count = sum(1 for _ in store.memories())
     click.echo(f"ok: {count} memories, no problems")
+
+
+def _where(store: Store, problem: Problem) -> str:
+    """A lint problem with its file as the user would type it from where they stand."""
+    from memstore.files import shown
+
+    path = problem.path if problem.path.startswith("/") else shown(store.root / problem.path)
+    where = f"{path}:{problem.line}" if problem.line else path
+    return f"{where}: {problem.message}"
 
 
 @main.command(name="install-hook")

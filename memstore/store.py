@@ -39,6 +39,7 @@ from memstore.files import (
     atomic_write,
     memory_files,
     read_regular,
+    shown,
     version_of,
 )
 from memstore.memory import (
@@ -278,7 +279,7 @@ class Store:
         if len(found) > 1:
             raise InvalidMemory(
                 f"two files claim the name '{name}': "
-                f"{' and '.join(self.rel(p) for p in found)}; keep one (see `memstore lint`)"
+                f"{' and '.join(shown(p) for p in found)}; keep one (see `memstore lint`)"
             )
         return found[0] if found else None
 
@@ -303,19 +304,19 @@ class Store:
         """
         data = read_regular(path)
         if data is None:
-            raise InvalidMemory(f"{self.rel(path)} does not exist")
+            raise InvalidMemory(f"{shown(path)} does not exist")
         if len(data) > FILE_MAX:
-            raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
+            raise InvalidMemory(f"{shown(path)} is larger than {FILE_MAX} bytes")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
+            raise InvalidMemory(f"{shown(path)} is not UTF-8 text") from e
         try:
             memory = parse(text)
         except (InvalidMemory, InvalidName) as e:
             # A bad name inside a file is a broken file, not a bad argument: one such file
             # must not stop `list` from serving the others.
-            raise InvalidMemory(f"{self.rel(path)}: {e}") from e
+            raise InvalidMemory(f"{shown(path)}: {e}") from e
         return (memory if raw else self.shown(path, memory, data)), data
 
     def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
@@ -506,7 +507,7 @@ class Store:
             existing = self._located(name)
             if existing is not None:
                 raise MemoryExists(
-                    f"a memory named '{name}' already exists at {self.rel(existing)}; "
+                    f"a memory named '{name}' already exists at {shown(existing)}; "
                     "choose another name or edit that one"
                 )
             path = transaction.check_path(self, self.root / type / f"{name}.md")

@@ -253,3 +253,43 @@ def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> Non
             proc.stderr.close()
         os.close(controller)
         os.close(terminal)
+
+
+def test_paths_in_errors_are_relative_to_where_the_user_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    monkeypatch.setenv("MEMSTORE_DIR", str(project / "memory"))
+    assert run("init")[0] == 0
+    assert (
+        run("add", "port", "--type", "fact", "-d", "The API listens on 8080", "--body", "b")[0] == 0
+    )
+    path = project / "memory" / "fact" / "port.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nA hand edit.\n", encoding="utf-8")
+
+    monkeypatch.chdir(project / "memory" / "fact")
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 1
+    assert "git commit -- port.md" in out
+
+    monkeypatch.chdir(project)
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 1
+    assert "git commit -- memory/fact/port.md" in out
+    # The advice works as printed, from where the user stands.
+    git(project, "commit", "-q", "-m", "my hand edit", "--", "memory/fact/port.md")
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 0, out
+
+
+def test_lint_names_files_relative_to_where_the_user_stands(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (store_dir / "decision").mkdir(exist_ok=True)
+    (store_dir / "decision" / "broken.md").write_text("---\nname: [\n---\n", encoding="utf-8")
+    monkeypatch.chdir(store_dir.parent)
+    code, out = run("lint")
+    assert code == 1
+    assert out.startswith("memory/decision/broken.md")
