@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -570,19 +571,33 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 def config_(ctx: click.Context, client: str, grouped: bool) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
-    The identity is --agent (or $MEMSTORE_AGENT), else the client's name.
+    The agent's identity is --agent, else the client's name; never your own $MEMSTORE_AGENT
+    or git user.name, which name you: an agent acting as you could confirm your drafts and
+    you its. A warning says when the two would match.
 
     \b
     Example:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
     """
     from memstore.clients import WHERE, client_config
+    from memstore.memory import check_identity, same_identity
     from memstore.store import Store
 
     config = _config(ctx)
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
+    flag: str | None = ctx.find_root().params.get("agent")
+    agent = check_identity(flag) if flag else client
+    you = os.environ.get("MEMSTORE_AGENT") or store.identity
     click.echo(f"# paste into {WHERE[client]}", err=True)
-    agent = config.agent or client
+    if you and same_identity(agent, you):
+        click.echo(
+            f"# warning: the agent would act as '{agent}', which is you "
+            "($MEMSTORE_AGENT or git user.name): it could confirm your drafts and you its; "
+            "give it a name of its own with --agent NAME",
+            err=True,
+        )
+    elif not flag:
+        click.echo(f"# the agent acts as '{agent}' (choose another with --agent NAME)", err=True)
     click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
 
 
