@@ -137,23 +137,44 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
 
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--git-root",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Outside any git repository: run `git init` here (the project folder above the "
+    "store) rather than in the store itself.",
+)
 @click.pass_context
-def init(ctx: click.Context, directory: str | None) -> None:
+def init(ctx: click.Context, directory: str | None, git_root: str | None) -> None:
     """Make DIRECTORY a store (default: the --store directory, else ./memory).
 
-    Inside a git repository the store lives in it; elsewhere `git init` runs first. Writes the
-    store's .gitignore and .gitattributes and commits them. Safe to run twice.
+    Inside a git repository the store lives in it. Outside one, `git init` runs in the store
+    folder, or with --git-root in the project folder above it, so that the store and the
+    project's code share one repository. Writes the store's .gitignore and .gitattributes and
+    commits them. Safe to run twice.
 
     \b
     Example:
       memstore init memory
+      memstore init memory --git-root .    # a new project: one repository for code and store
     """
+    from memstore import history
+    from memstore.files import shown
     from memstore.store import Store
 
     config = _config(ctx)
     root = Path(directory).absolute() if directory else config.store
-    store = Store.init(root, config.agent)
+    new_repo = history.find_repo(root) is None
+    store = Store.init(root, config.agent, Path(git_root) if git_root else None)
     click.echo(f"store ready at {store.root} (git repository {store.repo.top})")
+    if new_repo and git_root is None:
+        click.echo(
+            f"note: {shown(root)} was in no git repository, so it is now one of its own. "
+            "If it belongs to a project you will put under git later, that project would hold "
+            f"it as an embedded repository: instead `rm -rf {shown(root / '.git')}` and run "
+            "`memstore init --git-root PROJECT_FOLDER`, or `git init` the project first",
+            err=True,
+        )
     if store.identity is None:
         click.echo(
             "note: no identity is set; writes will need --agent NAME, MEMSTORE_AGENT or git's "

@@ -192,16 +192,30 @@ class Store:
     # -- set-up -------------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, root: Path, agent: str | None = None) -> Store:
+    def init(cls, root: Path, agent: str | None = None, git_root: Path | None = None) -> Store:
         """Make `root` a store (inside its git repository, or a new one) and return it.
 
-        Writes the store's `.gitignore` and `.gitattributes` and commits them when an identity
-        is known. Running it on an existing store changes nothing.
+        Outside any repository, `git init` runs in `git_root` (`root` itself or a folder above
+        it), by default in `root`. Writes the store's `.gitignore` and `.gitattributes` and
+        commits them when an identity is known. Running it on an existing store changes nothing.
+
+        Raises:
+            InvalidMemory: for a `git_root` that does not hold `root`, or that differs from the
+                repository `root` is already in.
         """
         root = root.absolute()
+        top = git_root.absolute() if git_root is not None else None
+        if top is not None and top != root and top not in root.parents:
+            raise InvalidMemory(f"--git-root {shown(top)} must be the store folder or above it")
+        found = history.find_repo(root)
+        if found is not None and top is not None and Path(found.top).resolve() != top.resolve():
+            raise InvalidMemory(
+                f"{shown(root)} is already in the git repository {shown(Path(found.top))}; "
+                "leave out --git-root"
+            )
         root.mkdir(parents=True, exist_ok=True)
-        if history.find_repo(root) is None:
-            history.init_repo(root)
+        if found is None:
+            history.init_repo(top or root)
         store = cls(root, agent)
         changes: list[transaction.Change] = []
         for name, content in (

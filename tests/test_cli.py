@@ -293,3 +293,53 @@ def test_lint_names_files_relative_to_where_the_user_stands(
     code, out = run("lint")
     assert code == 1
     assert out.startswith("memory/decision/broken.md")
+
+
+def test_init_outside_a_repository_explains_and_offers_git_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["--agent", "alice", "init", "memory"])
+    assert result.exit_code == 0, result.output
+    assert "was in no git repository" in result.stderr and "--git-root" in result.stderr
+    assert (project / "memory" / ".git").is_dir()
+
+
+def test_init_with_git_root_puts_code_and_store_in_one_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["--agent", "alice", "init", "memory", "--git-root", "."])
+    assert result.exit_code == 0, result.output
+    assert "was in no git repository" not in result.stderr
+    assert (project / ".git").is_dir() and not (project / "memory" / ".git").exists()
+    (project / "app.py").write_text("print(1)\n", encoding="utf-8")
+    git(project, "add", ".")  # no embedded repository: the store's files are plain files
+    assert "memory/.gitignore" in git(project, "ls-files")
+    code, out = run(
+        "--store", "memory", "add", "port", "--type", "fact", "-d", "8080", "--body", "b"
+    )
+    assert code == 0, out
+    assert "memory/fact/port.md" in git(project, "ls-files")
+
+
+@pytest.mark.parametrize("where", ["elsewhere", "inside"])
+def test_init_refuses_a_git_root_that_cannot_hold_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    if where == "inside":  # already in a repository: --git-root must not make another
+        git(project, "init", "-q")
+        args = ["init", "memory", "--git-root", "sub"]
+    else:
+        args = ["init", "memory", "--git-root", str(tmp_path / "other")]
+    result = CliRunner().invoke(main, ["--agent", "alice", *args])
+    assert result.exit_code == 1
+    assert "Error: --git-root" in result.output or "already in the git repository" in result.output
+    assert not (project / "memory").exists()
