@@ -715,7 +715,8 @@ def search(
         graph=graph,
         index_view=index_view,
     )
-    hits = searching.search(_store(ctx), query_value)
+    store = _store(ctx)
+    hits = searching.search(store, query_value)
     if as_json:
         _echo_json([_hit_json(h) for h in hits])
         return
@@ -725,6 +726,15 @@ def search(
             click.echo(f"         {line}")
     if not hits:
         click.echo("no memories match", err=True)
+        for line in searching.hidden(store, query_value).say(_flag):
+            click.echo(f"note: {line}", err=True)
+
+
+def _flag(field: str) -> str:
+    """The search option that sets `Query` field `field`."""
+    return {"tags": "--tag", "type": "--type", "index_view": "--index"}.get(
+        field, "--" + field.replace("_", "-")
+    )
 
 
 @main.command()
