@@ -343,3 +343,14 @@ def test_init_refuses_a_git_root_that_cannot_hold_the_store(
     assert result.exit_code == 1
     assert "Error: --git-root" in result.output or "already in the git repository" in result.output
     assert not (project / "memory").exists()
+
+
+def test_shell_completion_as_the_readme_sets_it_up_completes_commands() -> None:
+    memstore = str(Path(sys.executable).parent / "memstore")
+    script = subprocess.run(
+        [memstore], env={"_MEMSTORE_COMPLETE": "bash_source"}, capture_output=True, text=True
+    )
+    assert "complete -o nosort -F _memstore_completion memstore" in script.stdout
+    env = {"_MEMSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "memstore se", "COMP_CWORD": "1"}
+    done = subprocess.run([memstore], env=env, capture_output=True, text=True)
+    assert done.stdout.splitlines() == ["plain,search", "plain,serve"]
