@@ -19,32 +19,62 @@ import os
 import pickle
 import re
 import struct
+import sys
 import threading
 import time
+import types
 import warnings
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from whoosh import index as windex
-from whoosh import scoring
-from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenizer
-from whoosh.analysis.filters import STOP_WORDS
-from whoosh.fields import ID, KEYWORD, TEXT, Schema
-from whoosh.lang import porter2
-from whoosh.matching.wrappers import FilterMatcher
-from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
-from whoosh.searching import Searcher
-from whoosh.writing import CLEAR
-
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.memory import Memory, links_in_body
 from memstore.status import Status
+
+
+@contextmanager
+def _without_urllib_request() -> Generator[None]:
+    """Whoosh's py2/py3 shim imports `urllib.request` (and with it http.client and the email
+    package: about 35 ms and 7 MB a process) for a download helper memstore never calls.
+    While whoosh loads, that name is a stub whose function imports the real module if called;
+    afterwards, `import urllib.request` loads the real one as usual."""
+    if "urllib.request" in sys.modules:
+        yield
+        return
+    stub = types.ModuleType("urllib.request")
+
+    def urlretrieve(*args: Any, **kwargs: Any) -> Any:
+        import importlib
+
+        sys.modules.pop("urllib.request", None)
+        return importlib.import_module("urllib.request").urlretrieve(*args, **kwargs)
+
+    stub.urlretrieve = urlretrieve  # pyright: ignore[reportAttributeAccessIssue]
+    sys.modules["urllib.request"] = stub
+    try:
+        yield
+    finally:
+        if sys.modules.get("urllib.request") is stub:
+            del sys.modules["urllib.request"]
+
+
+with _without_urllib_request():
+    from whoosh import index as windex
+    from whoosh import scoring
+    from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenizer
+    from whoosh.analysis.filters import STOP_WORDS
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
+    from whoosh.lang import porter2
+    from whoosh.matching.wrappers import FilterMatcher
+    from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
+    from whoosh.searching import Searcher
+    from whoosh.writing import CLEAR
 
 log = logging.getLogger(__name__)
 

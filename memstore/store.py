@@ -10,13 +10,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore import (
     config,
     history,
-    secrets,
-    signing,
     transaction,
     trust,
 )
@@ -61,6 +59,9 @@ from memstore.memory import (
 )
 from memstore.status import Status, transition, unconfirm
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
+
+if TYPE_CHECKING:
+    from memstore.secrets import Patterns
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,8 @@ class Store:
         self.trust = trust.Cache(repo, self.root, self.cache)
         """What the history supports, for reads (see `shown`)."""
         self.types = config.store_types(self.root)
-        self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
+        self.secrets_allowed, self._secret_extra = config.secret_settings(self.root)
+        self._secret_patterns: Patterns | None = None
         self.signing = config.signing_settings(self.root)
         if self.signing.required:
             # A commit is then by an identity only when that identity's allowed key signed it.
@@ -418,11 +420,15 @@ class Store:
             SigningError: signatures are required and there is no usable key.
         """
         if self._signer is None:
+            from memstore import signing  # only stores that sign
+
             self._signer = signing.signer(self.repo, self.signing.required)
         return self._signer
 
     def signers_of(self, commits: list[str]) -> dict[str, str | None]:
         """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
+        from memstore import signing  # only stores that sign
+
         return signing.signers(self.repo, commits, self.allowed_signers)
 
     @property
@@ -727,15 +733,27 @@ class Store:
 
     # -- reliability --------------------------------------------------------------------------
 
+    @property
+    def secret_patterns(self) -> Patterns:
+        """The credential patterns: built-in and the store's own (compiled on first use, so a
+        read never loads the credential check)."""
+        if self._secret_patterns is None:
+            from memstore import secrets
+
+            self._secret_patterns = secrets.compile_patterns(self._secret_extra)
+        return self._secret_patterns
+
     def refuse_secrets(
         self,
         fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
         allow_secret: bool,
-        because: str = secrets.MEMORIES_SHARED,
+        because: str | None = None,
     ) -> None:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
         if not allow_secret and not self.secrets_allowed:
-            secrets.refuse(fields, self.secret_patterns, because)
+            from memstore import secrets  # its patterns compile on import: writes only
+
+            secrets.refuse(fields, self.secret_patterns, because or secrets.MEMORIES_SHARED)
 
     def pending(self) -> str | None:
         """The commit message of a write a killed process left unfinished, else None."""

@@ -227,6 +227,24 @@ def test_help_imports_no_core_module() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Store) -> None:
+    store.add("port", type="fact", description="The API listens on 8080", body="b")
+    code = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main(['--store', {str(store.root)!r}, 'search', 'port'], prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'memstore.secrets', 'detect_secrets', 'memstore.signing', 'urllib.request',\n"
+        "         'http.client', 'mcp'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "port" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> None:
     import os
     import pty
