@@ -37,34 +37,43 @@ from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.memory import Memory, links_in_body
 from memstore.status import Status
 
+_UNUSED = {"urllib.request": "urlretrieve", "whoosh.lang.morph_en": "variations"}
+"""Modules whoosh imports at load time for one function memstore never calls, and that
+function: whoosh's py2/py3 shim loads `urllib.request` (with http.client and the email
+package) for a download helper, and its query module compiles the English morphology rules
+(a regex of some 200 alternatives) for `Variations` queries. Together about 80 ms and 7 MB a
+process."""
 
-@contextmanager
-def _without_urllib_request() -> Generator[None]:
-    """Whoosh's py2/py3 shim imports `urllib.request` (and with it http.client and the email
-    package: about 35 ms and 7 MB a process) for a download helper memstore never calls.
-    While whoosh loads, that name is a stub whose function imports the real module if called;
-    afterwards, `import urllib.request` loads the real one as usual."""
-    if "urllib.request" in sys.modules:
-        yield
-        return
-    stub = types.ModuleType("urllib.request")
 
-    def urlretrieve(*args: Any, **kwargs: Any) -> Any:
+def _stub(name: str, attr: str) -> types.ModuleType:
+    stub = types.ModuleType(name)
+
+    def load_then_call(*args: Any, **kwargs: Any) -> Any:
         import importlib
 
-        sys.modules.pop("urllib.request", None)
-        return importlib.import_module("urllib.request").urlretrieve(*args, **kwargs)
+        if sys.modules.get(name) is stub:
+            del sys.modules[name]
+        return getattr(importlib.import_module(name), attr)(*args, **kwargs)
 
-    stub.urlretrieve = urlretrieve  # pyright: ignore[reportAttributeAccessIssue]
-    sys.modules["urllib.request"] = stub
+    setattr(stub, attr, load_then_call)
+    return stub
+
+
+@contextmanager
+def _without_unused_modules() -> Generator[None]:
+    """While whoosh loads, each module in `_UNUSED` not yet loaded is a stub whose function
+    loads the real module when called; afterwards, importing the module loads the real one."""
+    stubs = {n: _stub(n, a) for n, a in _UNUSED.items() if n not in sys.modules}
+    sys.modules.update(stubs)
     try:
         yield
     finally:
-        if sys.modules.get("urllib.request") is stub:
-            del sys.modules["urllib.request"]
+        for name, stub in stubs.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
 
 
-with _without_urllib_request():
+with _without_unused_modules():
     from whoosh import index as windex
     from whoosh import scoring
     from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenizer

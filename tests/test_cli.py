@@ -237,7 +237,7 @@ def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Sto
         "except SystemExit:\n"
         "    pass\n"
         "heavy = {'memstore.secrets', 'detect_secrets', 'memstore.signing', 'urllib.request',\n"
-        "         'http.client', 'mcp'}\n"
+        "         'http.client', 'mcp', 'whoosh.lang.morph_en'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
