@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "lint": 4,
     "watch": 4,
     "signers": 4,
+    "porting": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
@@ -45,6 +46,7 @@ LAYERS: dict[str, int] = {
     "hooks": 1,
     "clients": 1,
     "precommit": 1,
+    "sources": 1,
     # the bottom
     "errors": 0,
     "__init__": 0,
