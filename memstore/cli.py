@@ -1126,6 +1126,67 @@ def brief(
         click.echo(result.text, nl=False)
 
 
+@main.command(name="close")
+@click.argument("summary", required=False)
+@click.option(
+    "--file",
+    "-f",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the session's summary or transcript excerpt from this file.",
+)
+@click.option("--dry-run", is_flag=True, help="List the drafts it would save; write nothing.")
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a SessionEnd or PreCompact hook payload on stdin and close from its transcript.",
+)
+@click.option("--fenced", is_flag=True, help="Fence what agents and people wrote as data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def close_(
+    ctx: click.Context,
+    summary: str | None,
+    from_file: Path | None,
+    dry_run: bool,
+    hook: str | None,
+    fenced: bool,
+    as_json: bool,
+) -> None:
+    """Close a session: save what it learned as drafts, and name what it left open.
+
+    Reads SUMMARY (or --file, or stdin): the corrections (never/always/don't lines, a human's
+    "no, …"), decisions ("we decided …") and failures with their fixes it holds become drafts
+    in one commit, leaving out what the store already says. Then it lists the corrections that
+    applied (record their outcomes) and your ledger claims still open.
+
+    \b
+    Example:
+      memstore close "We decided to pin Node 20. Never run the e2e suite against prod."
+      git log -1 --format=%B | memstore close --dry-run
+      memstore close --hook claude-code    # in SessionEnd and PreCompact hooks
+    """
+    from memstore import closing, hooks
+
+    if hook:
+        try:
+            payload: object = json.loads(_stdin_text(only_if_piped=False) or "null")
+        except ValueError as e:
+            raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
+        text = hooks.session_text(payload)
+        if not text.strip():
+            return  # a session with nothing said: nothing to close
+    elif from_file is not None:
+        text = from_file.read_text(encoding="utf-8", errors="replace")
+    else:
+        text = summary if summary is not None else _stdin_text(only_if_piped=True)
+    result = closing.close(_store(ctx), text, dry_run=dry_run)
+    if as_json:
+        _echo_json(asdict(result))
+        return
+    click.echo(closing.text(result, fenced=fenced), nl=False)
+
+
 # -- ledger ---------------------------------------------------------------------------------------
 
 CHECK_EXIT = {"NOT_EXECUTED": 0, "IN_PROGRESS": 3, "EXECUTED": 4}

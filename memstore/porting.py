@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore import sources, transaction, workflow
-from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound
+from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
 from memstore.files import memory_files, read_regular
 from memstore.memory import (
     FILE_MAX,
@@ -57,6 +57,8 @@ class Imported:
 
     created: tuple[str, ...] = ()
     """`<type>/<name>` of each new draft (or file), in order."""
+    descriptions: tuple[str, ...] = ()
+    """The description of each of `created`."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(what, why) for each thing found and left out: already in the store, a duplicate."""
     found: int = 0
@@ -237,11 +239,13 @@ def save(
     allow_secret: bool = False,
     loose: bool = False,
     exact: bool = False,
+    skip_secrets: bool = False,
 ) -> Imported:
     """Save the candidates, and the memories of the export's records, as drafts owned by the
     acting identity, all in one commit; what the store already holds is skipped. `exact`
     writes the export's files as they were instead, byte for byte. `loose` also skips a
-    candidate whose description shares most words with an existing one.
+    candidate whose description shares most words with an existing one; `skip_secrets` leaves
+    out a candidate that looks like it holds a credential instead of refusing them all.
 
     Raises:
         NoIdentity, SecretFound (nothing is written), InvalidMemory, StoreLocked, Conflict.
@@ -250,16 +254,24 @@ def save(
     at = now()
     memories = [(c, _memory(c, actor, at)) for c in candidates]
     checked = [(copy, _checked_copy(store, copy)) for copy in copies]
-    for candidate, memory in memories:
-        _refuse(store, candidate.source, memory, allow_secret)
+    held: list[tuple[str, str]] = []
+    for candidate, memory in list(memories):
+        try:
+            _refuse(store, candidate.source, memory, allow_secret)
+        except SecretFound as e:
+            if not skip_secrets:
+                raise
+            memories.remove((candidate, memory))
+            held.append((f"{candidate.source}: {memory.name}", str(e)))
     for copy, memory in checked:
         _refuse(store, copy.source, memory, allow_secret)
     with store.locked():
         names, descriptions = _existing(store)
         created: list[str] = []
-        skipped: list[tuple[str, str]] = []
+        skipped: list[tuple[str, str]] = list(held)
         writes: list[transaction.Write] = []
         by_type: dict[str, int] = {}
+        new_descriptions: list[str] = []
         for copy, memory in checked:
             where = names.get(memory.name)
             if where is not None:
@@ -273,6 +285,7 @@ def save(
             text = copy.text if exact else render(as_draft(memory, actor))
             writes.append(transaction.Write(store.root / copy.path, text))
             created.append(copy.path.removesuffix(".md"))
+            new_descriptions.append(memory.description)
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
         for candidate, memory in memories:
             what = f"{candidate.source or candidate.name}: {memory.description}"
@@ -300,6 +313,7 @@ def save(
             names[name] = f"{memory.type}/{name}.md"
             writes.append(transaction.Write(path, render(memory)))
             created.append(f"{memory.type}/{name}")
+            new_descriptions.append(memory.description)
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
         sha = None
         if writes and not dry_run:
@@ -308,6 +322,7 @@ def save(
             sha = transaction.commit(store, writes, message, actor)
     return Imported(
         created=tuple(created),
+        descriptions=tuple(new_descriptions),
         skipped=tuple(skipped),
         found=len(candidates) + len(copies),
         by_type=by_type,
@@ -414,6 +429,7 @@ def import_path(
     )
     return Imported(
         created=result.created,
+        descriptions=result.descriptions,
         skipped=result.skipped,
         found=result.found,
         sources=tuple(read),
