@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "hooks": 1,
     "clients": 1,
     "precommit": 1,
+    "documents": 1,
     "sources": 1,
     # the bottom
     "errors": 0,
