@@ -83,6 +83,7 @@ def find(top: Path, globs: tuple[str, ...], exclude: Path | None = None) -> dict
     (the store itself) are left out."""
     found: dict[str, Stamp] = {}
     skip = exclude.resolve() if exclude is not None else None
+    linked: dict[Path, bool] = {}  # each folder's answer, once per scan
     for pattern in globs:
         for path in sorted(top.glob(pattern)):
             rel = path.relative_to(top)
@@ -90,7 +91,11 @@ def find(top: Path, globs: tuple[str, ...], exclude: Path | None = None) -> dict
                 continue
             if skip is not None and (path == skip or skip in path.parents):
                 continue
-            if any(parent.is_symlink() for parent in _between(top, path)):
+            folders = _between(top, path)
+            for folder in folders:
+                if folder not in linked:
+                    linked[folder] = folder.is_symlink()
+            if any(linked[folder] for folder in folders):
                 continue
             try:
                 st = os.lstat(path)
