@@ -834,11 +834,13 @@ def export(
     """
     from memstore import porting
 
-    text = porting.export(_store(ctx), format_, type=type_, status=status, tags=tags)
-    if output is None:
+    store = _store(ctx)
+    target = porting.check_output(store, output) if output is not None else None
+    text = porting.export(store, format_, type=type_, status=status, tags=tags)
+    if target is None:
         click.echo(text, nl=False)
         return
-    output.write_text(text, encoding="utf-8", newline="\n")
+    target.write_text(text, encoding="utf-8", newline="\n")
     click.echo(f"wrote {output}", err=True)
 
 

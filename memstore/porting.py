@@ -500,6 +500,21 @@ def export(
     return "\n".join(lines) + "\n"
 
 
+def check_output(store: Store, path: Path) -> Path:
+    """`path` if an export may be written there: outside the store, whose files only the
+    write path writes.
+
+    Raises:
+        InvalidMemory: for a path inside the store.
+    """
+    resolved = path.expanduser().absolute().resolve()
+    if resolved == store.root or store.root in resolved.parents:
+        raise InvalidMemory(
+            f"{path} is inside the store: write the export outside it (e.g. ../export.jsonl)"
+        )
+    return resolved
+
+
 MARKDOWN_ORDER = ("correction", "warning", "decision", "runbook")
 """Types a context file puts first: the rules, then the settled knowledge."""
 

@@ -273,3 +273,9 @@ def test_cli_import_and_export(tmp_path: Path, project: Path) -> None:
     bad.write_text("not json\n")
     refused = runner.invoke(main, ["--agent", "alice", "import", str(bad)])
     assert refused.exit_code == 1 and "Error: " in refused.output and "export" in refused.output
+
+
+def test_an_export_is_never_written_into_the_store(store: Store) -> None:
+    result = CliRunner().invoke(main, ["export", "-o", str(store.root / "decision" / "x.jsonl")])
+    assert result.exit_code == 1 and "inside the store" in result.output
+    assert not (store.root / "decision").exists()
