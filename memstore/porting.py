@@ -80,7 +80,7 @@ def _files(path: Path) -> Iterator[Path]:
         yield path
         return
     for folder, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".git"))
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         here = Path(folder)
         if (here / ".memstore").is_dir() and here != path:
             dirs[:] = []  # another store: its own export is the way in

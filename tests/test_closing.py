@@ -15,7 +15,7 @@ from memstore.errors import InvalidMemory
 from memstore.store import Store
 from tests.conftest import as_agent, git
 from tests.fences import inside, outside
-from tests.mcp_client import call, data, text
+from tests.mcp_client import call, data, serve, text
 from tests.test_workflow import hook_command, run_hook
 
 SUMMARY = """\
@@ -142,6 +142,23 @@ async def test_session_end_tool_saves_as_the_servers_identity_and_fences_what_wa
     shown = text(result)
     assert "Never print" in inside(shown) and "Never print" not in outside(shown)
     assert "publish pkg@1.4.1" in inside(shown)
+
+
+@pytest.mark.anyio
+async def test_session_end_over_stdio_commits_as_the_agent_the_server_runs_as(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    async with serve(root, "coder") as coder:
+        done = await coder.call_tool("session_end", {"summary": SUMMARY})
+        assert not done.is_error, text(done)
+        again = await coder.call_tool("session_end", {"summary": SUMMARY})
+    assert data(again)["closing"]["saved"]["created"] == []
+    assert git(root, "log", "-1", "--format=%an|%s").startswith("coder|memory: close session")
+    e2e = root / "correction" / "dont-run-the-e2e-suite-against-production-use-the.md"
+    assert "owner: coder\n" in e2e.read_text(encoding="utf-8")
+    assert git(root, "status", "--porcelain") == ""
 
 
 # -- the documented Claude Code hooks --------------------------------------------------------

@@ -279,3 +279,22 @@ def test_an_export_is_never_written_into_the_store(store: Store) -> None:
     result = CliRunner().invoke(main, ["export", "-o", str(store.root / "decision" / "x.jsonl")])
     assert result.exit_code == 1 and "inside the store" in result.output
     assert not (store.root / "decision").exists()
+
+
+def test_a_folder_import_finds_instruction_files_in_hidden_tool_folders(
+    store: Store, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github" / "copilot-instructions.md").write_text("- Never commit `.env` files.\n")
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / ".cursor" / "rules" / "python.mdc").write_text(
+        "---\ndescription: Python rules\nglobs: ['**/*.py']\n---\n- Always use `ruff format`.\n"
+    )
+    (repo / ".git").mkdir()
+    (repo / ".git" / "AGENTS.md").write_text("- Never read this.\n")
+    result = porting.import_path(store, repo)
+    assert sorted(result.created) == [
+        "correction/always-use-ruff-format",
+        "correction/never-commit-env-files",
+    ]
