@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstore import sources, transaction, workflow
+from memstore import search, sources, transaction, workflow
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
 from memstore.files import memory_files, read_regular
 from memstore.memory import (
@@ -29,6 +30,7 @@ from memstore.memory import (
     parse,
     render,
 )
+from memstore.search import Query
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -218,15 +220,20 @@ def _memory(candidate: sources.Candidate, actor: str, at: str) -> Memory:
     )
 
 
-def _existing(store: Store) -> tuple[dict[str, str], list[str]]:
-    """The store's memory files by name (`<type>/<name>.md`), and every description."""
-    names: dict[str, str] = {}
-    descriptions: list[str] = []
-    for entry in memory_files(store.root):
-        names[entry.path.stem] = entry.rel
-    for memory in store.memories():
-        descriptions.append(memory.description)
-    return names, descriptions
+def _names(store: Store) -> dict[str, str]:
+    """The store's memory files by name (`<type>/<name>.md`)."""
+    return {entry.path.stem: entry.rel for entry in memory_files(store.root)}
+
+
+def _near(store: Store, description: str) -> list[str]:
+    """The descriptions of the memories (deprecated ones too) that best match `description`,
+    from the search index: a store of any size is not read file by file."""
+    # Only the words: a description's quotes, colons and brackets would be query syntax.
+    text = " ".join(re.findall(r"\w+", description.lower()))
+    if not text:
+        return []
+    hits = search.search(store, Query(text, limit=10, include_deprecated=True))
+    return [h.description for h in hits if h.kind == "memory"]
 
 
 def save(
@@ -266,7 +273,8 @@ def save(
     for copy, memory in checked:
         _refuse(store, copy.source, memory, allow_secret)
     with store.locked():
-        names, descriptions = _existing(store)
+        names = _names(store)
+        keys: list[tuple[str, frozenset[str]]] = []  # of the drafts saved by this call
         created: list[str] = []
         skipped: list[tuple[str, str]] = list(held)
         writes: list[transaction.Write] = []
@@ -289,16 +297,9 @@ def save(
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
         for candidate, memory in memories:
             what = f"{candidate.source or candidate.name}: {memory.description}"
-            duplicate = next(
-                (
-                    d
-                    for d in descriptions
-                    if sources.same_text(d, memory.description)
-                    or (loose and sources.similar(d, memory.description))
-                ),
-                None,
-            )
-            if duplicate is not None:
+            mine = sources.key(memory.description)
+            known = keys + [sources.key(d) for d in _near(store, memory.description)]
+            if any(sources.duplicate(mine, other, loose) for other in known):
                 skipped.append((what, "already in the store"))
                 continue
             name = memory.name
@@ -308,7 +309,7 @@ def save(
                 name = f"{memory.name[: 64 - len(str(n)) - 1]}-{n}"
             if name != memory.name:
                 memory = evolve(memory, name=name)
-            descriptions.append(memory.description)
+            keys.append(mine)
             path = store.root / memory.type / f"{name}.md"
             names[name] = f"{memory.type}/{name}.md"
             writes.append(transaction.Write(path, render(memory)))

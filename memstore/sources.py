@@ -64,21 +64,29 @@ def slug(text: str, limit: int = 56) -> str:
     return name
 
 
-def same_text(a: str, b: str) -> bool:
-    """Whether two descriptions say the same, ignoring case, spacing and punctuation."""
-    return _key(a) == _key(b)
-
-
 def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def similar(a: str, b: str, threshold: float = 0.8) -> bool:
-    """Whether two texts share most of their stemmed words (Jaccard at least `threshold`)."""
-    wa, wb = set(words(a)), set(words(b))
-    if not wa or not wb:
-        return same_text(a, b)
-    return len(wa & wb) / len(wa | wb) >= threshold
+def key(text: str) -> tuple[str, frozenset[str]]:
+    """What `duplicate` compares of a text: its words, and its stemmed words."""
+    return _key(text), frozenset(words(text))
+
+
+def duplicate(
+    a: tuple[str, frozenset[str]],
+    b: tuple[str, frozenset[str]],
+    loose: bool,
+    threshold: float = 0.8,
+) -> bool:
+    """Whether two texts (as `key` gives them) say the same, ignoring case, spacing and
+    punctuation; with `loose`, whether they share most of their stemmed words (Jaccard at least
+    `threshold`)."""
+    if a[0] == b[0]:
+        return True
+    if not loose or not a[1] or not b[1]:
+        return False
+    return len(a[1] & b[1]) / len(a[1] | b[1]) >= threshold
 
 
 # -- lines of Markdown ------------------------------------------------------------------------
