@@ -786,6 +786,120 @@ def reindex(ctx: click.Context) -> None:
         click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)
 
 
+# -- moving knowledge in and out --------------------------------------------------------------
+
+EXPORT_FORMATS = ("jsonl", "json", "markdown")
+"""`porting.FORMATS`."""
+
+
+def _imported_lines(result: Any, verbose: bool) -> list[str]:
+    """What an import or a close did, a line each: counts, then each draft, then skips."""
+    kinds = ", ".join(f"{n} {t}" for t, n in sorted(result.by_type.items())) or "nothing new"
+    verb = "would create" if result.dry_run else "created"
+    lines = [
+        f"found {result.found}, {verb} {len(result.created)} ({kinds}), "
+        f"skipped {len(result.skipped)} already in the store"
+        + (f" — commit {result.commit[:12]}" if result.commit else "")
+    ]
+    lines += [f"  + {what}" for what in result.created]
+    if verbose:
+        lines += [f"  = {what}: {why}" for what, why in result.skipped]
+    return lines
+
+
+@main.command(name="import")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="List what would be created; write nothing.")
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Write an export's memory files back byte for byte (status, owner and trail too).",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Also list what was skipped, and why.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_allow_secret
+@click.pass_context
+def import_(
+    ctx: click.Context,
+    path: Path,
+    dry_run: bool,
+    exact: bool,
+    verbose: bool,
+    as_json: bool,
+    allow_secret: bool,
+) -> None:
+    """Import what PATH (a file or a folder) knows, as drafts owned by you, in one commit.
+
+    Reads agent instruction files (CLAUDE.md, AGENTS.md, .cursorrules, …: each rule line
+    becomes a correction when it says never/always/don't/must, with its wording as
+    applies_when patterns, else a decision), ADRs in MADR or Nygard format (decisions), and
+    files `memstore export` wrote (their memories, as your drafts; with --exact, the files as
+    they were). Importing the same source again creates nothing new.
+
+    \b
+    Example:
+      memstore import CLAUDE.md --dry-run
+      memstore import docs/adr
+      memstore --store copy import memory-export.jsonl --exact
+    """
+    from memstore import porting
+
+    result = porting.import_path(
+        _store(ctx), path, dry_run=dry_run, allow_secret=allow_secret, exact=exact
+    )
+    if as_json:
+        _echo_json(asdict(result))
+        return
+    for line in _imported_lines(result, verbose):
+        click.echo(line)
+
+
+@main.command()
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(list(EXPORT_FORMATS)),
+    default="jsonl",
+    show_default=True,
+    help="jsonl/json: every file's exact text (import restores it); markdown: one context file.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
+@click.option("--type", "type_", metavar="TYPE", help="Only this type.")
+@click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated", "unverified"]))
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
+@click.pass_context
+def export(
+    ctx: click.Context,
+    format_: str,
+    output: Path | None,
+    type_: str | None,
+    status: str | None,
+    tags: tuple[str, ...],
+) -> None:
+    """Write the store's memories (or a filtered part) to stdout or --output.
+
+    jsonl and json hold each memory file's exact text: `memstore import` of the export in
+    another store writes the same files, byte for byte. markdown is one context file (rules
+    first, each with its status) for tools that read a single file; it leaves deprecated
+    memories out unless --status asks for them.
+
+    \b
+    Example:
+      memstore export > memory-export.jsonl
+      memstore export --format markdown --status confirmed -o CONTEXT.md
+    """
+    from memstore import porting
+
+    store = _store(ctx)
+    target = porting.check_output(store, output) if output is not None else None
+    text = porting.export(store, format_, type=type_, status=status, tags=tags)
+    if target is None:
+        click.echo(text, nl=False)
+        return
+    target.write_text(text, encoding="utf-8", newline="\n")
+    click.echo(f"wrote {output}", err=True)
+
+
 # -- workflow ---------------------------------------------------------------------------------
 
 
@@ -1068,6 +1182,67 @@ def brief(
         _echo_json(asdict(result))
     else:
         click.echo(result.text, nl=False)
+
+
+@main.command(name="close")
+@click.argument("summary", required=False)
+@click.option(
+    "--file",
+    "-f",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the session's summary or transcript excerpt from this file.",
+)
+@click.option("--dry-run", is_flag=True, help="List the drafts it would save; write nothing.")
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a SessionEnd or PreCompact hook payload on stdin and close from its transcript.",
+)
+@click.option("--fenced", is_flag=True, help="Fence what agents and people wrote as data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def close_(
+    ctx: click.Context,
+    summary: str | None,
+    from_file: Path | None,
+    dry_run: bool,
+    hook: str | None,
+    fenced: bool,
+    as_json: bool,
+) -> None:
+    """Close a session: save what it learned as drafts, and name what it left open.
+
+    Reads SUMMARY (or --file, or stdin): the corrections (never/always/don't lines, a human's
+    "no, …"), decisions ("we decided …") and failures with their fixes it holds become drafts
+    in one commit, leaving out what the store already says. Then it lists the corrections that
+    applied (record their outcomes) and your ledger claims still open.
+
+    \b
+    Example:
+      memstore close "We decided to pin Node 20. Never run the e2e suite against prod."
+      git log -1 --format=%B | memstore close --dry-run
+      memstore close --hook claude-code    # in SessionEnd and PreCompact hooks
+    """
+    from memstore import closing, hooks
+
+    if hook:
+        try:
+            payload: object = json.loads(_stdin_text(only_if_piped=False) or "null")
+        except ValueError as e:
+            raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
+        text = hooks.session_text(payload)
+        if not text.strip():
+            return  # a session with nothing said: nothing to close
+    elif from_file is not None:
+        text = from_file.read_text(encoding="utf-8", errors="replace")
+    else:
+        text = summary if summary is not None else _stdin_text(only_if_piped=True)
+    result = closing.close(_store(ctx), text, dry_run=dry_run)
+    if as_json:
+        _echo_json(asdict(result))
+        return
+    click.echo(closing.text(result, fenced=fenced), nl=False)
 
 
 # -- ledger ---------------------------------------------------------------------------------------

@@ -133,6 +133,33 @@ def store_humans(root: Path) -> tuple[str, ...]:
     return tuple(humans)
 
 
+def doc_globs(root: Path) -> tuple[str, ...]:
+    """From `memstore.yaml`: `docs:` globs naming the project's documents, relative to the top
+    of the store's git working tree (e.g. `["docs/**/*.md", "RUNBOOK.md"]`).
+
+    Raises:
+        InvalidMemory: for a setting that is not a list of relative globs inside the tree.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = mapping.get("docs") or []
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list):
+        raise InvalidMemory(
+            f"{path}: 'docs' must be a list of globs, e.g. docs: [\"docs/**/*.md\"]"
+        )
+    items: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    for item in items:
+        parts = item.split("/") if isinstance(item, str) else []
+        if not parts or item.startswith(("/", "~", "-")) or any(p in ("", "..") for p in parts):
+            raise InvalidMemory(
+                f"{path}: 'docs' lists {item!r}; use a glob relative to the repository's top, "
+                "without '..', such as 'docs/**/*.md'"
+            )
+    return tuple(dict.fromkeys(str(i) for i in items))
+
+
 ALLOWED_SIGNERS = "allowed_signers"
 """The default allowed-signers file, at the store's root (git's `principal key-type key`)."""
 SIGNING_KEY_VAR = "MEMSTORE_SIGNING_KEY"

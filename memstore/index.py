@@ -87,7 +87,7 @@ with _without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
@@ -272,6 +272,8 @@ def _schema() -> Schema:
         updated=ID(stored=True),
         expires=ID(stored=True),
         links=KEYWORD(stored=True, commas=True),
+        kind=ID(stored=True),
+        source=ID(stored=True),
     )
 
 
@@ -313,6 +315,48 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
     }
 
 
+DOC = "doc"
+"""The `type`, `status` and `kind` of a project document's section in the index: it is read, not
+reviewed knowledge, so it is never shown as a memory's status."""
+DOC_PREFIX = "doc:"
+"""Index paths of document sections start so; memory paths are `<type>/<name>.md`."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocSection:
+    """One section of a project document, to index: its file (relative to the repository's
+    top), heading, fragment and text."""
+
+    path: str
+    heading: str
+    anchor: str
+    text: str
+
+
+def _doc_document(section: DocSection, number: int, updated: str) -> dict[str, str]:
+    heading = section.heading
+    text = "\n".join([heading, heading, section.text])  # a heading weighs as a description
+    return {
+        "path": f"{DOC_PREFIX}{section.path}#{number}",
+        "name": f"{section.path}#{section.anchor}",
+        "name_text": "",
+        "description": heading,
+        "tags_text": "",
+        "text": text,
+        "tags": "",
+        "type": DOC,
+        "status": DOC,
+        "owner": "",
+        "scope": "",
+        "created": updated,
+        "updated": updated,
+        "expires": "",
+        "links": "",
+        "kind": DOC,
+        "source": f"{DOC_PREFIX}{section.path}",
+    }
+
+
 # -- results ----------------------------------------------------------------------------------
 
 
@@ -335,6 +379,10 @@ class Hit:
     """For a result found through links (`graph`), the memory it was reached from."""
     explain: tuple[str, ...] = ()
     """With `explain`: the BM25 score, each boost applied and the matched terms, a line each."""
+    kind: str = "memory"
+    """`memory`, or `doc` for a section of a project document: then `path` is the document
+    (relative to the repository's top), `name` is `path#fragment`, `description` the heading,
+    and `type` and `status` are `doc` — read, never reviewed knowledge."""
 
 
 QUERY_MAX = 2000
@@ -484,6 +532,8 @@ class Index:
     def __init__(self, directory: Path, lock: Callable[[], AbstractContextManager[None]]):
         self.dir = directory
         self.manifest_path = directory / "manifest.json"
+        self.docs_path = directory / "docs.json"
+        """The project documents the index holds: each file's stamp (see `sync_docs`)."""
         self.dirty_path = directory / "DIRTY"
         self._lock = lock
         self._mutex = threading.RLock()
@@ -605,6 +655,7 @@ class Index:
             raise
         if clear:
             writer.commit(mergetype=CLEAR)
+            self.docs_path.unlink(missing_ok=True)  # the documents went with it
         else:
             writer.commit()
         self._write_manifest(manifest)
@@ -700,6 +751,58 @@ class Index:
             self._apply(manifest, updates, gone, settled=settled)
             indexed = sum(1 for _, m, _, _ in updates if m is not None)
             return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
+
+    def sync_docs(
+        self, disk: dict[str, Stamp], load: Callable[[str], list[DocSection]]
+    ) -> Sync | None:
+        """Catch the project documents up with `disk` (each file, relative to the repository's
+        top, and its stamp): a changed file's sections are replaced, a gone file's dropped.
+        `load` reads a file's sections. Returns None, changing nothing, when the index is not
+        built yet (a memory catch-up builds it first).
+        """
+        if (self._read_docs() or {}) == disk and self._usable():
+            return Sync()
+        with self._mutex, self._lock():
+            if self._read_manifest() is None or not self._usable():
+                return None
+            stamps = self._read_docs() or {}
+            changed = sorted(p for p, s in disk.items() if stamps.get(p) != s)
+            gone = sorted(p for p in stamps if p not in disk)
+            if not changed and not gone:
+                return Sync()
+            self.dirty_path.touch()
+            writer = self._open_for_write().writer(limitmb=128)
+            now = time.time_ns()
+            try:
+                for path in [*gone, *changed]:
+                    writer.delete_by_term("source", f"{DOC_PREFIX}{path}")
+                    stamps.pop(path, None)
+                for path in changed:
+                    stamp = disk[path]
+                    updated = datetime.fromtimestamp(stamp[0] / 1e9, UTC)
+                    at = updated.strftime("%Y-%m-%dT%H:%M:%SZ")
+                    for number, section in enumerate(load(path)):
+                        writer.add_document(**_doc_document(section, number, at))
+                    # Read within its timestamp's tick, a file may change again unseen: its
+                    # stamp is not kept, so the next look reads it once more.
+                    stamps[path] = stamp if stamp[0] + racy_window(stamp[0]) <= now else (0, 0, 0)
+            except BaseException:
+                writer.cancel()
+                raise
+            writer.commit()
+            tmp = self.dir / f".docs.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.write_text(json.dumps(stamps, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.docs_path)
+            self.dirty_path.unlink()
+            return Sync(indexed=len(changed), removed=len(gone))
+
+    def _read_docs(self) -> dict[str, Stamp] | None:
+        """The documents' stamps on disk; None when there are none (not indexed yet)."""
+        try:
+            data: Any = json.loads(self.docs_path.read_text(encoding="utf-8"))
+            return {str(p): (int(s[0]), int(s[1]), int(s[2])) for p, s in data.items()}
+        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+            return None
 
     def rebuild(
         self,
@@ -1173,6 +1276,20 @@ class _Ranker:
             lines.append(f"expired on {expires}")
         tags = str(fields.get("tags", ""))
         self._links[str(fields.get("path", ""))] = str(fields.get("links", ""))
+        if fields.get("kind") == DOC:
+            path = str(fields.get("source", "")).removeprefix(DOC_PREFIX)
+            return Hit(
+                name=str(fields["name"]),
+                type=DOC,
+                status=DOC,
+                description=str(fields.get("description", "")),
+                score=round(score, 4),
+                owner="",
+                updated=str(fields.get("updated", "")),
+                path=path,
+                explain=tuple(lines) if self.explain else (),
+                kind=DOC,
+            )
         return Hit(
             name=str(fields["name"]),
             type=kind,

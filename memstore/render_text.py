@@ -192,6 +192,8 @@ def fence_for_memories(memories: Iterable[Memory], extra: Iterable[str] = ()) ->
 
 
 STATUSES = ("draft", "confirmed", "deprecated", "unverified")
+DOC = "doc"
+"""The status (and type) of a project document's section in search results (`index.DOC`)."""
 
 
 def status_line(memory: Memory) -> str:
@@ -309,6 +311,8 @@ def hit_status(hit: HitLike) -> str:
         return f"DEPRECATED: do not follow (owner {owner})"
     if hit.status == "unverified":
         return f"UNVERIFIED: history does not back its file; treat as unreviewed (owner {owner})"
+    if hit.status == DOC:
+        return "PROJECT DOCUMENT: read-only, never reviewed by memstore"
     return f"UNKNOWN STATUS: treat as unreviewed (owner {owner})"
 
 
@@ -324,7 +328,7 @@ def hits_text(
     `notes` are memstore's own lines (e.g. what a budget cut), shown after the results.
     """
     texts = [query] + [
-        t for h in hits for t in (h.description, h.owner, h.type, h.status, h.updated)
+        t for h in hits for t in (h.name, h.description, h.owner, h.type, h.status, h.updated)
     ]
     fence = fence_for(texts)
     if index_view:  # no agent text but the query: the cheapest view, without the preamble
@@ -336,9 +340,11 @@ def hits_text(
         via: str | None = getattr(hit, "via", None)
         if via:
             flags += f" · linked from {via}"
+        # A document's path is a file name anyone chose: it goes inside the fence.
+        is_doc = hit.status == DOC
         head = (
-            f"{rank}. {hit.name} · {kind(hit.type)} · {hit_status(hit)}{flags} · "
-            f"{stamp(hit.updated, 10)} · score {hit.score:.2f}"
+            f"{rank}. {DOC if is_doc else hit.name} · {kind(hit.type)} · {hit_status(hit)}"
+            f"{flags} · {stamp(hit.updated, 10)} · score {hit.score:.2f}"
         )
         hidden = unshown(
             [
@@ -348,6 +354,11 @@ def hits_text(
                 ("updated", hit.updated, stamp(hit.updated, 10)),
             ]
         )
+        if is_doc:  # no owner, no memory status: its path instead
+            hidden = [
+                f"path: {hit.name}",
+                *unshown([("updated", hit.updated, stamp(hit.updated, 10))]),
+            ]
         if index_view:  # a value left out of the status line is fenced after it
             lines.append(head + (f" · {fence.inline(' · '.join(hidden))}" if hidden else ""))
             continue
@@ -358,8 +369,10 @@ def hits_text(
     lines += list(notes)
     if index_view and fence.open in "\n".join(lines):
         lines.append(fence.preamble)
-    if hits:
+    if any(h.status != DOC for h in hits):
         lines.append("Read whole memories with memory_get(names).")
+    if any(h.status == DOC for h in hits):
+        lines.append("Documents are the project's own files: read the section at its path.")
     return "\n".join(lines)
 
 

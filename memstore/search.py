@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import trust
+from memstore import config, documents, trust
 from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
-from memstore.index import Hit, Index, Progress, Query, Stamp, Sync, approx_tokens
+from memstore.index import DOC, DocSection, Hit, Index, Progress, Query, Stamp, Sync, approx_tokens
 from memstore.memory import RULE_TYPES, Memory
 from memstore.trust import UNVERIFIED
 
@@ -57,6 +57,10 @@ class Upkeep:
         self.seen: Folders | None = None
         """The folders' modification times at this process's last catch-up."""
         self.scanned_at = 0.0
+        self.docs: tuple[str, ...] | None = None
+        """The store's `docs:` globs (read on first use)."""
+        self.docs_at = 0.0
+        """When the project documents were last compared with the index (0: never)."""
         # No lock of its own: searches and a watcher may catch up at once. The index orders
         # its writers, and each records folder times taken before its own scan, so `seen`
         # can only go back to an older, still true view (the next search scans again).
@@ -77,12 +81,31 @@ class Upkeep:
             ) from e
 
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
-        """Re-index what changed since the index last saw the files, in every folder."""
+        """Re-index what changed since the index last saw the files, in every folder, and the
+        project documents."""
         folders = _folders(store.root)
         disk = _scan(store.root, folders)
         result = self.index.sync(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
+        self.documents(store, force=True)
         return result
+
+    def documents(self, store: Store, force: bool = False) -> Sync:
+        """Bring the project documents (`docs:` in memstore.yaml) up to date in the index, at
+        most every RESCAN_SECONDS unless `force`: they live outside the store, where no
+        watcher looks, so an edit shows within that time."""
+        if self.docs is None:
+            self.docs = config.doc_globs(store.root)
+        if not self.docs:
+            return Sync()
+        now = time.monotonic()
+        if not force and now - self.docs_at <= RESCAN_SECONDS:
+            return Sync()
+        top = store.repo.top
+        disk = documents.find(top, self.docs, exclude=None if store.root == top else store.root)
+        result = self.index.sync_docs(disk, lambda rel: _doc_sections(top, rel))
+        self.docs_at = now if result is not None else 0.0
+        return result or Sync()
 
     def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
         """Rebuild the index from every file."""
@@ -90,6 +113,7 @@ class Upkeep:
         disk = _scan(store.root, folders)
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
+        self.documents(store, force=True)
         return result
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
@@ -139,9 +163,14 @@ class Upkeep:
                     self.catch_up(store)
                     return
                 self.seen = folders
+            self.documents(store)
         except StoreLocked as e:
             store.note_written(written)  # left for the next search
             log.warning("searching the index as it is: %s", e)
+
+
+def _doc_sections(top: Path, rel: str) -> list[DocSection]:
+    return [DocSection(rel, s.heading, s.anchor, s.text) for s in documents.read(top / rel)]
 
 
 def _memory_path(rel: str) -> bool:
@@ -338,13 +367,18 @@ def hidden(store: Store, query: Query) -> Hidden:
             too_big = approx_tokens(best[0], query.index_view)
     retired = 0
     if too_big is None and not query.include_deprecated:
-        retired = len(search(store, replace(loose, include_deprecated=True)))
+        retired = _memories(search(store, replace(loose, include_deprecated=True)))
     given = tuple(f for f in FILTERS if getattr(query, f))
     filtered = 0
     if too_big is None and given:
         plain = replace(loose, type=None, status=None, tags=(), owner=None, since=None)
-        filtered = len(search(store, plain))
+        filtered = _memories(search(store, plain))
     return Hidden(too_big, retired, filtered, given)
+
+
+def _memories(hits: list[Hit]) -> int:
+    """How many of `hits` are memories (project documents are not counted)."""
+    return sum(1 for h in hits if h.kind != DOC)
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

@@ -57,12 +57,15 @@ def resource_reported(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def compact_schema(schema: Any) -> Any:
-    """`schema` without pydantic's generated `title` keys, which every client pays for."""
+    """`schema` without pydantic's generated `title` keys, nor the defaults an omitted argument
+    means anyway (`false`, `""`), which every client pays for."""
     if isinstance(schema, dict):
         schema = _optional(schema)  # pyright: ignore[reportUnknownArgumentType]
         out: dict[str, Any] = {}
         for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
             if key == "title" and isinstance(value, str):
+                continue
+            if key == "default" and (value is False or value == ""):
                 continue
             if key in ("properties", "$defs") and isinstance(value, dict):
                 out[key] = {k: compact_schema(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
@@ -84,6 +87,11 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
         return schema
     rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
     return {**kept[0], **rest}
+
+
+GROUPED = ("memory", "ledger")
+"""The families the grouped mode folds into one tool each. `session_start` and `session_end`
+stay tools of their own: instructions and hooks name them, and one is read-only."""
 
 
 class Tools:
@@ -111,13 +119,14 @@ class Tools:
         return decorator
 
     def grouped(self) -> list[Tool]:
-        """One dispatching tool per family (`memory_*` → `memory`) of two or more tools."""
+        """One dispatching tool per family of GROUPED (`memory_*` → `memory`); the others as
+        they are."""
         families: dict[str, list[Tool]] = {}
         for t in self.tools:
             families.setdefault(t.name.split("_", 1)[0], []).append(t)
         out: list[Tool] = []
         for family, members in families.items():
-            if len(members) < 2 or any("_" not in t.name for t in members):
+            if family not in GROUPED or len(members) < 2 or any("_" not in t.name for t in members):
                 out.extend(members)
             else:
                 out.append(_dispatcher(family, members))

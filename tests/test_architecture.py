@@ -24,6 +24,8 @@ LAYERS: dict[str, int] = {
     "watch": 4,
     "signers": 4,
     "orientation": 4,
+    "porting": 4,
+    "closing": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
@@ -46,6 +48,8 @@ LAYERS: dict[str, int] = {
     "hooks": 1,
     "clients": 1,
     "precommit": 1,
+    "documents": 1,
+    "sources": 1,
     # the bottom
     "errors": 0,
     "__init__": 0,

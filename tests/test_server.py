@@ -248,7 +248,14 @@ async def test_grouped_mode_lists_one_tool_per_family_and_runs_each_op(store: St
     assert unknown.is_error and "ops are: store" in text(unknown)
     assert data(checked)["check"]["state"] == "NOT_EXECUTED"
     # The workflow tools have no family to fold into; each stays itself.
-    assert {t.name for t in grouped} == {"memory", "ledger", "session_start", "check", "outcome"}
+    assert {t.name for t in grouped} == {
+        "memory",
+        "ledger",
+        "session_start",
+        "session_end",
+        "check",
+        "outcome",
+    }
 
 
 async def test_the_docs_name_every_tool_resource_and_prompt(store: Store) -> None:
