@@ -660,20 +660,44 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 @main.command(name="config")
 @click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--grouped", is_flag=True, help="Configure `serve --grouped`.")
+@click.option(
+    "--http",
+    "over_http",
+    is_flag=True,
+    help="Configure the client for `serve --http` (claude-code, cursor, codex); its token is "
+    "read from $MEMSTORE_TOKEN.",
+)
+@click.option(
+    "--url",
+    default="http://127.0.0.1:8765/mcp",
+    show_default=True,
+    help="With --http: the server's MCP endpoint.",
+)
 @click.pass_context
-def config_(ctx: click.Context, client: str, grouped: bool) -> None:
+def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
-    The identity is --agent (or $MEMSTORE_AGENT), else the client's name.
+    The identity is --agent (or $MEMSTORE_AGENT), else the client's name. With --http the
+    identity is the token's, which the client reads from $MEMSTORE_TOKEN.
 
     \b
-    Example:
+    Examples:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
+      memstore config claude-code --http --url http://build-box:8765/mcp
     """
-    from memstore.clients import WHERE, client_config
+    from memstore.clients import HTTP_CLIENTS, WHERE, client_config, http_config
     from memstore.store import Store
 
     config = _config(ctx)
+    if over_http:
+        if client not in HTTP_CLIENTS:
+            raise click.UsageError(
+                f"{client} starts stdio servers from its configuration file; use "
+                f"`memstore config {client}` (stdio), or one of: {', '.join(HTTP_CLIENTS)}"
+            )
+        click.echo(f"# paste into {WHERE[client]}; set MEMSTORE_TOKEN to your token", err=True)
+        click.echo(http_config(client, url))
+        return
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
     click.echo(f"# paste into {WHERE[client]}", err=True)
     agent = config.agent or client
