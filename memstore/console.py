@@ -12,8 +12,9 @@ import difflib
 import hashlib
 import hmac
 import secrets
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from starlette.routing import Route
 
 from memstore import history, ledger, ledger_io, lint, search
 from memstore.errors import MemoryNotFound, MemstoreError
-from memstore.memory import RULE_TYPES, Memory
+from memstore.index import Sync
+from memstore.memory import RULE_TYPES, Memory, now
 from memstore.search import Query
 from memstore.status import Status
 from memstore.store import Store
@@ -78,6 +80,7 @@ def routes(keeper: Keeper, store_for: StoreFor) -> list[Route]:
         Route("/memory/{name}/move", pages.move, methods=["POST"]),
         Route("/ledger", pages.ledger),
         Route("/health", pages.health),
+        Route("/health/check", pages.recheck, methods=["POST"]),
     ]
 
 
@@ -168,6 +171,7 @@ class _Pages:
         # Forms are bound to the sign-in and to this process: a CSRF token is worthless to
         # anyone without the cookie, and forms opened before a restart are refused.
         self._secret = secrets.token_bytes(32)
+        self.checkup = Checkup()
 
     # -- sign-in -----------------------------------------------------------------------------
 
@@ -234,15 +238,7 @@ class _Pages:
             return _to_login(request)
         store = self.store_for(user.name)
         drafts = search.search(store, Query("", status="draft", limit=INBOX_MAX))
-        counts = {
-            s: len(
-                search.search(
-                    store,
-                    Query("", status=s, limit=10_000_000, include_deprecated=s == "deprecated"),
-                )
-            )
-            for s in STATUSES
-        }
+        counts = {s: search.count(store, s) for s in STATUSES}
         return self.page(request, "inbox.html", user, drafts=drafts, counts=counts)
 
     def search(self, request: Request) -> Response:
@@ -369,10 +365,66 @@ class _Pages:
         user = self.who(request)
         if user is None:
             return _to_login(request)
-        store = self.store_for(user.name)
-        problems = lint.lint_store(store)
-        sync = search.catch_up(store)
-        return self.page(request, "health.html", user, problems=problems, sync=sync)
+        if self.checkup.result is None:
+            self.checkup.start(self.store_for(user.name))
+        return self.page(
+            request,
+            "health.html",
+            user,
+            result=self.checkup.result,
+            running=self.checkup.running_since,
+        )
+
+    async def recheck(self, request: Request) -> Response:
+        user = await run_in_threadpool(self.who, request)
+        form = await _form(request)
+        if user is None or not self.form_ok(form, user):
+            return Response("sign in first", status_code=403, media_type="text/plain")
+        self.checkup.start(self.store_for(user.name))
+        return RedirectResponse("/console/health", status_code=303)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What the last health check found: lint's problems and the index catch-up, at a HEAD."""
+
+    problems: tuple[lint.Problem, ...]
+    sync: Sync | None
+    error: str | None
+    head: str | None
+    at: str
+
+
+class Checkup:
+    """The health check, run in a thread of its own: linting a large store takes seconds (it
+    replays the history), and a page must not wait for it. The page shows the last result."""
+
+    def __init__(self) -> None:
+        self.result: Checked | None = None
+        self.running_since: str | None = None
+        self._lock = threading.Lock()
+
+    def start(self, store: Store) -> None:
+        """Start a check unless one is running."""
+        with self._lock:
+            if self.running_since is not None:
+                return
+            self.running_since = now()
+        threading.Thread(target=self._run, args=(store,), daemon=True).start()
+
+    def _run(self, store: Store) -> None:
+        try:
+            head = history.head(store.repo)
+            try:
+                found = Checked(
+                    tuple(lint.lint_store(store)), search.catch_up(store), None, head, ""
+                )
+            except MemstoreError as e:
+                found = Checked((), None, str(e), head, "")
+            self.result = replace(found, at=now())
+        finally:
+            with self._lock:
+                self.running_since = None
 
 
 def _moves(status: str) -> list[str]:

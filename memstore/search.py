@@ -260,6 +260,13 @@ def search(store: Store, query: Query) -> list[Hit]:
     return [_shown(store, hit) for hit in up.index.search(query)]
 
 
+def count(store: Store, status: str) -> int:
+    """How many memories' files say `status`, from the index (caught up first, as a search)."""
+    up = upkeep(store)
+    up.fresh(store)
+    return up.index.count("status", status)
+
+
 def _shown(store: Store, hit: Hit) -> Hit:
     """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
     status and owner, which anyone can type."""

@@ -13,6 +13,7 @@ import logging
 import socket
 import sys
 import threading
+import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,10 +23,11 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.routing import Mount, Route, Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstore import console, tokens
 from memstore.errors import UnsafeBind
@@ -120,6 +122,9 @@ class Agents:
 
     async def manager_for(self, identity: str) -> StreamableHTTPSessionManager:
         """`identity`'s MCP session manager, started on its first request."""
+        known = self._agents.get(identity)
+        if known is not None and known.manager is not None:
+            return known.manager
         store = await anyio.to_thread.run_sync(self.store_for, identity)
         agent = self._agents[identity]
         async with self._starting:
@@ -128,7 +133,8 @@ class Agents:
                 # One watcher for the process (started in the lifespan) re-indexes hand edits;
                 # each identity's searcher sees the index's new generations.
                 server = build_server(store, grouped=self.grouped, watch=False)
-                server.streamable_http_app(host=self.host)
+                # Plain JSON answers to POSTs (no SSE stream): no tool here streams progress.
+                server.streamable_http_app(host=self.host, json_response=True)
                 manager = server.session_manager
                 await self._group.start(_run_manager, manager)
                 agent.manager = manager
@@ -191,12 +197,35 @@ class McpGate:
         if token is None:
             await unauthorized("send Authorization: Bearer <token>")(scope, receive, send)
             return
-        found = await anyio.to_thread.run_sync(self.agents.keeper.identify, token)
+        found = self.agents.keeper.identify(token)  # a stat and a hash: no thread needed
         if found is None:
             await unauthorized("unknown or revoked token")(scope, receive, send)
             return
         manager = await self.agents.manager_for(found.name)
         await manager.handle_request(scope, receive, send)
+
+
+class _Timed:
+    """Adds `Server-Timing: app;dur=MS` to each response: what rendering a page cost the server,
+    apart from the network (bench/serve_http.py reads it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                took = (time.perf_counter() - started) * 1000
+                headers = MutableHeaders(scope=message)
+                headers.append("Server-Timing", f"app;dur={took:.1f}")
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
 
 
 def build_app(store: Store, *, host: str = DEFAULT_HOST, grouped: bool = False) -> Starlette:
@@ -214,7 +243,7 @@ def build_app(store: Store, *, host: str = DEFAULT_HOST, grouped: bool = False) 
     routes = [
         Route(MCP_PATH, endpoint=McpGate(agents)),
         Route("/", endpoint=home),
-        Mount("/console", routes=console.routes(agents.keeper, agents.store_for)),
+        Mount("/console", app=_Timed(Router(console.routes(agents.keeper, agents.store_for)))),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.agents = agents

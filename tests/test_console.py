@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -241,6 +242,10 @@ def test_search_ledger_and_health_pages_render(
         by_owner = http.get(f"{server.url}/console/search", params={"owner": "alice"})
         ledger = http.get(f"{server.url}/console/ledger")
         health = http.get(f"{server.url}/console/health")
+        deadline = time.monotonic() + 60
+        while 'id="running"' in health.text and time.monotonic() < deadline:
+            time.sleep(0.05)  # the check runs in its own thread; the page shows it running
+            health = http.get(f"{server.url}/console/health")
     assert found.status_code == 200 and "use-zod" in found.text
     assert "alice-idea" in by_owner.text and "use-zod" not in by_owner.text
     assert ledger.status_code == 200 and "billing-db" in ledger.text
