@@ -254,10 +254,17 @@ def serve(store: Store, host: str, port: int, grouped: bool = False) -> None:
     """Serve `store` over HTTP until interrupted; says where on stderr.
 
     Raises:
-        UnsafeBind: for a non-loopback host with no tokens, or an address that cannot be bound.
+        UnsafeBind: for a non-loopback host with no tokens, an address that cannot be bound, or
+            a store that requires signed commits.
     """
     import uvicorn
 
+    if store.signing.required:
+        raise UnsafeBind(
+            "this store requires signed commits, and one HTTP server signs every identity's "
+            "commits with its one MEMSTORE_SIGNING_KEY; give each agent its own `memstore "
+            "serve` (stdio) with its own key"
+        )
     keeper = tokens.Keeper(store.cache)
     check_bind(host, keeper)
     sock = listen(host, port)

@@ -177,3 +177,20 @@ def test_a_token_name_must_be_an_identity(store: Store) -> None:
 def test_tokens_stay_out_of_git(store: Store) -> None:
     add_token(store.root, "alice")
     assert git(store.root, "status", "--porcelain", "--ignored=no") == ""
+
+
+def test_a_store_that_requires_signatures_is_not_served_over_http(store: Store) -> None:
+    (store.root / "memstore.yaml").write_text("require_signatures: true\n", encoding="utf-8")
+    git(store.root, "add", "memstore.yaml")
+    git(store.root, "commit", "-q", "-m", "settings")
+    add_token(store.root, "bob")
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore", "--store", str(store.root), "serve", "--http"]
+        + ["--port", "0"],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "requires signed commits" in done.stderr and "Traceback" not in done.stderr
