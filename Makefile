@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime
 DEV := $(VENV)/.dev
 
-.PHONY: venv serve test lint check bench clean
+.PHONY: venv serve test lint check bench clean chromium screenshots
 
 # Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
 # `serve` installs the runtime dependencies only; `test` adds the dev tools.
@@ -27,8 +27,20 @@ venv: $(DEV)
 serve: $(RUNTIME)
 	@exec $(BIN)/memstore --store memory serve
 
+## The browser tests drive the system's headless Chromium: install it where apt-get runs as
+## root; elsewhere those tests (only those) are skipped with a message saying why. CI=true makes
+## a missing browser a test failure instead.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing chromium for the browser tests (apt-get)" >&2; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2; \
+	  else \
+	    echo "no chromium and no apt-get as root: the browser tests will be skipped" >&2; \
+	  fi; }
+
 ## Run the whole test suite: static checks, the project's own store, then pytest.
-test: $(DEV)
+test: $(DEV) chromium
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/basedpyright
@@ -45,6 +57,10 @@ check: $(DEV)
 bench: $(DEV)
 	$(BIN)/python bench/locomo.py
 	$(BIN)/python bench/latency.py
+
+## The README's console screenshots (docs/console-*.png), taken by the browser test.
+screenshots: $(DEV) chromium
+	MEMSTORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/test_console.py -k signs_in
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -559,17 +559,45 @@ def uninstall_hook(ctx: click.Context) -> None:
     is_flag=True,
     help="List one tool per family (memory, ledger) taking an op, for a smaller tools/list.",
 )
+@click.option(
+    "--http",
+    "over_http",
+    is_flag=True,
+    help="Serve MCP over streamable HTTP at /mcp, with the review console at /console; each "
+    "request acts as its bearer token's identity (memstore token add).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="With --http: the address to listen on. Anything but loopback needs tokens.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="With --http: the port (0: any free one, printed on start).",
+)
 @click.pass_context
-def serve(ctx: click.Context, grouped: bool) -> None:
-    """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT).
+def serve(ctx: click.Context, grouped: bool, over_http: bool, host: str, port: int) -> None:
+    """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT),
+    or with --http over streamable HTTP for every agent holding a token.
 
-    An MCP client starts this command; stdout carries the protocol, logs go to stderr.
+    Over stdio, an MCP client starts this command; stdout carries the protocol, logs go to
+    stderr. Over HTTP, identity comes from each request's bearer token, never from --agent.
 
     \b
-    Example:
+    Examples:
       MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
+      memstore --store /path/to/memory serve --http --port 8765
     """
     store = _store(ctx)
+    if over_http:
+        from memstore import web  # only `serve --http` pays for the web stack
+
+        web.serve(store, host, port, grouped=grouped)
+        return
     if sys.stdin.isatty():  # a person typed the command: say what it waits for
         click.echo(
             f"memstore: serving {store.root} over MCP on stdin/stdout as "
@@ -582,29 +610,129 @@ def serve(ctx: click.Context, grouped: bool) -> None:
     build_server(store, grouped=grouped).run("stdio")
 
 
+# -- tokens --
+
+
+@main.group(name="token")
+def token_group() -> None:
+    """Bearer tokens for `serve --http`: one per agent or person, naming who acts.
+
+    Only each token's SHA-256 is kept, in <store>/.memstore/tokens.json (git-ignored, mode
+    0600); the token itself is printed once, by `token add`.
+
+    \b
+    Example:
+      memstore token add deploy-bot
+      memstore token add alice --human
+    """
+
+
+@token_group.command(name="add")
+@click.argument("name")
+@click.option("--human", is_flag=True, help="A person: the token can sign in to the console.")
+@click.pass_context
+def token_add(ctx: click.Context, name: str, human: bool) -> None:
+    """Make a token for identity NAME and print it once (store it in the client's config).
+
+    \b
+    Example:
+      memstore token add qa-agent
+    """
+    from memstore import tokens
+
+    store = _store(ctx)
+    token = tokens.add(store.cache, name, human=human, timeout=store.lock_timeout)
+    click.echo(token)
+    kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"
+    click.echo(
+        f"added a token for {name}, {kind}; it is shown only now: put it in the client's "
+        "Authorization header (memstore config CLIENT --http prints one)",
+        err=True,
+    )
+
+
+@token_group.command(name="list")
+@click.pass_context
+def token_list(ctx: click.Context) -> None:
+    """List who has a token (never the tokens: only their hashes are kept).
+
+    \b
+    Example:
+      memstore token list
+    """
+    from memstore import tokens
+
+    found = tokens.read(_store(ctx).cache)
+    if not found:
+        click.echo("no tokens: add one with memstore token add NAME", err=True)
+    for t in sorted(found.values(), key=lambda t: t.name):
+        click.echo(f"{t.name:<24} {'human' if t.human else 'agent':<6} added {t.created}")
+
+
+@token_group.command(name="revoke")
+@click.argument("name")
+@click.pass_context
+def token_revoke(ctx: click.Context, name: str) -> None:
+    """Revoke NAME's token: a running `serve --http` refuses it from its next request on.
+
+    \b
+    Example:
+      memstore token revoke qa-agent
+    """
+    from memstore import tokens
+
+    store = _store(ctx)
+    tokens.revoke(store.cache, name, timeout=store.lock_timeout)
+    click.echo(f"revoked the token of {name}")
+
+
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 
 
 @main.command(name="config")
 @click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--grouped", is_flag=True, help="Configure `serve --grouped`.")
+@click.option(
+    "--http",
+    "over_http",
+    is_flag=True,
+    help="Configure the client for `serve --http` (claude-code, cursor, codex); its token is "
+    "read from $MEMSTORE_TOKEN.",
+)
+@click.option(
+    "--url",
+    default="http://127.0.0.1:8765/mcp",
+    show_default=True,
+    help="With --http: the server's MCP endpoint.",
+)
 @click.pass_context
-def config_(ctx: click.Context, client: str, grouped: bool) -> None:
+def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
     The agent's identity is --agent, else the client's name; never your own $MEMSTORE_AGENT
     or git user.name, which name you: an agent acting as you could confirm your drafts and
-    you its. A warning says when the two would match.
+    you its. A warning says when the two would match. With --http the identity is the
+    token's, which the client reads from $MEMSTORE_TOKEN.
 
     \b
-    Example:
+    Examples:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
+      memstore config claude-code --http --url http://build-box:8765/mcp
     """
-    from memstore.clients import WHERE, client_config
+    from memstore.clients import HTTP_CLIENTS, WHERE, client_config, http_config
     from memstore.memory import check_identity, same_identity
     from memstore.store import Store
 
     config = _config(ctx)
+    if over_http:
+        if client not in HTTP_CLIENTS:
+            raise click.UsageError(
+                f"{client} starts stdio servers from its configuration file; use "
+                f"`memstore config {client}` (stdio), or one of: {', '.join(HTTP_CLIENTS)}"
+            )
+        click.echo(f"# paste into {WHERE[client]}; set MEMSTORE_TOKEN to your token", err=True)
+        click.echo(http_config(client, url))
+        return
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
     flag: str | None = ctx.find_root().params.get("agent")
     agent = check_identity(flag) if flag else client

@@ -11,6 +11,13 @@ WHERE = {
 }
 """Where each client reads its configuration."""
 
+HTTP_URL = "http://127.0.0.1:8765/mcp"
+"""Where `memstore serve --http` listens by default."""
+TOKEN_VAR = "MEMSTORE_TOKEN"
+"""The environment variable an HTTP client reads its bearer token from (never the file)."""
+HTTP_CLIENTS = ("claude-code", "cursor", "codex")
+"""Clients whose configuration file can name a streamable HTTP server with headers."""
+
 
 def server_command(python: str, store: Path, grouped: bool = False) -> list[str]:
     """The command line a client runs: this install's Python, this store, `serve`."""
@@ -36,4 +43,28 @@ def client_config(client: str, python: str, store: Path, agent: str, grouped: bo
     entry: dict[str, object] = {"command": command, "args": args, "env": env}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}
+    return json.dumps({"mcpServers": {"memstore": entry}}, ensure_ascii=False, indent=2)
+
+
+def http_config(client: str, url: str = HTTP_URL) -> str:
+    """The configuration text for `client` to reach `serve --http` at `url`, its bearer token
+    read from `$MEMSTORE_TOKEN` (each client spells the reference its own way)."""
+    if client == "codex":
+        return "\n".join(
+            [
+                "[mcp_servers.memstore]",
+                f"url = {json.dumps(url, ensure_ascii=False)}",
+                f'bearer_token_env_var = "{TOKEN_VAR}"',
+            ]
+        )
+    if client == "claude-code":
+        entry: dict[str, object] = {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
+        }
+    elif client == "cursor":
+        entry = {"url": url, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_VAR}}}"}}
+    else:
+        raise ValueError(f"{client} cannot be configured for HTTP here")
     return json.dumps({"mcpServers": {"memstore": entry}}, ensure_ascii=False, indent=2)

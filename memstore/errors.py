@@ -123,3 +123,11 @@ class SigningError(MemstoreError):
 
 class HookInTheWay(MemstoreError):
     """A git hook that is not memstore's is where memstore would install or remove its own."""
+
+
+class TokenError(MemstoreError):
+    """A bearer token could not be added, found or revoked."""
+
+
+class UnsafeBind(MemstoreError):
+    """`serve --http` asked to listen beyond this machine with no token to check."""

@@ -873,6 +873,29 @@ class Index:
             f"the search index at {self.dir} cannot be opened ({last}); run `memstore reindex`"
         )
 
+    def count(self, field: str, value: str) -> int:
+        """How many indexed memories hold `value` in `field` (e.g. status, draft): documents
+        counted from the filter cache, with no ranking and no stored field read."""
+        with self._mutex:
+            if self._searcher is None and not _exists(self.dir):
+                return 0
+            for attempt in range(3):
+                searcher = self._current_searcher()
+                try:
+                    cache = self._cache
+                    found = cache.docset(searcher, Term(field, value))
+                    return len(found) - sum(
+                        1
+                        for _, start, _, deleted in cache.leaves
+                        for d in deleted
+                        if start + d in found
+                    )
+                except _OPEN_ERRORS:
+                    if attempt == 2:
+                        raise
+                    self.close()
+        return 0
+
     def search(self, query: Query, today: str | None = None) -> list[Hit]:
         """The best `query.size` memories for `query.text` that pass every filter, best first.
 

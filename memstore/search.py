@@ -295,6 +295,13 @@ def search(store: Store, query: Query) -> list[Hit]:
     return [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
 
 
+def count(store: Store, status: str) -> int:
+    """How many memories' files say `status`, from the index (caught up first, as a search)."""
+    up = upkeep(store)
+    up.fresh(store)
+    return up.index.count("status", status)
+
+
 def _judged(hit: Hit) -> bool:
     """Whether what `hit` claims needs the history's backing (see `trust.needs_history`)."""
     return hit.status == "confirmed" or hit.type in RULE_TYPES

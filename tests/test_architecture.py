@@ -14,6 +14,8 @@ LAYERS: dict[str, int] = {
     "__main__": 6,
     "cli": 5,
     "server": 5,
+    "web": 5,
+    "console": 5,
     "toolkit": 4,
     # plain functions over a store
     "search": 4,
@@ -47,6 +49,7 @@ LAYERS: dict[str, int] = {
     "render_text": 1,
     "hooks": 1,
     "clients": 1,
+    "tokens": 1,
     "precommit": 1,
     "documents": 1,
     "sources": 1,

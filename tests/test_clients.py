@@ -58,3 +58,39 @@ def test_an_agent_named_as_the_human_gets_a_warning(
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["mcpServers"]["memstore"]["env"] == {"MEMSTORE_AGENT": "alice"}
     assert "warning: the agent would act as 'alice', which is you" in done.stderr
+
+
+def _http_config(store: Store, client: str) -> str:
+    done = CliRunner().invoke(
+        main, ["--store", str(store.root), "config", client, "--http", "--url", URL]
+    )
+    assert done.exit_code == 0, done.output
+    return done.stdout
+
+
+URL = "http://build-box:8765/mcp"
+
+
+def test_claude_code_gets_an_http_entry_whose_token_comes_from_the_environment(
+    store: Store,
+) -> None:
+    entry = json.loads(_http_config(store, "claude-code"))["mcpServers"]["memstore"]
+    assert entry == {
+        "type": "http",
+        "url": URL,
+        "headers": {"Authorization": "Bearer ${MEMSTORE_TOKEN}"},
+    }
+
+
+def test_cursor_and_codex_get_http_entries_without_the_token_itself(store: Store) -> None:
+    cursor = json.loads(_http_config(store, "cursor"))["mcpServers"]["memstore"]
+    assert cursor == {"url": URL, "headers": {"Authorization": "Bearer ${env:MEMSTORE_TOKEN}"}}
+    codex = tomllib.loads(_http_config(store, "codex"))["mcp_servers"]["memstore"]
+    assert codex == {"url": URL, "bearer_token_env_var": "MEMSTORE_TOKEN"}
+
+
+def test_claude_desktop_over_http_is_a_usage_error(store: Store) -> None:
+    done = CliRunner().invoke(
+        main, ["--store", str(store.root), "config", "claude-desktop", "--http"]
+    )
+    assert done.exit_code == 2 and "starts stdio servers" in done.output
