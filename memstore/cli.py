@@ -603,7 +603,9 @@ def _hit_line(hit: Hit) -> str:
 @click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated"]))
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
 @click.option("--owner", metavar="NAME", help="Only memories owned by NAME.")
-@click.option("--since", metavar="DATE", help="Only memories updated on or after DATE.")
+@click.option(
+    "--since", metavar="WHEN", help="Only memories updated since WHEN: 24h, 7d, a date or a time."
+)
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="At most N results.")
 @click.option(
     "--budget",
@@ -972,7 +974,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
     show_default=True,
     help="Approximate size limit (characters / 4); the least important parts are cut first.",
 )
-@click.option("--since", metavar="COMMIT|DATE", help="Changes since this, not your last session.")
+@click.option(
+    "--since",
+    metavar="COMMIT|WHEN",
+    help="Changes since a commit, 24h, 7d, a date (from its start) or a time, not your last "
+    "session.",
+)
 @click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
 @click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
 @click.option(
@@ -1180,7 +1187,9 @@ def ledger_record(
 @click.option("--action", metavar="ACTION", help="Only this action.")
 @click.option("--target", metavar="TARGET", help="Only this target.")
 @click.option("--actor", metavar="NAME", help="Only events by this identity.")
-@click.option("--since", metavar="WHEN", help="2026-11-30, 2026-11-30T08:00:00Z or 24h (ago).")
+@click.option(
+    "--since", metavar="WHEN", help="24h, 7d, 2026-11-30 (from its start) or 2026-11-30T08:00:00Z."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_context
 def ledger_list(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
+from memstore import when
 from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync
@@ -254,10 +255,22 @@ def search(store: Store, query: Query) -> list[Hit]:
         InvalidQuery: for an unknown type, status or budget, a bad date, a limit or token cap
             below 1, or query text that is too long or that Whoosh cannot run (naming why).
     """
+    query = since_read(query)
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
     return [_shown(store, hit) for hit in up.index.search(query)]
+
+
+def since_read(query: Query) -> Query:
+    """`query` with its `since` (`24h`, `7d`, a date, a time) as the UTC time it names.
+
+    Raises:
+        InvalidQuery: for a `since` that names no time.
+    """
+    if query.since is None:
+        return query
+    return replace(query, since=when.since_stamp(query.since))
 
 
 def _shown(store: Store, hit: Hit) -> Hit:

@@ -167,7 +167,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         type: str | None = None,
         status: Literal["draft", "confirmed", "deprecated"] | None = None,
         tags: Annotated[list[str] | None, Field(description="all of these")] = None,
-        since: Annotated[str | None, Field(description="updated on/after YYYY-MM-DD")] = None,
+        since: Annotated[str | None, Field(description="updated since: 24h, 7d or a date")] = None,
         budget: Literal["tiny", "normal", "deep"] = "normal",
         max_tokens: Annotated[int | None, Field(ge=1)] = None,
         include_deprecated: bool = False,

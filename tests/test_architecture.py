@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "hooks": 1,
     "clients": 1,
     "precommit": 1,
+    "when": 1,
     # the bottom
     "errors": 0,
     "__init__": 0,
