@@ -431,6 +431,78 @@ def history_(ctx: click.Context, name: str) -> None:
             click.echo(f"{'':46}{line}")
 
 
+@main.command("mv")
+@click.argument("name")
+@click.argument("new_name")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the renamed memory and who pointed at it."
+)
+@click.pass_context
+def mv(ctx: click.Context, name: str, new_name: str, as_json: bool) -> None:
+    """Rename memory NAME to NEW_NAME in one commit, rewriting every link to it.
+
+    `links`, `supersedes`, `superseded_by` and `[[NAME]]` in bodies are pointed at NEW_NAME
+    in the same commit. The memory keeps its owner and its confirmation, and
+    `git log --follow` shows its history across the rename.
+
+    \b
+    Example:
+      memstore mv hpa-notes hpa-disabled-on-api
+    """
+    memory, pointing = _store(ctx).rename(name, new_name)
+    if as_json:
+        _echo_json({"memory": _memory_json(memory), "rewritten": pointing})
+        return
+    click.echo(f"renamed {name} to {_summary(memory)}")
+    if pointing:
+        click.echo(f"links rewritten in: {', '.join(pointing)}")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("type_", metavar="TYPE")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.pass_context
+def retype(ctx: click.Context, name: str, type_: str, as_json: bool) -> None:
+    """Make memory NAME a TYPE (it moves to that folder) in one commit.
+
+    The type is part of what a reviewer confirmed: a confirmed memory goes back to draft.
+
+    \b
+    Example:
+      memstore retype skip-staging-tests warning
+    """
+    memory = _store(ctx).retype(name, type_)
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"retyped {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="Why it goes (one line, kept in the commit).")
+@_allow_secret
+@click.option("--json", "as_json", is_flag=True, help="Print the removed memory as JSON.")
+@click.pass_context
+def forget(ctx: click.Context, name: str, reason: str, allow_secret: bool, as_json: bool) -> None:
+    """Remove memory NAME in one commit that says why. Its history stays in git.
+
+    To deprecate is usually better: the file and why it was wrong stay visible. Forget what
+    should not be there at all. If it held a secret, the secret is still in the history:
+    rotate the secret, then purge it (see docs/cli.md, "Purging a secret").
+
+    \b
+    Example:
+      memstore forget scratch-notes --reason "test note, never knowledge"
+    """
+    memory = _store(ctx).forget(name, reason, allow_secret=allow_secret)
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"forgot {memory.type}/{memory.name} (its history stays in git)")
+
+
 @main.command()
 @click.option(
     "--staged",

@@ -36,7 +36,16 @@ from typing import Any
 from memstore import history
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
-from memstore.memory import RULE_TYPES, Memory, content_hash, evolve, parse, render, same_identity
+from memstore.memory import (
+    RULE_TYPES,
+    Memory,
+    content_hash,
+    evolve,
+    parse,
+    renamed,
+    render,
+    same_identity,
+)
 from memstore.status import MOVES, Status
 
 log = logging.getLogger(__name__)
@@ -315,6 +324,7 @@ def _apply(
         for c in changes
         if c.after is None
     }
+    names = _renames(trust, changes, gone, read)
     for change in changes:
         if change.after is None:
             trust.blobs.pop(change.path, None)
@@ -326,7 +336,7 @@ def _apply(
         path, befores = change.path, change.before or (None,)
         created = path not in trust.owners
         if created:
-            was = gone.get(Path(path).name)
+            was = gone.get(Path(path).name) or names.moved.get(path)
             if was is not None and was[1] is not None:
                 path_before, owner, befores = was[0], was[1], was[2] or (None,)
                 trust.owners[path] = owner
@@ -350,21 +360,70 @@ def _apply(
         best: Verdict | None = None
         for before in befores:
             old = None if created else read(before)
-            verdict = judge(
-                old,
-                trust.verdict(path_before, before),
-                new,
-                by,
-                trust.owners[path],
-                created,
-            )
-            if best is None or (verdict.ok and not best.ok):
-                best = verdict
+            # A rename in this commit may have rewritten the references to the old name:
+            # that is no change to what a reviewer confirmed.
+            olds = [old] if old is None or not names.renamed else [old, renamed(old, names.renamed)]
+            for was in olds:
+                verdict = judge(
+                    was,
+                    trust.verdict(path_before, before),
+                    new,
+                    by,
+                    trust.owners[path],
+                    created,
+                )
+                if best is None or (verdict.ok and not best.ok):
+                    best = verdict
         assert best is not None
         if best.ok and new.status != Status.CONFIRMED:
             trust.verdicts.pop(key, None)
         else:
             trust.verdicts[key] = best
+
+
+@dataclass(slots=True)
+class _Renames:
+    moved: dict[str, tuple[str, str | None, tuple[str | None, ...]]]
+    """New path → (old path, owner, old blobs) of a memory renamed in the commit."""
+    renamed: dict[str, str]
+    """Old name → new name."""
+
+
+def _renames(
+    trust: Trust,
+    changes: list[history.PathChange],
+    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    read: Callable[[str | None], Memory | None],
+) -> _Renames:
+    """The memories a commit renamed (`memstore mv`): a file deleted and another added whose
+    memory is the deleted one under its new name (its content otherwise unchanged), so it
+    keeps its owner and its confirmation."""
+    found = _Renames({}, {})
+    added = [
+        c
+        for c in changes
+        if c.after is not None and c.path not in trust.owners and Path(c.path).name not in gone
+    ]
+    if not added or not gone:
+        return found
+    candidates: list[tuple[str, str | None, tuple[str | None, ...], Memory]] = []
+    for path, owner, befores in gone.values():
+        old = read(next((b for b in befores if b is not None), None))
+        if owner is not None and old is not None:
+            candidates.append((path, owner, befores, old))
+    for change in added:
+        new = read(change.after)
+        if new is None:
+            continue
+        for i, (path, owner, befores, old) in enumerate(candidates):
+            if old.name == new.name or old.type != new.type:
+                continue
+            if content_hash(renamed(old, {old.name: new.name})) == content_hash(new):
+                found.moved[change.path] = (path, owner, befores)
+                found.renamed[old.name] = new.name
+                del candidates[i]
+                break
+    return found
 
 
 def _is_memory(prefix: str, path: str) -> bool:

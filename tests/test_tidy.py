@@ -1,0 +1,156 @@
+"""Tidying up through the real CLI: rename, retype, forget, bulk deprecate, review."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore.cli import main
+from tests.conftest import git
+
+
+def run(*args: str, agent: str = "alice", input: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--agent", agent, *args], input=input)
+    return result.exit_code, result.output
+
+
+def ok(*args: str, agent: str = "alice") -> str:
+    code, out = run(*args, agent=agent)
+    assert code == 0, out
+    return out
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    ok("init")
+    return tmp_path / "memory"
+
+
+def shown(name: str) -> dict[str, object]:
+    return json.loads(ok("show", name, "--json"))
+
+
+def test_mv_keeps_owner_and_confirmation_and_rewrites_links_in_one_commit(store_dir: Path) -> None:
+    ok("add", "hpa-notes", "--type", "decision", "-d", "HPA is off on api", "--body", "Flapping.")
+    ok(
+        "add",
+        "why-hpa",
+        "--type",
+        "fact",
+        "-d",
+        "Why",
+        "--links",
+        "hpa-notes",
+        "--body",
+        "[[hpa-notes]]",
+    )
+    ok("confirm", "hpa-notes", "-r", "checked the chart", agent="bob")
+    ok("confirm", "why-hpa", "-r", "read it", agent="carol")
+    before = git(store_dir, "rev-list", "--count", "HEAD")
+
+    out = ok("mv", "hpa-notes", "hpa-off-on-api", "--json", agent="dave")
+
+    assert json.loads(out)["rewritten"] == ["why-hpa"]
+    assert int(git(store_dir, "rev-list", "--count", "HEAD")) == int(before) + 1
+    moved = shown("hpa-off-on-api")
+    assert (moved["status"], moved["owner"], moved["confirmed_by"]) == ("confirmed", "alice", "bob")
+    other = shown("why-hpa")
+    assert other["status"] == "confirmed"  # a rewritten reference is not new content
+    assert other["links"] == ["hpa-off-on-api"] and "[[hpa-off-on-api]]" in str(other["body"])
+    assert not (store_dir / "decision" / "hpa-notes.md").exists()
+    follow = git(store_dir, "log", "--follow", "--format=%s", "--", "decision/hpa-off-on-api.md")
+    assert "memory: add decision/hpa-notes" in follow
+    assert run("lint")[0] == 0
+    code, out = run("show", "hpa-notes")
+    assert code == 1 and "no memory named 'hpa-notes'" in out
+
+
+def test_a_draft_moved_is_confirmed_by_another_but_never_by_its_owner(store_dir: Path) -> None:
+    ok("add", "draft-one", "--type", "fact", "-d", "A draft")
+    ok("mv", "draft-one", "draft-two", agent="bob")  # the mover does not become the owner
+    code, out = run("confirm", "draft-two", "-r", "mine?", agent="alice")
+    assert code == 1 and "nobody confirms their own memory" in out
+    code, out = run("confirm", "draft-two", "-r", "checked", agent="bob")
+    assert code == 0, out
+    assert shown("draft-two")["status"] == "confirmed"
+    assert run("lint")[0] == 0
+
+
+def test_a_fresh_clone_sees_the_moved_memory_confirmed(store_dir: Path, tmp_path: Path) -> None:
+    ok("add", "a-fact", "--type", "fact", "-d", "A fact")
+    ok("confirm", "a-fact", "-r", "checked", agent="bob")
+    ok("mv", "a-fact", "b-fact", agent="carol")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(store_dir), str(clone)], check=True)
+    code, out = run("--store", str(clone), "show", "b-fact", "--json")
+    assert code == 0, out
+    assert (json.loads(out)["status"], json.loads(out)["owner"]) == ("confirmed", "alice")
+    assert run("--store", str(clone), "lint")[0] == 0
+
+
+def test_mv_onto_an_existing_name_or_over_a_hand_edit_changes_nothing(store_dir: Path) -> None:
+    ok("add", "one", "--type", "fact", "-d", "One")
+    ok("add", "two", "--type", "fact", "-d", "Two", "--links", "one")
+    head = git(store_dir, "rev-parse", "HEAD")
+    code, out = run("mv", "one", "two")
+    assert code == 1 and "already exists" in out
+    path = store_dir / "fact" / "two.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
+    code, out = run("mv", "one", "three")
+    assert code == 1 and "not committed" in out
+    assert git(store_dir, "rev-parse", "HEAD") == head
+    assert (store_dir / "fact" / "one.md").exists() and not (
+        store_dir / "fact" / "three.md"
+    ).exists()
+    assert "hand edit" in path.read_text(encoding="utf-8")
+
+
+def test_retype_moves_the_folder_keeps_the_owner_and_needs_a_new_confirmation(
+    store_dir: Path,
+) -> None:
+    ok("add", "no-friday", "--type", "fact", "-d", "No deploys on Friday")
+    ok("confirm", "no-friday", "-r", "team rule", agent="bob")
+    out = ok("retype", "no-friday", "warning", "--json", agent="bob")
+    assert json.loads(out)["status"] == "draft"
+    assert (store_dir / "warning" / "no-friday.md").exists()
+    assert not (store_dir / "fact" / "no-friday.md").exists()
+    assert shown("no-friday")["owner"] == "alice"
+    code, out = run("retype", "no-friday", "nonsense")
+    assert code == 1 and "unknown type" in out
+    ok("confirm", "no-friday", "-r", "still a rule", agent="bob")
+    assert run("lint")[0] == 0
+
+
+def test_forget_removes_the_file_in_one_commit_and_the_history_keeps_it(store_dir: Path) -> None:
+    ok("add", "scratch", "--type", "working", "-d", "Scratch note")
+    code, out = run("forget", "scratch")
+    assert code == 2 and "--reason" in out
+    out = ok("forget", "scratch", "--reason", "test note, never knowledge", agent="bob")
+    assert "its history stays" in out
+    assert not (store_dir / "working" / "scratch.md").exists()
+    log = git(store_dir, "log", "-1", "--format=%an %s")
+    assert log.startswith("bob memory: forget working/scratch")
+    old = git(store_dir, "show", "HEAD~1:working/scratch.md")
+    assert "Scratch note" in old
+    code, out = run("search", "scratch", "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_a_removal_a_killed_writer_left_uncommitted_is_put_back(store_dir: Path) -> None:
+    ok("add", "kept", "--type", "fact", "-d", "Kept")
+    path = store_dir / "fact" / "kept.md"
+    text = path.read_text(encoding="utf-8")
+    journal = {
+        "message": "memory: forget fact/kept",
+        "actor": "alice",
+        "files": [{"path": "fact/kept.md", "old": text, "gone": 1}],
+    }
+    (store_dir / ".memstore" / "pending.json").write_text(json.dumps(journal), encoding="utf-8")
+    path.unlink()  # the writer died after removing the file, before its commit
+    ok("recover")
+    assert path.read_text(encoding="utf-8") == text
+    assert git(store_dir, "status", "--porcelain") == ""
