@@ -694,6 +694,11 @@ def _hit_line(hit: Hit) -> str:
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
+@click.option(
+    "--as-of",
+    metavar="WHEN",
+    help="Answer from the store as it was then (read from git): 2026-11-01, 7d, a UTC time.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
 @click.pass_context
 def search(
@@ -711,6 +716,7 @@ def search(
     graph: bool,
     explain: bool,
     index_view: bool,
+    as_of: str | None,
     as_json: bool,
 ) -> None:
     """Find memories by relevance (BM25 over name, description, tags and body), best first.
@@ -723,6 +729,7 @@ def search(
     Example:
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
+      memstore search "hpa" --as-of 2026-11-01   # what the team believed then
     """
     from memstore import search as searching
     from memstore.index import index_line
@@ -743,7 +750,14 @@ def search(
         graph=graph,
         index_view=index_view,
     )
-    hits = searching.search(_store(ctx), query_value)
+    if as_of is not None:
+        from memstore import asof, render_text
+
+        past = asof.search(_store(ctx), query_value, as_of)
+        hits = list(past.hits)
+        click.echo(render_text.as_of_line(past.at, past.commit, past.committed), err=True)
+    else:
+        hits = searching.search(_store(ctx), query_value)
     if as_json:
         _echo_json([_hit_json(h) for h in hits])
         return

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from memstore import (
     __version__,
+    asof,
     briefing,
     ledger,
     ledger_io,
@@ -174,6 +175,9 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         explain: bool = False,
         graph: Annotated[bool, Field(description="add memories linked to the matches")] = False,
         index: Annotated[bool, Field(description="one line per result, no text")] = False,
+        as_of: Annotated[
+            str | None, Field(description="as the store was then: 2026-11-01, 7d")
+        ] = None,
     ) -> CallToolResult:
         """Call BEFORE starting work: what the team knows about the task (decisions,
         corrections, warnings, runbooks), best first, each with its status. Then memory_get the
@@ -191,6 +195,12 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             graph=graph,
             index_view=index,
         )
+        if as_of is not None:
+            past = asof.search(store, wanted, as_of)
+            shown = render_text.hits_text(past.hits, query=query, index_view=index)
+            line = render_text.as_of_line(past.at, past.commit, past.committed)
+            data = {"at": past.at, "commit": past.commit, "committed": past.committed}
+            return result(f"{line}\n{shown}", {"results": plain(past.hits), "as_of": data})
         hits = search.search(store, wanted)
         shown = render_text.hits_text(hits, query=query, index_view=index)
         return result(shown, {"results": plain(hits)})

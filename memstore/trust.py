@@ -272,6 +272,10 @@ def parse_bytes(data: bytes) -> Memory | None:
         return None
 
 
+PREFETCH = 32
+"""Past this many versions to read, a replay reads them all with one git process rather than
+one object at a time (a few memstore commits on top stay in-process)."""
+
 Signers = Callable[[list[str]], dict[str, str | None]]
 """Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
 
@@ -286,6 +290,17 @@ def replay(
     """Extend `trust` with `commits` (oldest first) that changed files under `prefix`."""
     parsed = _Parsed(repo)
     commits = list(commits)
+    wanted = {
+        blob
+        for commit in commits
+        for change in commit.changes
+        if _is_memory(prefix, change.path)
+        for blob in (change.after, *change.before)
+        if blob is not None
+    }
+    if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
+        for blob, data in history.read_blobs(repo, sorted(wanted)).items():
+            parsed.memo[blob] = parse_bytes(data)
     cut = history.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
@@ -437,14 +452,16 @@ def prefix_of(repo: history.Repo, root: Path) -> str:
     return history.repo_path(repo, root) + "/"
 
 
-def full(repo: history.Repo, root: Path, signers: Signers | None = None) -> Trust:
-    """Replay the store's whole history (what `lint` does).
+def full(
+    repo: history.Repo, root: Path, signers: Signers | None = None, until: str | None = None
+) -> Trust:
+    """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`.
 
     Raises:
         GitError: when git cannot read the history.
     """
     trust = Trust()
-    head = history.head(repo)  # read first: the replay goes exactly this far
+    head = until or history.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
         commits = history.store_commits(repo, root, until=head)
         replay(trust, repo, prefix_of(repo, root), commits, signers)
@@ -590,41 +607,52 @@ class Cache:
             trust.head = sha
 
     def _load(self) -> Trust:
-        try:
-            data: Any = json.loads(self.file.read_text(encoding="utf-8"))
-            if (
-                data.get("format") != _FORMAT
-                or data.get("signed") != (self.signers is not None)
-                or data.get("shallow") != sorted(self._cut)
-            ):
-                return Trust()
-            verdicts = {
-                str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
-                for k, v in dict(data["verdicts"]).items()
-            }
-            return Trust(
-                head=str(data["head"]) if data.get("head") else None,
-                blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
-                owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
-                verdicts=verdicts,
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
-            return Trust()
+        return load(self.file, self.signers is not None, self._cut) or Trust()
 
     def _save(self, trust: Trust) -> None:
-        data = {
-            "format": _FORMAT,
-            "signed": self.signers is not None,
-            "shallow": sorted(self._cut),
-            "head": trust.head,
-            "blobs": trust.blobs,
-            "owners": trust.owners,
-            "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+        save(self.file, trust, self.signers is not None, self._cut)
+
+
+def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
+    """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
+    under other settings (signatures required or not, a shallow clone's cut)."""
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+        if (
+            data.get("format") != _FORMAT
+            or data.get("signed") != signed
+            or data.get("shallow") != sorted(cut)
+        ):
+            return None
+        verdicts = {
+            str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
+            for k, v in dict(data["verdicts"]).items()
         }
-        try:
-            atomic_write(self.file, json.dumps(data, ensure_ascii=False))
-        except OSError as e:
-            log.info("cannot keep the verdicts in %s: %s", self.file, e)
+        return Trust(
+            head=str(data["head"]) if data.get("head") else None,
+            blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
+            owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
+            verdicts=verdicts,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
+    """Keep `trust` in `file` (a cache under `.memstore/`); a failure is only logged."""
+    data = {
+        "format": _FORMAT,
+        "signed": signed,
+        "shallow": sorted(cut),
+        "head": trust.head,
+        "blobs": trust.blobs,
+        "owners": trust.owners,
+        "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+    }
+    try:
+        atomic_write(file, json.dumps(data, ensure_ascii=False))
+    except OSError as e:
+        log.info("cannot keep the verdicts in %s: %s", file, e)
 
 
 def needs_history(memory: Memory) -> bool:
