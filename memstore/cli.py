@@ -431,6 +431,46 @@ def history_(ctx: click.Context, name: str) -> None:
             click.echo(f"{'':46}{line}")
 
 
+@main.command()
+@click.argument("name", required=False)
+@click.option("--tag", metavar="TAG", help="Only memories with this tag.")
+@click.option("--type", "type_", metavar="TYPE", help="Only memories of this type.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of events.")
+@click.pass_context
+def timeline(
+    ctx: click.Context, name: str | None, tag: str | None, type_: str | None, as_json: bool
+) -> None:
+    """What happened to the store's knowledge, oldest first, read from git.
+
+    Creations, edits, confirmations, deprecations, supersessions, restores, renames, retypes
+    and removals: when, the commit, who made it, and why (the reason in the status trail,
+    else the commit's subject). With NAME, that memory under every name it had. A
+    confirmation the history does not back says so.
+
+    \b
+    Example:
+      memstore timeline hpa-disabled-on-api
+      memstore timeline --tag k8s --json
+    """
+    from dataclasses import asdict
+
+    from memstore import timeline as history_of
+
+    events = history_of.timeline(_store(ctx), name, tag=tag, type=type_)
+    if as_json:
+        _echo_json([asdict(e) for e in events])
+        return
+    if not events:
+        click.echo("nothing happened yet" if name is None else f"no history for '{name}'", err=True)
+    who = max((len(e.who) for e in events), default=0)
+    for e in events:
+        detail = f"  ({e.detail})" if e.detail else ""
+        click.echo(
+            f"{e.at[:16].replace('T', ' ')}  {e.commit[:10]}  {e.who:{who}}  {e.kind:10}  "
+            f"{e.type}/{e.name}  {e.why}{detail}"
+        )
+
+
 @main.command("mv")
 @click.argument("name")
 @click.argument("new_name")

@@ -154,3 +154,50 @@ def test_a_removal_a_killed_writer_left_uncommitted_is_put_back(store_dir: Path)
     ok("recover")
     assert path.read_text(encoding="utf-8") == text
     assert git(store_dir, "status", "--porcelain") == ""
+
+
+def timeline(*args: str) -> list[dict[str, object]]:
+    return json.loads(ok("timeline", *args, "--json"))
+
+
+def test_timeline_tells_each_memory_s_story_oldest_first_with_who_and_why(
+    store_dir: Path,
+) -> None:
+    ok("add", "hpa-notes", "--type", "decision", "-d", "HPA is off", "--tags", "k8s")
+    ok("add", "old-way", "--type", "runbook", "-d", "Scale by hand", "--tags", "k8s")
+    ok("confirm", "hpa-notes", "-r", "checked the chart", agent="bob")
+    ok("edit", "hpa-notes", "--body", "Since the flapping incident.", agent="carol")
+    ok("mv", "hpa-notes", "hpa-off", agent="dave")
+    ok("deprecate", "old-way", "-r", "HPA is off", "--superseded-by", "hpa-off", agent="bob")
+    ok("add", "scratch", "--type", "working", "-d", "Scratch")
+    ok("forget", "scratch", "--reason", "never knowledge")
+    story = [(e["kind"], e["who"], e["name"], e["why"]) for e in timeline("hpa-off")]
+    assert story == [
+        ("created", "alice", "hpa-notes", "HPA is off"),
+        ("confirmed", "bob", "hpa-notes", "checked the chart"),
+        ("edited", "carol", "hpa-notes", "edit decision/hpa-notes — body (back to draft)"),
+        ("renamed", "dave", "hpa-off", "rename — decision/hpa-notes → decision/hpa-off"),
+    ]
+    kinds = [(e["kind"], e["name"]) for e in timeline("--tag", "k8s")]
+    assert ("superseded", "old-way") in kinds and ("created", "old-way") in kinds
+    assert [e["kind"] for e in timeline("--type", "working")] == ["created", "removed"]
+    removed = timeline("--type", "working")[-1]
+    assert removed["why"] == "forget working/scratch — never knowledge"
+    text = ok("timeline", "old-way")
+    assert "superseded" in text and "(by hpa-off)" in text and "HPA is off" in text
+
+
+def test_timeline_sees_hand_commits_and_says_when_a_confirmation_is_not_backed(
+    store_dir: Path,
+) -> None:
+    ok("add", "claim", "--type", "fact", "-d", "A claim")
+    path = store_dir / "fact" / "claim.md"
+    text = path.read_text(encoding="utf-8").replace("status: draft", "status: confirmed")
+    text = text.replace(
+        "tags: []\n", "tags: []\nconfirmed_by: bob\nconfirmed_at: 2026-12-01T00:00:00Z\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    git(store_dir, "commit", "-q", "-am", "looks right to me")  # by "human", naming bob
+    events = timeline("claim")
+    assert [(e["kind"], e["who"]) for e in events] == [("created", "alice"), ("confirmed", "human")]
+    assert "the history does not back it: forged confirmation" in str(events[1]["detail"])
