@@ -740,6 +740,48 @@ class Store:
             )
         return old
 
+    def deprecate_many(
+        self,
+        names: Iterable[str],
+        reason: str,
+        *,
+        dry_run: bool = False,
+        allow_secret: bool = False,
+    ) -> tuple[list[Memory], list[tuple[str, str]]]:
+        """Deprecate every memory named, in one commit, as the acting identity. A memory that
+        cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
+        reported, and the others still go. With `dry_run`, nothing is written. Returns the
+        memories deprecated (or that would be) and (name, why not) for each refused.
+
+        Raises:
+            InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
+            StoreLocked, GitError.
+        """
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        done: list[tuple[Path, Memory]] = []
+        refused: list[tuple[str, str]] = []
+        with self.locked():
+            at = now()
+            for name in names:
+                try:
+                    current = self.read(name, raw=True)
+                    path = self.root / current.path
+                    transaction.refuse_uncommitted(self, [path])
+                    new = transition(
+                        current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
+                    )
+                except MemstoreError as e:
+                    refused.append((name, str(e)))
+                    continue
+                done.append((path, new))
+            if done and not dry_run:
+                listed = ", ".join(m.name for _, m in done)
+                message = subject(f"memory: deprecate {len(done)}", reason.strip())
+                self._commit(done, f"{message}\n\n{listed}", actor)
+        return [m for _, m in done], refused
+
     def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.
 

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "signers": 4,
     "asof": 4,
     "timeline": 4,
+    "tidy": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path

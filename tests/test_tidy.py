@@ -201,3 +201,71 @@ def test_timeline_sees_hand_commits_and_says_when_a_confirmation_is_not_backed(
     events = timeline("claim")
     assert [(e["kind"], e["who"]) for e in events] == [("created", "alice"), ("confirmed", "human")]
     assert "the history does not back it: forged confirmation" in str(events[1]["detail"])
+
+
+def test_bulk_deprecate_by_tag_is_one_commit_and_reports_each_refusal(store_dir: Path) -> None:
+    for name in ("k1", "k2", "k3"):
+        ok("add", name, "--type", "fact", "-d", f"Note {name}", "--tags", "k8s")
+    ok("add", "other", "--type", "fact", "-d", "Other")
+    ok("deprecate", "k3", "-r", "wrong")
+    path = store_dir / "fact" / "k2.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
+    head = git(store_dir, "rev-parse", "HEAD")
+
+    out = ok("deprecate", "--tag", "k8s", "-r", "cluster gone", "--dry-run", "--json", agent="bob")
+    planned = json.loads(out)
+    assert planned["deprecated"] == ["k1"]
+    refused = {r["name"]: r["why"] for r in planned["refused"]}
+    assert "not committed" in refused["k2"] and "cannot move 'k3'" in refused["k3"]
+    assert git(store_dir, "rev-parse", "HEAD") == head  # a dry run writes nothing
+
+    code, out = run("deprecate", "--tag", "k8s", "-r", "cluster gone", agent="bob")
+    assert code == 0 and "deprecated fact/k1" in out and "refused k2" in out
+    assert int(git(store_dir, "rev-list", "--count", f"{head.strip()}..HEAD")) == 1
+    assert shown("k1")["status"] == "deprecated" and shown("other")["status"] == "draft"
+
+
+def test_bulk_deprecate_of_old_drafts_and_of_several_names(store_dir: Path) -> None:
+    ok("add", "a", "--type", "fact", "-d", "A")
+    ok("add", "b", "--type", "fact", "-d", "B")
+    ok("confirm", "b", "-r", "fine", agent="bob")
+    out = ok(
+        "deprecate", "--older-than", "2099-01-01", "--status", "draft", "-r", "stale", "--json"
+    )
+    assert json.loads(out)["deprecated"] == ["a"]  # b is confirmed, not a draft
+    out = json.loads(ok("deprecate", "--older-than", "30d", "-r", "stale", "--json"))
+    assert out["deprecated"] == []  # nothing is 30 days old
+    ok("add", "c", "--type", "fact", "-d", "C")
+    out = json.loads(ok("deprecate", "b", "c", "-r", "both wrong", "--json"))
+    assert out["deprecated"] == ["b", "c"]
+    code, out = run("deprecate", "-r", "what?")
+    assert code == 1 and "choose the memories" in out
+    code, out = run("deprecate", "b", "-r", "again")
+    assert code == 1 and "cannot move 'b' from deprecated" in out
+
+
+def test_review_lists_others_drafts_rules_and_most_linked_first(store_dir: Path) -> None:
+    ok("add", "plain", "--type", "fact", "-d", "Plain draft")
+    ok("add", "linked", "--type", "fact", "-d", "Linked to")
+    ok("add", "pointer", "--type", "fact", "-d", "Points", "--links", "linked")
+    ok("add", "mine", "--type", "fact", "-d", "Bob's own", agent="bob")
+    ok("correct", "no-force-push", "-d", "Never force-push main", "--severity", "p1")
+    queue = [m["name"] for m in json.loads(ok("review", "--json", agent="bob"))]
+    assert queue[:2] == ["no-force-push", "linked"] and "mine" not in queue
+    assert set(queue) == {"no-force-push", "linked", "plain", "pointer"}
+    listed = ok("review", agent="bob")  # not a terminal: a plain list
+    assert "fact/linked [draft] by alice" in listed
+
+
+def test_review_at_a_terminal_confirms_deprecates_and_skips(store_dir: Path) -> None:
+    ok("add", "first", "--type", "fact", "-d", "First", "--links", "second")
+    ok("add", "second", "--type", "fact", "-d", "Second")
+    ok("add", "third", "--type", "fact", "-d", "Third")
+    answers = "c\nchecked it\nd\nwrong\ns\n"  # second (most linked), then first, then third
+    code, out = run("review", "--interactive", agent="bob", input=answers)
+    assert code == 0, out
+    assert "confirmed fact/second [confirmed]" in out and "deprecated fact/first" in out
+    statuses = {n: shown(n)["status"] for n in ("first", "second", "third")}
+    assert statuses == {"first": "deprecated", "second": "confirmed", "third": "draft"}
+    code, out = run("review", "--interactive", agent="alice", input="q\n")
+    assert "nothing awaits your review" in out  # alice owns what is left
