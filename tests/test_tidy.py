@@ -269,3 +269,29 @@ def test_review_at_a_terminal_confirms_deprecates_and_skips(store_dir: Path) -> 
     assert statuses == {"first": "deprecated", "second": "confirmed", "third": "draft"}
     code, out = run("review", "--interactive", agent="alice", input="q\n")
     assert "nothing awaits your review" in out  # alice owns what is left
+
+
+@pytest.mark.anyio
+async def test_an_agent_sees_a_moved_memory_and_confirms_it_under_its_new_name(
+    store_dir: Path,
+) -> None:
+    from tests.mcp_client import data, serve, text
+
+    ok("add", "cache-notes", "--type", "fact", "-d", "The CDN caches api responses for 60 s")
+    ok("add", "see-cache", "--type", "fact", "-d", "Pointer", "--body", "See [[cache-notes]].")
+    ok("mv", "cache-notes", "cdn-cache-ttl", agent="dave")
+    async with serve(store_dir, "bob") as client:
+        found = data(await client.call_tool("memory_recall", {"query": "cdn caches"}))
+        assert found["results"][0]["name"] == "cdn-cache-ttl"
+        assert "cache-notes" not in [h["name"] for h in found["results"]]
+        assert found["results"][0]["owner"] == "alice"  # the owner moved with it
+        promoted = await client.call_tool(
+            "memory_promote", {"name": "cdn-cache-ttl", "to": "confirmed", "reason": "checked"}
+        )
+        assert not promoted.is_error, text(promoted)
+        got = await client.call_tool("memory_get", {"names": ["see-cache"]})
+        assert "[[cdn-cache-ttl]]" in text(got)
+    assert shown("cdn-cache-ttl")["status"] == "confirmed"
+    code, out = run("confirm", "see-cache", "-r", "self", agent="alice")
+    assert code == 1 and "nobody confirms their own memory" in out
+    assert run("lint")[0] == 0
