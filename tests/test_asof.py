@@ -155,3 +155,14 @@ async def test_mcp_recall_as_of_says_which_commit_it_read(past: Path) -> None:
         assert text(result).startswith("As of 2026-10-15T00:00:00Z: read from commit")
         bad = await client.call_tool("memory_recall", {"query": "hpa", "as_of": "soon"})
         assert bad.is_error and "as-of 'soon' must be" in text(bad)
+
+
+def test_as_of_reads_only_what_was_committed_not_a_hand_edit_in_progress(past: Path) -> None:
+    path = past / "fact" / "hpa-on-api.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("flapping", "thrashing"), encoding="utf-8"
+    )
+    soon = (datetime.now(UTC) + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert search("thrashing", "--as-of", soon) == {}
+    assert search("flapping", "--as-of", soon) == {"hpa-on-api": "draft"}
+    assert search("thrashing") == {"hpa-on-api": "draft"}  # the live search sees the file

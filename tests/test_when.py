@@ -76,3 +76,16 @@ def test_ledger_list_since_a_date_starts_at_that_day(tmp_path: Path) -> None:
     code, out = run("ledger", "list", "--since", today, "--json")
     assert code == 0, out
     assert [e["target"] for e in json.loads(out)] == ["pkg@1.0"]
+
+
+@pytest.mark.anyio
+async def test_mcp_recall_since_takes_a_duration(tmp_path: Path) -> None:
+    from memstore.store import Store
+    from tests.mcp_client import call, data
+
+    store = Store.init(tmp_path / "memory", agent="alice")
+    store.add("hpa-off", type="decision", description="HPA is off for api")
+    found = data(await call(store, "memory_recall", query="hpa", since="7d"))
+    assert [h["name"] for h in found["results"]] == ["hpa-off"]
+    found = data(await call(store, "memory_recall", query="hpa", since="2099-01-01"))
+    assert found["results"] == []
