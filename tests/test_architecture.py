@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "asof": 4,
     "timeline": 4,
     "tidy": 4,
+    "orientation": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
