@@ -12,6 +12,7 @@ Prints medians; on a loaded machine the figures read high, the ratios less so.
 from __future__ import annotations
 
 import argparse
+import calendar
 import os
 import platform
 import random
@@ -190,6 +191,9 @@ def main() -> None:
         for label, at in moments.items():
             cold: list[float] = []
             warm: list[float] = []
+            seeded: list[float] = []
+            # A moment a day (24 commits) earlier: exploring around a date.
+            other = stamp(calendar.timegm(time.strptime(at, "%Y-%m-%dT%H:%M:%SZ")) - 86400)
             for _ in range(args.runs):
                 shutil.rmtree(root / ".memstore" / asof.FOLDER, ignore_errors=True)
                 store = Store(root, agent="bench")
@@ -200,9 +204,15 @@ def main() -> None:
                 t = time.perf_counter()
                 asof.search(store, query, at)
                 warm.append(time.perf_counter() - t)
+                shutil.rmtree(root / ".memstore" / asof.FOLDER, ignore_errors=True)
+                asof.search(Store(root, agent="bench"), query, other)  # another moment, cached
+                store = Store(root, agent="bench")
+                t = time.perf_counter()
+                asof.search(store, query, at)
+                seeded.append(time.perf_counter() - t)
             print(
                 f"as-of {label:6} {at}  cold {median_ms(cold)}  warm {median_ms(warm)}  "
-                f"({len(past.hits)} hits)"
+                f"after another moment {median_ms(seeded)}  ({len(past.hits)} hits)"
             )
         for label, extra in (("live", []), ("as-of", ["--as-of", moments["middle"]])):
             cli: list[float] = []

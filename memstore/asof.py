@@ -120,10 +120,31 @@ def _index_of(store: Store, commit: str) -> tuple[Index, dict[str, str]]:
         if not (where / READY).exists():
             shutil.rmtree(where, ignore_errors=True)
             disk = {rel: _stamp(blob) for rel, blob in blobs.items()}
-            index.rebuild(disk, _loader(store, blobs), lambda rel: blobs.get(rel, "")[:12])
+            load = _loader(store, blobs)
+
+            def digest(rel: str) -> str:
+                return blobs.get(rel, "")[:12]
+
+            seed = _nearest(folder)
+            if seed is None:
+                index.rebuild(disk, load, digest)
+            else:
+                # Another moment's index, brought to this tree: stamps stand for blobs, so
+                # only the memories that differ between the two trees are indexed again.
+                shutil.copytree(seed / "index", where / "index")
+                index.sync(disk, load, digest)
             (where / READY).write_text(commit + "\n", encoding="utf-8")
         _prune(folder)
     return index, blobs
+
+
+def _nearest(folder: Path) -> Path | None:
+    """The most recently used past index that is complete, if any. Call with the lock held."""
+    try:
+        ready = [p for p in folder.iterdir() if (p / READY).exists()]
+    except OSError:
+        return None
+    return max(ready, key=lambda p: p.stat().st_mtime, default=None)
 
 
 def _stamp(blob: str) -> Stamp:

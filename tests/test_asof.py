@@ -166,3 +166,26 @@ def test_as_of_reads_only_what_was_committed_not_a_hand_edit_in_progress(past: P
     assert search("thrashing", "--as-of", soon) == {}
     assert search("flapping", "--as-of", soon) == {"hpa-on-api": "draft"}
     assert search("thrashing") == {"hpa-on-api": "draft"}  # the live search sees the file
+
+
+def test_a_moment_built_from_another_moment_s_index_adds_and_drops_what_differs(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="alice")
+    note = Memory(
+        name="redis-queue",
+        description="Redis is the job queue",
+        type="fact",
+        status="draft",
+        owner="human",
+        created="2026-10-01T09:00:00Z",
+        updated="2026-10-01T09:00:00Z",
+    )
+    hand_commit(root, "human", "2026-10-01T09:00:00Z", note)
+    env = {**os.environ, **GIT_ENV, "GIT_COMMITTER_DATE": "2026-10-20T09:00:00Z"}
+    for args in (["rm", "-q", "fact/redis-queue.md"], ["commit", "-q", "-m", "gone"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    assert search("redis", "--as-of", "2026-10-25") == {}
+    assert search("redis", "--as-of", "2026-10-10") == {"redis-queue": "draft"}
+    assert search("redis", "--as-of", "2026-10-21") == {}
