@@ -4,11 +4,14 @@ A memory file says who owns it and who confirmed it, and anyone can type that. T
 says who committed each change. This module replays the store's commits, oldest first, and
 judges each version of each memory file:
 
-- its owner is the identity that committed its creation (a move to another folder keeps it);
+- its owner is the identity that committed its creation (a move to another folder keeps it,
+  and so does a rename: a file removed and another added in one commit holding the same
+  memory under a new name);
 - a confirmation counts when the commit that made it is by the identity it names (author and
   committer, and signer when the store requires signatures), that identity is not the owner,
   and the memory was a draft (or confirmed, for a fresh confirmation) before;
-- a confirmed version stays confirmed while later commits change only its trail, tags or links;
+- a confirmed version stays confirmed while later commits change only its trail, tags or links
+  (or rename it, or rewrite its `[[references]]` to a memory renamed in the same commit);
   a change to its content (see `memory.CONTENT_KEYS`) without a new confirmation ends it;
 - a deprecation or restore must be committed by the identity it names.
 
