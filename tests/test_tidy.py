@@ -295,3 +295,32 @@ async def test_an_agent_sees_a_moved_memory_and_confirms_it_under_its_new_name(
     code, out = run("confirm", "see-cache", "-r", "self", agent="alice")
     assert code == 1 and "nobody confirms their own memory" in out
     assert run("lint")[0] == 0
+
+
+def test_a_rename_that_also_changes_content_or_a_reference_without_a_rename_is_no_free_pass(
+    store_dir: Path,
+) -> None:
+    ok("add", "fact-a", "--type", "fact", "-d", "A", "--body", "About [[fact-b]].")
+    ok("add", "fact-b", "--type", "fact", "-d", "B")
+    ok("confirm", "fact-a", "-r", "checked", agent="bob")
+    # By hand: rename fact-a and change its description in the same commit.
+    old = store_dir / "fact" / "fact-a.md"
+    text = old.read_text(encoding="utf-8")
+    new = store_dir / "fact" / "fact-c.md"
+    new.write_text(
+        text.replace("name: fact-a", "name: fact-c").replace("description: A", "description: C"),
+        encoding="utf-8",
+    )
+    old.unlink()
+    git(store_dir, "add", "-A", ".")
+    git(store_dir, "commit", "-q", "-m", "rename and reword")
+    assert shown("fact-c")["status"] == "unverified"
+    ok("add", "fact-d", "--type", "fact", "-d", "D", "--body", "About [[fact-b]].")
+    ok("confirm", "fact-d", "-r", "checked", agent="bob")
+    # By hand: point a confirmed body at another memory, with no rename in that commit.
+    path = store_dir / "fact" / "fact-d.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("[[fact-b]]", "[[fact-c]]"), encoding="utf-8"
+    )
+    git(store_dir, "commit", "-q", "-am", "repoint")
+    assert shown("fact-d")["status"] == "unverified"
