@@ -596,10 +596,16 @@ def history_(ctx: click.Context, name: str) -> None:
 @click.argument("name", required=False)
 @click.option("--tag", metavar="TAG", help="Only memories with this tag.")
 @click.option("--type", "type_", metavar="TYPE", help="Only memories of this type.")
+@click.option("--since", metavar="WHEN", help="Only from WHEN on: 24h, 7d, a date, a time.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of events.")
 @click.pass_context
 def timeline(
-    ctx: click.Context, name: str | None, tag: str | None, type_: str | None, as_json: bool
+    ctx: click.Context,
+    name: str | None,
+    tag: str | None,
+    type_: str | None,
+    since: str | None,
+    as_json: bool,
 ) -> None:
     """What happened to the store's knowledge, oldest first, read from git.
 
@@ -611,13 +617,13 @@ def timeline(
     \b
     Example:
       memstore timeline hpa-disabled-on-api
-      memstore timeline --tag k8s --json
+      memstore timeline --tag k8s --since 7d --json
     """
     from dataclasses import asdict
 
     from memstore import timeline as history_of
 
-    events = history_of.timeline(_store(ctx), name, tag=tag, type=type_)
+    events = history_of.timeline(_store(ctx), name, tag=tag, type=type_, since=since)
     if as_json:
         _echo_json([asdict(e) for e in events])
         return

@@ -59,16 +59,20 @@ def timeline(
     *,
     tag: str | None = None,
     type: str | None = None,
+    since: str | None = None,
 ) -> list[Event]:
     """What happened to the store's memories, oldest first: all of them, or memory `name`
-    (under each name it had), or those with `tag`, or of `type`.
+    (under each name it had), or those with `tag`, or of `type`; only from `since` on (`24h`,
+    `7d`, a date from its start, a UTC time) when given.
 
     Raises:
         InvalidName: for a `name` that is not a slug.
+        InvalidQuery: for a `since` that names no time.
         GitError: when git cannot read the history.
     """
     if name is not None:
         check_name(name)
+    start = when.since_stamp(since)
     prefix = store.trust.prefix
     commits = history.store_commits(store.repo, store.root)
     wanted = {
@@ -96,6 +100,8 @@ def timeline(
         events = [e for e in events if e.type == type]
     if tag is not None:
         events = [e for e in events if tag in e.tags]
+    if start is not None:
+        events = [e for e in events if e.at >= start]
     return events
 
 

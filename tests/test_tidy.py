@@ -181,6 +181,8 @@ def test_timeline_tells_each_memory_s_story_oldest_first_with_who_and_why(
     kinds = [(e["kind"], e["name"]) for e in timeline("--tag", "k8s")]
     assert ("superseded", "old-way") in kinds and ("created", "old-way") in kinds
     assert [e["kind"] for e in timeline("--type", "working")] == ["created", "removed"]
+    assert len(timeline("--since", "1h")) == len(timeline())  # all of it happened just now
+    assert timeline("--since", "2099-01-01") == []
     removed = timeline("--type", "working")[-1]
     assert removed["why"] == "forget working/scratch — never knowledge"
     text = ok("timeline", "old-way")
