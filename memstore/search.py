@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import when
+from memstore import trust, when
 from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
 from memstore.index import Hit, Index, Progress, Query, Stamp, Sync, approx_tokens
@@ -259,7 +259,12 @@ def search(store: Store, query: Query) -> list[Hit]:
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
-    return [_shown(store, hit) for hit in up.index.search(query)]
+    hits = up.index.search(query)
+    judged = [hit for hit in hits if _judged(hit)]
+    if not judged:
+        return hits
+    at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+    return [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
 
 
 def since_read(query: Query) -> Query:
@@ -273,13 +278,16 @@ def since_read(query: Query) -> Query:
     return replace(query, since=when.since_stamp(query.since))
 
 
-def _shown(store: Store, hit: Hit) -> Hit:
+def _judged(hit: Hit) -> bool:
+    """Whether what `hit` claims needs the history's backing (see `trust.needs_history`)."""
+    return hit.status == "confirmed" or hit.type in RULE_TYPES
+
+
+def _shown(store: Store, hit: Hit, at: trust.Trust | None) -> Hit:
     """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
     status and owner, which anyone can type."""
-    if hit.status != "confirmed" and hit.type not in RULE_TYPES:
-        return hit
     try:
-        status, owner = store.shown_fields(hit.path, hit.status, hit.owner)
+        status, owner = store.shown_fields(hit.path, hit.status, hit.owner, at)
     except (UnsafePath, OSError):
         return replace(hit, status=UNVERIFIED)
     if (status, owner) == (hit.status, hit.owner):

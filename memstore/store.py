@@ -351,14 +351,17 @@ class Store:
         `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
         return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
 
-    def shown_fields(self, rel: str, status: str, owner: str) -> tuple[str, str]:
+    def shown_fields(
+        self, rel: str, status: str, owner: str, at: trust.Trust | None = None
+    ) -> tuple[str, str]:
         """The (status, owner) to show for the file at `rel` (relative to the store) whose
-        front matter says `status` and `owner`, without parsing it (see `trust.judged`)."""
+        front matter says `status` and `owner`, without parsing it (see `trust.judged`);
+        `at` is a `trust.snapshot` taken for several files."""
         data = read_regular(self.root / rel)
         if data is None:
             return trust.UNVERIFIED, owner
         return trust.judged(
-            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data)
+            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data), at
         )
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
