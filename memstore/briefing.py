@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memstore import history, ledger, ledger_io, session, stats, workflow
+from memstore import history, ledger, ledger_io, session, stats, when, workflow
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.files import atomic_write
 from memstore.history import Change, FileChange
@@ -177,7 +177,8 @@ def brief(
 
     Lists the rules that apply (most severe first), claims in progress, confirmed
     decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
-    since your last briefing (or since `since`: a commit or a date git understands).
+    since your last briefing (or since `since`: a commit, a date (the start of that day, UTC),
+    a UTC time or a duration back from now such as `24h` or `7d`).
     With `mark`, remembers this session's HEAD in the ignored cache for the next one.
     With `fenced` (for an agent's context), what agents or people wrote is fenced as data
     under status lines of memstore's own.
@@ -309,11 +310,14 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
     since_date: str | None = None
     if since:
         if since.startswith("-") or "\n" in since:
-            raise InvalidMemory(f"invalid --since {since!r}: give a commit id or a date")
+            raise InvalidMemory(
+                f"invalid --since {since!r}: give a commit id, a date or a duration (24h, 7d)"
+            )
         if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
             since_commit = since
         else:
-            since_date = since
+            # Not git's own reading: it takes a bare date as that date at this time of day.
+            since_date = when.since_stamp(since)
     else:
         try:
             data: Any = json.loads(_session_marker(store).read_text(encoding="utf-8"))

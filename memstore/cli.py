@@ -381,34 +381,172 @@ def confirm(
 
 
 @main.command()
-@click.argument("name")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
-@click.option("--superseded-by", metavar="NAME", help="The memory that replaces it.")
+@click.option("--superseded-by", metavar="NAME", help="The memory that replaces it (one NAME).")
+@click.option("--tag", metavar="TAG", help="Every memory with this tag.")
+@click.option("--type", "type_", metavar="TYPE", help="Every memory of this type.")
+@click.option(
+    "--status",
+    type=click.Choice(["draft", "confirmed", "unverified"]),
+    help="Every memory with this status.",
+)
+@click.option("--older-than", metavar="WHEN", help="Last updated before WHEN: 30d, a date.")
+@click.option("--dry-run", is_flag=True, help="List what would be deprecated; change nothing.")
 @_expect_version
 @_allow_secret
+@click.option("--json", "as_json", is_flag=True, help="Print what was deprecated and refused.")
 @click.pass_context
 def deprecate(
     ctx: click.Context,
-    name: str,
+    names: tuple[str, ...],
     reason: str,
     superseded_by: str | None,
+    tag: str | None,
+    type_: str | None,
+    status: str | None,
+    older_than: str | None,
+    dry_run: bool,
     expect_version: str | None,
     allow_secret: bool,
+    as_json: bool,
 ) -> None:
     """Deprecate NAME, keeping the file and the reason; optionally name its successor.
+
+    Several NAMEs, or a selection (--tag, --type, --status, --older-than: every filter
+    given), are deprecated in one commit; a memory that cannot be (already deprecated,
+    uncommitted hand edits) is reported and the others still go. --dry-run shows the batch.
 
     \b
     Example:
       memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
+      memstore deprecate --older-than 30d --status draft --reason "stale drafts" --dry-run
     """
-    memory = _store(ctx).deprecate(
-        name,
-        reason,
-        superseded_by,
-        expected_version=expect_version,
-        allow_secret=allow_secret,
-    )
-    click.echo(f"deprecated {_summary(memory)}")
+    selecting = any(v is not None for v in (tag, type_, status, older_than))
+    if len(names) == 1 and not selecting and not dry_run:
+        memory = _store(ctx).deprecate(
+            names[0],
+            reason,
+            superseded_by,
+            expected_version=expect_version,
+            allow_secret=allow_secret,
+        )
+        if as_json:
+            _echo_json(_memory_json(memory))
+            return
+        click.echo(f"deprecated {_summary(memory)}")
+        return
+    if names and selecting:
+        raise click.UsageError("give NAMEs or a selection (--tag, --type, --status, --older-than)")
+    if superseded_by or expect_version:
+        raise click.UsageError("--superseded-by and --expect-version take a single NAME")
+    from memstore import tidy
+
+    store = _store(ctx)
+    chosen = list(names) or [
+        m.name
+        for m in tidy.select(store, tag=tag, type=type_, status=status, older_than=older_than)
+    ]
+    batch = tidy.deprecate(store, chosen, reason, dry_run=dry_run, allow_secret=allow_secret)
+    if as_json:
+        _echo_json(
+            {
+                "dry_run": dry_run,
+                "deprecated": [m.name for m in batch.deprecated],
+                "refused": [{"name": n, "why": why} for n, why in batch.refused],
+            }
+        )
+    else:
+        verb = "would deprecate" if dry_run else "deprecated"
+        for memory in batch.deprecated:
+            click.echo(f"{verb} {memory.type}/{memory.name}")
+        for name, why in batch.refused:
+            click.echo(f"refused {name}: {why}", err=True)
+        if not chosen:
+            click.echo("no memory matches", err=True)
+        elif not dry_run and batch.deprecated:
+            click.echo(f"{len(batch.deprecated)} deprecated in one commit", err=True)
+    if batch.refused and not batch.deprecated:
+        ctx.exit(1)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON (for agents).")
+@click.option(
+    "--interactive/--list",
+    "-i",
+    default=None,
+    help="Ask about each memory (the default at a terminal), or only list them.",
+)
+@click.pass_context
+def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
+    """The drafts awaiting your review (never your own), most relevant first.
+
+    Rules come first (they act already), then the memories most linked to, then those
+    waiting longest. At a terminal, each is shown and you confirm, deprecate or skip it
+    (the version you saw is the one confirmed: a change made meanwhile is refused).
+
+    \b
+    Example:
+      memstore --agent bob review
+      memstore review --json        # for an agent: then memory_get and memory_promote
+    """
+    import sys
+
+    from memstore import tidy
+    from memstore.errors import MemstoreError
+
+    store = _store(ctx)
+    queue = tidy.review_queue(store)
+    if as_json:
+        _echo_json([_memory_json(m) for m in queue])
+        return
+    if not queue:
+        click.echo("nothing awaits your review", err=True)
+        return
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if not interactive:
+        for m in queue:
+            click.echo(
+                f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
+            )
+        return
+    store.require_identity()
+    for at, memory in enumerate(queue, 1):
+        try:
+            current = store.read(memory.name)
+        except MemstoreError as e:
+            click.echo(f"skipped {memory.name}: {e}", err=True)
+            continue
+        m = current.memory
+        click.echo(
+            f"\n[{at}/{len(queue)}] {m.type}/{m.name} [{m.status}] by {m.owner}, "
+            f"updated {m.updated[:10]}"
+        )
+        click.echo(f"  {m.description}")
+        for line in m.body.strip().splitlines()[:20]:
+            click.echo(f"  | {line}")
+        choice = click.prompt(
+            "[c]onfirm, [d]eprecate, [s]kip, [q]uit",
+            type=click.Choice(["c", "d", "s", "q"]),
+            show_choices=False,
+            default="s",
+        )
+        if choice == "q":
+            break
+        if choice == "s":
+            continue
+        reason = click.prompt("reason (one line)")
+        try:
+            if choice == "c":
+                done = store.confirm(m.name, reason, expected_version=current.version)
+            else:
+                done = store.deprecate(m.name, reason, expected_version=current.version)
+        except MemstoreError as e:
+            click.echo(f"Error: {e}{e.cli_hint}", err=True)
+            continue
+        click.echo(f"{'confirmed' if choice == 'c' else 'deprecated'} {_summary(done)}")
 
 
 @main.command()
@@ -452,6 +590,124 @@ def history_(ctx: click.Context, name: str) -> None:
         )
         for line in rest.strip().splitlines():
             click.echo(f"{'':46}{line}")
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--tag", metavar="TAG", help="Only memories with this tag.")
+@click.option("--type", "type_", metavar="TYPE", help="Only memories of this type.")
+@click.option("--since", metavar="WHEN", help="Only from WHEN on: 24h, 7d, a date, a time.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of events.")
+@click.pass_context
+def timeline(
+    ctx: click.Context,
+    name: str | None,
+    tag: str | None,
+    type_: str | None,
+    since: str | None,
+    as_json: bool,
+) -> None:
+    """What happened to the store's knowledge, oldest first, read from git.
+
+    Creations, edits, confirmations, deprecations, supersessions, restores, renames, retypes
+    and removals: when, the commit, who made it, and why (the reason in the status trail,
+    else the commit's subject). With NAME, that memory under every name it had. A
+    confirmation the history does not back says so.
+
+    \b
+    Example:
+      memstore timeline hpa-disabled-on-api
+      memstore timeline --tag k8s --since 7d --json
+    """
+    from dataclasses import asdict
+
+    from memstore import timeline as history_of
+
+    events = history_of.timeline(_store(ctx), name, tag=tag, type=type_, since=since)
+    if as_json:
+        _echo_json([asdict(e) for e in events])
+        return
+    if not events:
+        click.echo("nothing happened yet" if name is None else f"no history for '{name}'", err=True)
+    who = max((len(e.who) for e in events), default=0)
+    for e in events:
+        detail = f"  ({e.detail})" if e.detail else ""
+        click.echo(
+            f"{e.at[:16].replace('T', ' ')}  {e.commit[:10]}  {e.who:{who}}  {e.kind:10}  "
+            f"{e.type}/{e.name}  {e.why}{detail}"
+        )
+
+
+@main.command("mv")
+@click.argument("name")
+@click.argument("new_name")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the renamed memory and who pointed at it."
+)
+@click.pass_context
+def mv(ctx: click.Context, name: str, new_name: str, as_json: bool) -> None:
+    """Rename memory NAME to NEW_NAME in one commit, rewriting every link to it.
+
+    `links`, `supersedes`, `superseded_by` and `[[NAME]]` in bodies are pointed at NEW_NAME
+    in the same commit. The memory keeps its owner and its confirmation, and
+    `git log --follow` shows its history across the rename.
+
+    \b
+    Example:
+      memstore mv hpa-notes hpa-disabled-on-api
+    """
+    memory, pointing = _store(ctx).rename(name, new_name)
+    if as_json:
+        _echo_json({"memory": _memory_json(memory), "rewritten": pointing})
+        return
+    click.echo(f"renamed {name} to {_summary(memory)}")
+    if pointing:
+        click.echo(f"links rewritten in: {', '.join(pointing)}")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("type_", metavar="TYPE")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.pass_context
+def retype(ctx: click.Context, name: str, type_: str, as_json: bool) -> None:
+    """Make memory NAME a TYPE (it moves to that folder) in one commit.
+
+    The type is part of what a reviewer confirmed: a confirmed memory goes back to draft.
+
+    \b
+    Example:
+      memstore retype skip-staging-tests warning
+    """
+    memory = _store(ctx).retype(name, type_)
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"retyped {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="Why it goes (one line, kept in the commit).")
+@_allow_secret
+@click.option("--json", "as_json", is_flag=True, help="Print the removed memory as JSON.")
+@click.pass_context
+def forget(ctx: click.Context, name: str, reason: str, allow_secret: bool, as_json: bool) -> None:
+    """Remove memory NAME in one commit that says why. Its history stays in git.
+
+    To deprecate is usually better: the file and why it was wrong stay visible. Forget what
+    should not be there at all. If it held a secret, the secret is still in the history:
+    rotate the secret, then purge it (see docs/cli.md, "Purging a secret").
+
+    \b
+    Example:
+      memstore forget scratch-notes --reason "test note, never knowledge"
+    """
+    memory = _store(ctx).forget(name, reason, allow_secret=allow_secret)
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"forgot {memory.type}/{memory.name} (its history stays in git)")
 
 
 @main.command()
@@ -777,7 +1033,9 @@ def _hit_line(hit: Hit) -> str:
 @click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated"]))
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
 @click.option("--owner", metavar="NAME", help="Only memories owned by NAME.")
-@click.option("--since", metavar="DATE", help="Only memories updated on or after DATE.")
+@click.option(
+    "--since", metavar="WHEN", help="Only memories updated since WHEN: 24h, 7d, a date or a time."
+)
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="At most N results.")
 @click.option(
     "--budget",
@@ -794,6 +1052,11 @@ def _hit_line(hit: Hit) -> str:
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
+@click.option(
+    "--as-of",
+    metavar="WHEN",
+    help="Answer from the store as it was then (read from git): 2026-11-01, 7d, a UTC time.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
 @click.pass_context
 def search(
@@ -811,6 +1074,7 @@ def search(
     graph: bool,
     explain: bool,
     index_view: bool,
+    as_of: str | None,
     as_json: bool,
 ) -> None:
     """Find memories by relevance (BM25 over name, description, tags and body), best first.
@@ -823,6 +1087,7 @@ def search(
     Example:
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
+      memstore search "hpa" --as-of 2026-11-01   # what the team believed then
     """
     from memstore import search as searching
     from memstore.index import index_line
@@ -844,7 +1109,14 @@ def search(
         index_view=index_view,
     )
     store = _store(ctx)
-    hits = searching.search(store, query_value)
+    if as_of is not None:
+        from memstore import asof, render_text
+
+        past = asof.search(store, query_value, as_of)
+        hits = list(past.hits)
+        click.echo(render_text.as_of_line(past.at, past.commit, past.committed), err=True)
+    else:
+        hits = searching.search(store, query_value)
     if as_json:
         _echo_json([_hit_json(h) for h in hits])
         return
@@ -854,8 +1126,9 @@ def search(
             click.echo(f"         {line}")
     if not hits:
         click.echo("no memories match", err=True)
-        for line in searching.hidden(store, query_value).say(_flag):
-            click.echo(f"note: {line}", err=True)
+        if as_of is None:  # what the live store hides says nothing about the past
+            for line in searching.hidden(store, query_value).say(_flag):
+                click.echo(f"note: {line}", err=True)
 
 
 def _flag(field: str) -> str:
@@ -1270,7 +1543,12 @@ def stats_(ctx: click.Context, as_json: bool) -> None:
     show_default=True,
     help="Approximate size limit (characters / 4); the least important parts are cut first.",
 )
-@click.option("--since", metavar="COMMIT|DATE", help="Changes since this, not your last session.")
+@click.option(
+    "--since",
+    metavar="COMMIT|WHEN",
+    help="Changes since a commit, 24h, 7d, a date (from its start) or a time, not your last "
+    "session.",
+)
 @click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
 @click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
 @click.option(
@@ -1539,7 +1817,9 @@ def ledger_record(
 @click.option("--action", metavar="ACTION", help="Only this action.")
 @click.option("--target", metavar="TARGET", help="Only this target.")
 @click.option("--actor", metavar="NAME", help="Only events by this identity.")
-@click.option("--since", metavar="WHEN", help="2026-11-30, 2026-11-30T08:00:00Z or 24h (ago).")
+@click.option(
+    "--since", metavar="WHEN", help="24h, 7d, 2026-11-30 (from its start) or 2026-11-30T08:00:00Z."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_context
 def ledger_list(

@@ -281,6 +281,15 @@ def staged(repo: Repo, under: Path) -> list[Staged]:
     ]
 
 
+def read_blobs(repo: Repo, shas: list[str]) -> dict[str, bytes]:
+    """Many blobs' bytes through one `git cat-file --batch` (one fork, no round trip each).
+
+    Raises:
+        GitError: when git fails.
+    """
+    return _cat_blobs(repo, shas)
+
+
 def _cat_blobs(repo: Repo, shas: list[str]) -> dict[str, bytes]:
     """The content of each blob, through one `git cat-file --batch`."""
     if not shas:
@@ -1035,6 +1044,10 @@ class StoreCommit:
     author: str
     committer: str
     changes: tuple[PathChange, ...]
+    time: int = 0
+    """When it was committed (Unix seconds); 0 when not read (`linear_commits`)."""
+    message: str = ""
+    """Its whole message; empty when not read (`linear_commits`)."""
 
 
 _NULL_SHA = re.compile(r"0+")
@@ -1068,7 +1081,7 @@ def store_commits(
         "--no-renames",
         "--no-abbrev",
         "--no-ext-diff",
-        "--format=%x1e%H%x00%P%x00%an%x00%cn%x00",
+        "--format=%x1e%H%x00%P%x00%an%x00%cn%x00%ct%x00%B%x00",
         span,
         "--",
         rel or ".",
@@ -1078,9 +1091,11 @@ def store_commits(
         fields = chunk.split("\0")
         if len(fields) < 4:
             continue
-        sha, parents, author, committer = fields[:4]
+        if len(fields) < 6:
+            continue
+        sha, parents, author, committer, when, message = fields[:6]
         changes: list[PathChange] = []
-        tokens = iter(fields[4:])
+        tokens = iter(fields[6:])
         for token in tokens:
             meta = token.strip()
             if not meta.startswith(":"):
@@ -1094,8 +1109,62 @@ def store_commits(
             olds = tuple(None if _NULL_SHA.fullmatch(b) else b for b in blobs[:-1])
             after = None if _NULL_SHA.fullmatch(blobs[-1]) else blobs[-1]
             changes.append(PathChange(path, olds, after))
-        commits.append(StoreCommit(sha, tuple(parents.split()), author, committer, tuple(changes)))
+        commits.append(
+            StoreCommit(
+                sha,
+                tuple(parents.split()),
+                author,
+                committer,
+                tuple(changes),
+                int(when) if when.isdigit() else 0,
+                message.strip(),
+            )
+        )
     return commits
+
+
+def commit_at(repo: Repo, moment: str) -> tuple[str, int] | None:
+    """The newest commit on HEAD's first-parent line committed at or before `moment` (a UTC
+    time, `2026-11-01T00:00:00Z`) and when it was committed (Unix seconds); None when that
+    history starts later (or there is no commit).
+
+    Raises:
+        GitError: when git fails.
+    """
+    if head(repo) is None:
+        return None
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", moment):
+        raise GitError(f"not a UTC time: {moment!r}")
+    out = _git(repo, "log", "-1", "--first-parent", f"--before={moment}", "--format=%H %ct", "HEAD")
+    sha, _, when = out.strip().partition(" ")
+    return (sha, int(when)) if sha and when.isdigit() else None
+
+
+def tree_files(repo: Repo, commit_sha: str, store: Path) -> dict[str, str]:
+    """The memory files (`<type>/<name>.md`, relative to `store`) in commit `commit_sha`'s
+    tree, each with its blob sha. One `git ls-tree`.
+
+    Raises:
+        GitError: when git fails (e.g. no such commit).
+    """
+    if not re.fullmatch(r"[0-9a-f]{40}", commit_sha):
+        raise GitError(f"not a commit id: {commit_sha!r}")
+    rel = _rel(repo, store) if store.absolute() != repo.top else ""
+    prefix = f"{rel}/" if rel else ""
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit_sha]
+    out = _git(repo, *args, *(["--", rel] if rel else []))
+    found: dict[str, str] = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) != 3 or parts[1] != "blob" or not path.startswith(prefix):
+            continue
+        inner = path[len(prefix) :]
+        folder, _, name = inner.partition("/")
+        if folder and not folder.startswith(".") and name.endswith(".md") and "/" not in name:
+            if not name.startswith("."):
+                found[inner] = parts[2]
+    return found
 
 
 _PERSON = re.compile(rb"^(author|committer) (.*) <[^>]*> \d+ [+-]\d{4}$")

@@ -17,12 +17,13 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from memstore import files, history
+from memstore import files, history, when
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
     InvalidLedgerEntry,
     InvalidMemory,
+    InvalidQuery,
     LedgerCorrupt,
 )
 from memstore.memory import check_identity
@@ -305,22 +306,16 @@ def parse_duration(text: str) -> float:
 
 
 def parse_since(text: str, now: datetime) -> datetime:
-    """A moment from `2026-11-30`, `2026-11-30T08:00:00Z` or a duration back from `now` (`24h`).
+    """A moment from `2026-11-30` (the start of that day), `2026-11-30T08:00:00Z` or a
+    duration back from `now` (`24h`, `7d`): `when.moment`, with the ledger's error.
 
     Raises:
         InvalidLedgerEntry: for anything else.
     """
-    value = text.strip()
-    if _DURATION_RE.match(value):
-        return now - timedelta(seconds=parse_duration(value))
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise InvalidLedgerEntry(
-            f"since {text!r} must be a date (2026-11-30), a UTC time (2026-11-30T08:00:00Z) "
-            "or a duration back from now (24h)"
-        ) from e
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return when.moment(text, now)
+    except InvalidQuery as e:
+        raise InvalidLedgerEntry(str(e)) from e
 
 
 # -- lines ---------------------------------------------------------------------------------------

@@ -527,10 +527,39 @@ def evolve(memory: Memory, **changes: Any) -> Memory:
     return replace(memory, **changes)
 
 
+_BODY_LINK = re.compile(r"\[\[([a-z0-9][a-z0-9-]{0,63})\]\]")
+
+
 def links_in_body(body: str) -> tuple[str, ...]:
     """The `[[name]]` references in a body, in order of first appearance."""
     seen: list[str] = []
-    for match in re.finditer(r"\[\[([a-z0-9][a-z0-9-]{0,63})\]\]", body):
+    for match in _BODY_LINK.finditer(body):
         if match.group(1) not in seen:
             seen.append(match.group(1))
     return tuple(seen)
+
+
+def rename_links(body: str, names: dict[str, str]) -> str:
+    """`body` with each `[[old]]` reference in `names` (old name → new) pointing at the new."""
+    if not names:
+        return body
+    return _BODY_LINK.sub(lambda m: f"[[{names.get(m.group(1), m.group(1))}]]", body)
+
+
+def renamed(memory: Memory, names: dict[str, str]) -> Memory:
+    """`memory` as it reads after the renames in `names` (old name → new): its own name, its
+    `links`, `supersedes`, `superseded_by` and the `[[name]]` references in its body."""
+    if not names:
+        return memory
+
+    def one(name: str | None) -> str | None:
+        return None if name is None else names.get(name, name)
+
+    return evolve(
+        memory,
+        name=names.get(memory.name, memory.name),
+        links=tuple(names.get(n, n) for n in memory.links),
+        supersedes=tuple(names.get(n, n) for n in memory.supersedes),
+        superseded_by=one(memory.superseded_by),
+        body=rename_links(memory.body, names),
+    )

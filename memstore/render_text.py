@@ -475,3 +475,13 @@ def check_text(check: CheckLike) -> str:
     lines += [f"warning: {fence.inline(w)}" for w in check.warnings]
     lines.append(fence.preamble)
     return "\n".join(lines)
+
+
+def as_of_line(at: str, commit: str | None, committed: str | None) -> str:
+    """memstore's line above results answered from the store as it was at `at`."""
+    if commit is None:
+        return f"As of {at}: the store had no commit yet."
+    return (
+        f"As of {at}: read from commit {commit[:10]} ({committed}); statuses as the history "
+        "supported them then."
+    )

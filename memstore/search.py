@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import config, documents, trust
+from memstore import config, documents, trust, when
 from memstore.errors import StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
 from memstore.index import DOC, DocSection, Hit, Index, Progress, Query, Stamp, Sync, approx_tokens
@@ -284,6 +284,7 @@ def search(store: Store, query: Query) -> list[Hit]:
         InvalidQuery: for an unknown type, status or budget, a bad date, a limit or token cap
             below 1, or query text that is too long or that Whoosh cannot run (naming why).
     """
+    query = since_read(query)
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
@@ -300,6 +301,17 @@ def count(store: Store, status: str) -> int:
     up = upkeep(store)
     up.fresh(store)
     return up.index.count("status", status)
+
+
+def since_read(query: Query) -> Query:
+    """`query` with its `since` (`24h`, `7d`, a date, a time) as the UTC time it names.
+
+    Raises:
+        InvalidQuery: for a `since` that names no time.
+    """
+    if query.since is None:
+        return query
+    return replace(query, since=when.since_stamp(query.since))
 
 
 def _judged(hit: Hit) -> bool:

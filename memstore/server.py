@@ -18,6 +18,7 @@ from pydantic import Field
 
 from memstore import (
     __version__,
+    asof,
     briefing,
     closing,
     ledger,
@@ -175,13 +176,16 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         type: str | None = None,
         status: Literal["draft", "confirmed", "deprecated"] | None = None,
         tags: Annotated[list[str] | None, Field(description="all of these")] = None,
-        since: Annotated[str | None, Field(description="updated on/after YYYY-MM-DD")] = None,
+        since: Annotated[str | None, Field(description="updated since: 24h, 7d or a date")] = None,
         budget: Literal["tiny", "normal", "deep"] = "normal",
         max_tokens: Annotated[int | None, Field(ge=1)] = None,
         include_deprecated: bool = False,
         explain: bool = False,
         graph: Annotated[bool, Field(description="add memories linked to the matches")] = False,
         index: Annotated[bool, Field(description="one line per result, no text")] = False,
+        as_of: Annotated[
+            str | None, Field(description="as the store was then: 2026-11-01, 7d")
+        ] = None,
     ) -> CallToolResult:
         """Call BEFORE starting work: what the team knows about the task (decisions,
         corrections, warnings, runbooks), best first, each with its status. Then memory_get the
@@ -199,6 +203,12 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             graph=graph,
             index_view=index,
         )
+        if as_of is not None:
+            past = asof.search(store, wanted, as_of)
+            shown = render_text.hits_text(past.hits, query=query, index_view=index)
+            line = render_text.as_of_line(past.at, past.commit, past.committed)
+            data = {"at": past.at, "commit": past.commit, "committed": past.committed}
+            return result(f"{line}\n{shown}", {"results": plain(past.hits), "as_of": data})
         hits = search.search(store, wanted)
         notes = [] if hits else search.hidden(store, wanted).say(_param)
         shown = render_text.hits_text(hits, query=query, index_view=index, notes=notes)

@@ -24,6 +24,7 @@ from memstore.errors import (
     GitError,
     InvalidMemory,
     InvalidName,
+    InvalidTransition,
     MemoryExists,
     MemoryNotFound,
     MemstoreError,
@@ -51,9 +52,11 @@ from memstore.memory import (
     check_links,
     check_name,
     check_tags,
+    content_hash,
     evolve,
     now,
     parse,
+    renamed,
     render,
     same_identity,
 )
@@ -155,6 +158,14 @@ def _texts(value: object) -> list[str]:
     return []
 
 
+def _rehashed(before: Memory, after: Memory) -> Memory:
+    """`after`, whose references a rename rewrote, with its `confirmed_hash` following its
+    content when it matched `before`'s (so the field keeps saying what was confirmed)."""
+    if before.confirmed_hash and before.confirmed_hash == content_hash(before):
+        return evolve(after, confirmed_hash=content_hash(after))
+    return after
+
+
 class Store:
     """One memory directory inside a git repository: reads, the write path, lint and history."""
 
@@ -219,7 +230,7 @@ class Store:
         if found is None:
             history.init_repo(top or root)
         store = cls(root, agent)
-        changes: list[transaction.Change] = []
+        changes: list[transaction.Write] = []
         for name, content in (
             (".gitignore", STORE_GITIGNORE),
             (".gitattributes", STORE_GITATTRIBUTES),
@@ -470,14 +481,26 @@ class Store:
             taken, self._written = self._written, []
         return taken
 
-    def _commit(self, changes: list[tuple[Path, Memory]], message: str, actor: str) -> None:
-        """Write each memory's file and commit them as one change. Call with the lock held."""
-        writes = [transaction.Write(path, render(memory)) for path, memory in changes]
+    def _commit(
+        self,
+        changes: list[tuple[Path, Memory]],
+        message: str,
+        actor: str,
+        removed: Iterable[Path] = (),
+    ) -> None:
+        """Write each memory's file, remove the `removed` ones, and commit it all as one
+        change. Call with the lock held."""
+        removed = list(removed)
+        writes: list[transaction.Change] = [
+            transaction.Write(path, render(memory)) for path, memory in changes
+        ]
+        writes += [transaction.Remove(path) for path in removed]
         sha = transaction.commit(self, writes, message, actor)
         if sha is not None and not self.signed:
             after: dict[str, Memory | None] = {
                 history.repo_path(self.repo, path): memory for path, memory in changes
             }
+            after |= {history.repo_path(self.repo, path): None for path in removed}
             self.trust.wrote(sha, after, trust.By(sha, actor, actor))
 
     def add(
@@ -636,6 +659,152 @@ class Store:
                 detail += f" (superseded by {superseded_by})"
             self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
         return new
+
+    def rename(self, name: str, new_name: str) -> tuple[Memory, list[str]]:
+        """Rename memory `name` to `new_name` in one commit, and point every reference to it
+        (`links`, `supersedes`, `superseded_by`, `[[name]]` in bodies) at the new name.
+
+        Its owner and confirmation carry over: the history sees the same memory under a new
+        name (see `trust`), and a reference rewritten in the same commit is no change to what
+        a reviewer confirmed. Returns the renamed memory and the names of the memories whose
+        references were rewritten.
+
+        Raises:
+            InvalidName, MemoryNotFound, MemoryExists, Conflict, NoIdentity, StoreLocked.
+        """
+        check_name(new_name, "new name")
+        actor = self.require_identity()
+        if new_name == name:
+            raise MemoryExists(f"'{name}' already has that name; give another one")
+        with self.locked():
+            current = self.read(name, raw=True)
+            existing = self._located(new_name)
+            if existing is not None:
+                raise MemoryExists(
+                    f"a memory named '{new_name}' already exists at {self.rel(existing)}; "
+                    "choose another name, or forget or rename that one first"
+                )
+            names = {name: new_name}
+            at = now()
+            old = current.memory
+            moved = _rehashed(old, evolve(renamed(old, names), updated=at))
+            target = transaction.check_path(self, self.root / old.type / f"{new_name}.md")
+            changes = [(target, moved)]
+            pointing: list[str] = []
+            for entry in memory_files(self.root):
+                if entry.path == self.root / current.path:
+                    continue
+                try:
+                    other = self.read_file(entry.path, raw=True)[0]
+                except (InvalidMemory, OSError) as e:
+                    log.warning("not rewriting references in %s: %s", entry.rel, e)
+                    continue
+                after = renamed(other, names)
+                if after != other:
+                    changes.append((entry.path, _rehashed(other, evolve(after, updated=at))))
+                    pointing.append(other.name)
+            detail = f"{old.type}/{name} → {old.type}/{new_name}"
+            if pointing:
+                detail += f" (references rewritten in {', '.join(sorted(pointing))})"
+            self._commit(
+                changes,
+                subject("memory: rename", detail),
+                actor,
+                removed=[self.root / current.path],
+            )
+        return moved, sorted(pointing)
+
+    def retype(self, name: str, type: str) -> Memory:
+        """Move memory `name` to type `type` (its folder) in one commit; it keeps its owner.
+        The type is part of what a reviewer confirmed, so a confirmed memory goes back to draft.
+
+        Raises:
+            InvalidName, InvalidMemory (unknown or same type), MemoryNotFound, Conflict.
+        """
+        if type not in self.types:
+            raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            if old.type == type:
+                raise InvalidMemory(f"'{name}' is a {type} already")
+            at = now()
+            new = unconfirm(evolve(old, type=type), at=at)
+            target = transaction.check_path(self, self.root / type / f"{name}.md")
+            note = " (back to draft)" if new.status != old.status else ""
+            self._commit(
+                [(target, new)],
+                f"memory: retype {old.type}/{name} → {type}/{name}{note}",
+                actor,
+                removed=[self.root / current.path],
+            )
+        return new
+
+    def forget(self, name: str, reason: str, allow_secret: bool = False) -> Memory:
+        """Remove memory `name`'s file in one commit saying why; its history stays in git
+        (see docs/cli.md for purging a secret from the history). Returns what was removed.
+
+        Raises:
+            InvalidName, MemoryNotFound, InvalidTransition (no reason), Conflict, NoIdentity.
+        """
+        reason = check_line(reason, "reason").strip()
+        if not reason:
+            raise InvalidTransition(f"to forget '{name}' give a one-line reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            self._commit(
+                [],
+                subject(f"memory: forget {old.type}/{name}", reason),
+                actor,
+                removed=[self.root / current.path],
+            )
+        return old
+
+    def deprecate_many(
+        self,
+        names: Iterable[str],
+        reason: str,
+        *,
+        dry_run: bool = False,
+        allow_secret: bool = False,
+    ) -> tuple[list[Memory], list[tuple[str, str]]]:
+        """Deprecate every memory named, in one commit, as the acting identity. A memory that
+        cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
+        reported, and the others still go. With `dry_run`, nothing is written. Returns the
+        memories deprecated (or that would be) and (name, why not) for each refused.
+
+        Raises:
+            InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
+            StoreLocked, GitError.
+        """
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        done: list[tuple[Path, Memory]] = []
+        refused: list[tuple[str, str]] = []
+        with self.locked():
+            at = now()
+            for name in names:
+                try:
+                    current = self.read(name, raw=True)
+                    path = self.root / current.path
+                    transaction.refuse_uncommitted(self, [path])
+                    new = transition(
+                        current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
+                    )
+                except MemstoreError as e:
+                    refused.append((name, str(e)))
+                    continue
+                done.append((path, new))
+            if done and not dry_run:
+                listed = ", ".join(m.name for _, m in done)
+                message = subject(f"memory: deprecate {len(done)}", reason.strip())
+                self._commit(done, f"{message}\n\n{listed}", actor)
+        return [m for _, m in done], refused
 
     def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.

@@ -95,7 +95,14 @@ class Append:
     text: str
 
 
-Change = Write | Append
+@dataclass(frozen=True, slots=True)
+class Remove:
+    """Delete a memory file (a moved memory's old name, a forgotten memory); its history stays."""
+
+    path: Path
+
+
+Change = Write | Append | Remove
 
 
 def rel(site: Site, path: Path) -> str:
@@ -236,7 +243,13 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     olds: list[bytes | None] = []
     entries: list[dict[str, Any]] = []
     for change in changes:
-        if isinstance(change, Write):
+        if isinstance(change, Remove):
+            data = read_regular(change.path)
+            if data is None:
+                raise Conflict(f"{rel(site, change.path)} is gone already; nothing to remove")
+            olds.append(data)
+            entries.append({"path": rel(site, change.path), "old": data.decode("utf-8"), "gone": 1})
+        elif isinstance(change, Write):
             data = read_regular(change.path)
             olds.append(data)
             old = None if data is None else data.decode("utf-8")
@@ -247,13 +260,16 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
             size = change.path.stat().st_size if change.path.exists() else 0
             text = change.text if _ends_with_newline(change.path) else "\n" + change.text
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
-    refuse_uncommitted(site, [c.path for c in changes if isinstance(c, Write)])
+    refuse_uncommitted(site, [c.path for c in changes if not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
-            if isinstance(change, Write):
+            if isinstance(change, Remove):
+                _remove(change.path, old_data)
+                files[history.repo_path(site.repo, change.path)] = None
+            elif isinstance(change, Write):
                 atomic_write(change.path, change.text, unchanged=old_data)
                 # The bytes written are committed, not the file read back: a hand save just
                 # after the rename stays in the working tree as the person's own change.
@@ -318,6 +334,17 @@ def _wait_for_survivors(site: Site) -> None:
         finally:
             os.close(fd)
     history.settle(site.repo, site.lock_timeout)
+
+
+def _remove(path: Path, expected: bytes | None) -> None:
+    """Delete a memory file that still holds `expected` (a hand save meanwhile is a Conflict).
+
+    Raises:
+        Conflict: when the file changed since it was read.
+    """
+    if read_regular(path) != expected:
+        raise Conflict(f"{path.name} changed while it was being removed; read it again and retry")
+    path.unlink()
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -401,6 +428,8 @@ def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
                     raise ValueError(f"an append to {path!r}, not a record file")
                 int(entry["size"])
                 str(entry["append"])
+            elif "gone" in entry and not _MEMORY_PATH.fullmatch(path):
+                raise ValueError("a removal of a path that is not <type>/<name>.md")
             elif not _MEMORY_PATH.fullmatch(path) and path not in SETTINGS_FILES:
                 raise ValueError("a path that is not <type>/<name>.md")
     except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
@@ -455,6 +484,11 @@ def _state(site: Site, entry: dict[str, Any]) -> str:
         if not tail or appended.startswith(tail):
             return "torn" if tail else "old"
         return "other"
+    if "gone" in entry:
+        if not path.exists():
+            return "new"
+        same = path.is_file() and path.read_bytes() == str(entry["old"]).encode("utf-8")
+        return "old" if same else "other"
     if not path.is_file():
         return "old" if entry["old"] is None else "other"
     data = path.read_bytes()
@@ -485,7 +519,11 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
         if state not in ("new", "torn"):
             continue
         committed = history.blob(site.repo, "HEAD", path)
-        if "append" in entry:
+        if "gone" in entry:
+            if committed is None:
+                continue  # the commit landed after all
+            atomic_write(path, committed)
+        elif "append" in entry:
             if committed is not None and committed == path.read_bytes():
                 continue  # the commit landed after all
             os.truncate(path, max(int(entry["size"]), len(committed or b"")))

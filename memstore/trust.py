@@ -4,11 +4,14 @@ A memory file says who owns it and who confirmed it, and anyone can type that. T
 says who committed each change. This module replays the store's commits, oldest first, and
 judges each version of each memory file:
 
-- its owner is the identity that committed its creation (a move to another folder keeps it);
+- its owner is the identity that committed its creation (a move to another folder keeps it,
+  and so does a rename: a file removed and another added in one commit holding the same
+  memory under a new name);
 - a confirmation counts when the commit that made it is by the identity it names (author and
   committer, and signer when the store requires signatures), that identity is not the owner,
   and the memory was a draft (or confirmed, for a fresh confirmation) before;
-- a confirmed version stays confirmed while later commits change only its trail, tags or links;
+- a confirmed version stays confirmed while later commits change only its trail, tags or links
+  (or rename it, or rewrite its `[[references]]` to a memory renamed in the same commit);
   a change to its content (see `memory.CONTENT_KEYS`) without a new confirmation ends it;
 - a deprecation or restore must be committed by the identity it names.
 
@@ -36,7 +39,16 @@ from typing import Any
 from memstore import history
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
-from memstore.memory import RULE_TYPES, Memory, content_hash, evolve, parse, render, same_identity
+from memstore.memory import (
+    RULE_TYPES,
+    Memory,
+    content_hash,
+    evolve,
+    parse,
+    renamed,
+    render,
+    same_identity,
+)
 from memstore.status import MOVES, Status
 
 log = logging.getLogger(__name__)
@@ -263,6 +275,10 @@ def parse_bytes(data: bytes) -> Memory | None:
         return None
 
 
+PREFETCH = 32
+"""Past this many versions to read, a replay reads them all with one git process rather than
+one object at a time (a few memstore commits on top stay in-process)."""
+
 Signers = Callable[[list[str]], dict[str, str | None]]
 """Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
 
@@ -277,6 +293,17 @@ def replay(
     """Extend `trust` with `commits` (oldest first) that changed files under `prefix`."""
     parsed = _Parsed(repo)
     commits = list(commits)
+    wanted = {
+        blob
+        for commit in commits
+        for change in commit.changes
+        if _is_memory(prefix, change.path)
+        for blob in (change.after, *change.before)
+        if blob is not None
+    }
+    if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
+        for blob, data in history.read_blobs(repo, sorted(wanted)).items():
+            parsed.memo[blob] = parse_bytes(data)
     cut = history.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
@@ -315,6 +342,7 @@ def _apply(
         for c in changes
         if c.after is None
     }
+    names = _renames(trust, changes, gone, read)
     for change in changes:
         if change.after is None:
             trust.blobs.pop(change.path, None)
@@ -326,7 +354,7 @@ def _apply(
         path, befores = change.path, change.before or (None,)
         created = path not in trust.owners
         if created:
-            was = gone.get(Path(path).name)
+            was = gone.get(Path(path).name) or names.moved.get(path)
             if was is not None and was[1] is not None:
                 path_before, owner, befores = was[0], was[1], was[2] or (None,)
                 trust.owners[path] = owner
@@ -350,21 +378,70 @@ def _apply(
         best: Verdict | None = None
         for before in befores:
             old = None if created else read(before)
-            verdict = judge(
-                old,
-                trust.verdict(path_before, before),
-                new,
-                by,
-                trust.owners[path],
-                created,
-            )
-            if best is None or (verdict.ok and not best.ok):
-                best = verdict
+            # A rename in this commit may have rewritten the references to the old name:
+            # that is no change to what a reviewer confirmed.
+            olds = [old] if old is None or not names.renamed else [old, renamed(old, names.renamed)]
+            for was in olds:
+                verdict = judge(
+                    was,
+                    trust.verdict(path_before, before),
+                    new,
+                    by,
+                    trust.owners[path],
+                    created,
+                )
+                if best is None or (verdict.ok and not best.ok):
+                    best = verdict
         assert best is not None
         if best.ok and new.status != Status.CONFIRMED:
             trust.verdicts.pop(key, None)
         else:
             trust.verdicts[key] = best
+
+
+@dataclass(slots=True)
+class _Renames:
+    moved: dict[str, tuple[str, str | None, tuple[str | None, ...]]]
+    """New path → (old path, owner, old blobs) of a memory renamed in the commit."""
+    renamed: dict[str, str]
+    """Old name → new name."""
+
+
+def _renames(
+    trust: Trust,
+    changes: list[history.PathChange],
+    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    read: Callable[[str | None], Memory | None],
+) -> _Renames:
+    """The memories a commit renamed (`memstore mv`): a file deleted and another added whose
+    memory is the deleted one under its new name (its content otherwise unchanged), so it
+    keeps its owner and its confirmation."""
+    found = _Renames({}, {})
+    added = [
+        c
+        for c in changes
+        if c.after is not None and c.path not in trust.owners and Path(c.path).name not in gone
+    ]
+    if not added or not gone:
+        return found
+    candidates: list[tuple[str, str | None, tuple[str | None, ...], Memory]] = []
+    for path, owner, befores in gone.values():
+        old = read(next((b for b in befores if b is not None), None))
+        if owner is not None and old is not None:
+            candidates.append((path, owner, befores, old))
+    for change in added:
+        new = read(change.after)
+        if new is None:
+            continue
+        for i, (path, owner, befores, old) in enumerate(candidates):
+            if old.name == new.name or old.type != new.type:
+                continue
+            if content_hash(renamed(old, {old.name: new.name})) == content_hash(new):
+                found.moved[change.path] = (path, owner, befores)
+                found.renamed[old.name] = new.name
+                del candidates[i]
+                break
+    return found
 
 
 def _is_memory(prefix: str, path: str) -> bool:
@@ -378,14 +455,16 @@ def prefix_of(repo: history.Repo, root: Path) -> str:
     return history.repo_path(repo, root) + "/"
 
 
-def full(repo: history.Repo, root: Path, signers: Signers | None = None) -> Trust:
-    """Replay the store's whole history (what `lint` does).
+def full(
+    repo: history.Repo, root: Path, signers: Signers | None = None, until: str | None = None
+) -> Trust:
+    """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`.
 
     Raises:
         GitError: when git cannot read the history.
     """
     trust = Trust()
-    head = history.head(repo)  # read first: the replay goes exactly this far
+    head = until or history.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
         commits = history.store_commits(repo, root, until=head)
         replay(trust, repo, prefix_of(repo, root), commits, signers)
@@ -531,41 +610,52 @@ class Cache:
             trust.head = sha
 
     def _load(self) -> Trust:
-        try:
-            data: Any = json.loads(self.file.read_text(encoding="utf-8"))
-            if (
-                data.get("format") != _FORMAT
-                or data.get("signed") != (self.signers is not None)
-                or data.get("shallow") != sorted(self._cut)
-            ):
-                return Trust()
-            verdicts = {
-                str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
-                for k, v in dict(data["verdicts"]).items()
-            }
-            return Trust(
-                head=str(data["head"]) if data.get("head") else None,
-                blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
-                owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
-                verdicts=verdicts,
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
-            return Trust()
+        return load(self.file, self.signers is not None, self._cut) or Trust()
 
     def _save(self, trust: Trust) -> None:
-        data = {
-            "format": _FORMAT,
-            "signed": self.signers is not None,
-            "shallow": sorted(self._cut),
-            "head": trust.head,
-            "blobs": trust.blobs,
-            "owners": trust.owners,
-            "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+        save(self.file, trust, self.signers is not None, self._cut)
+
+
+def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
+    """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
+    under other settings (signatures required or not, a shallow clone's cut)."""
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+        if (
+            data.get("format") != _FORMAT
+            or data.get("signed") != signed
+            or data.get("shallow") != sorted(cut)
+        ):
+            return None
+        verdicts = {
+            str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
+            for k, v in dict(data["verdicts"]).items()
         }
-        try:
-            atomic_write(self.file, json.dumps(data, ensure_ascii=False))
-        except OSError as e:
-            log.info("cannot keep the verdicts in %s: %s", self.file, e)
+        return Trust(
+            head=str(data["head"]) if data.get("head") else None,
+            blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
+            owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
+            verdicts=verdicts,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
+    """Keep `trust` in `file` (a cache under `.memstore/`); a failure is only logged."""
+    data = {
+        "format": _FORMAT,
+        "signed": signed,
+        "shallow": sorted(cut),
+        "head": trust.head,
+        "blobs": trust.blobs,
+        "owners": trust.owners,
+        "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+    }
+    try:
+        atomic_write(file, json.dumps(data, ensure_ascii=False))
+    except OSError as e:
+        log.info("cannot keep the verdicts in %s: %s", file, e)
 
 
 def needs_history(memory: Memory) -> bool:

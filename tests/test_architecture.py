@@ -25,6 +25,9 @@ LAYERS: dict[str, int] = {
     "lint": 4,
     "watch": 4,
     "signers": 4,
+    "asof": 4,
+    "timeline": 4,
+    "tidy": 4,
     "orientation": 4,
     "porting": 4,
     "closing": 4,
@@ -53,6 +56,7 @@ LAYERS: dict[str, int] = {
     "precommit": 1,
     "documents": 1,
     "sources": 1,
+    "when": 1,
     # the bottom
     "errors": 0,
     "__init__": 0,
