@@ -123,3 +123,11 @@ class SigningError(MemstoreError):
 
 class HookInTheWay(MemstoreError):
     """A git hook that is not memstore's is where memstore would install or remove its own."""
+
+
+class SyncFailed(MemstoreError):
+    """A sync or a remote claim that could not complete; the local store is left consistent."""
+
+
+class RemoteUnreachable(SyncFailed):
+    """The git remote could not be reached (no network, no server, a wrong URL)."""

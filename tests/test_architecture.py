@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "lint": 4,
     "watch": 4,
     "signers": 4,
+    "sync": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
