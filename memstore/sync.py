@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 12
+ATTEMPTS = 30
 """How many times a sync or a remote claim fetches again after the remote moved."""
 _RECORDS = (LEDGER_FILE, OUTCOMES_FILE)
 _MEMORY = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
@@ -219,8 +219,10 @@ def push(store: Store, where: Target, sha: str, theirs: str | None) -> bool:
         return True
     low = out.lower()
     if "[rejected]" in low and any(n in low for n in _MOVED):
+        log.info("push of %s refused, the remote moved: %s", sha[:10], _gist(out))
         return False
     if "[remote rejected]" in low and ("failed to lock" in low or "cannot lock" in low):
+        log.info("push of %s refused, another push at that moment: %s", sha[:10], _gist(out))
         return False  # another push to the branch at that very moment
     raise _failure(where, url, "push", out)
 
@@ -511,7 +513,7 @@ def sync(store: Store, remote: str | None = None, branch: str | None = None) -> 
 
 def _pause(attempt: int) -> None:
     # Back off a little, at random, so clones that collided do not collide again in step.
-    time.sleep(random.uniform(0, 0.05 * min(attempt, 6)))
+    time.sleep(random.uniform(0, min(0.05 * 2**attempt, 1.0)))
 
 
 # -- claims across machines -------------------------------------------------------------------

@@ -95,3 +95,58 @@ class GitServer:
     def clone(self, to: Path) -> Path:
         git(to.parent, "clone", "--quiet", self.url, str(to))
         return to
+
+
+def claimer() -> None:
+    """A machine's claiming agent: `python -c 'from tests.gitserver import claimer; claimer()'
+    STORE AGENT`; claims `deploy <line>` through the remote for each line read, and answers
+    `won`, `held <message>` or `error <message>` on one line."""
+    import sys
+
+    from memstore import sync
+    from memstore.errors import ClaimHeld, MemstoreError
+    from memstore.store import Store
+
+    store = Store(Path(sys.argv[1]), agent=sys.argv[2], lock_timeout=120)
+    for line in sys.stdin:
+        try:
+            sync.claim(store, "deploy", line.strip(), 600, remote=True)
+            answer = "won"
+        except ClaimHeld as e:
+            answer = f"held {e}"
+        except MemstoreError as e:
+            answer = f"error {type(e).__name__}: {e}"
+        print(answer, flush=True)
+
+
+def editor() -> None:
+    """A machine's busy agent: `... editor()' STORE AGENT ROUNDS`; each round adds a memory,
+    records a ledger line and syncs; prints one line per failed sync (none expected)."""
+    import sys
+
+    from memstore import ledger_io, sync
+    from memstore.errors import MemstoreError
+    from memstore.store import Store
+
+    store = Store(Path(sys.argv[1]), agent=sys.argv[2], lock_timeout=120)
+    for i in range(int(sys.argv[3])):
+        store.add(f"{sys.argv[2]}-{i}", type="decision", description=f"note {i}")
+        ledger_io.record(store, "publish", f"{sys.argv[2]}-{i}", evidence="https://example.com/x")
+        try:
+            sync.sync(store)
+        except MemstoreError as e:
+            print(f"sync failed: {e}", flush=True)
+
+
+def run_helper(name: str, *args: str) -> subprocess.Popen[str]:
+    """Start `claimer` or `editor` in a process of its own, from the repository's top."""
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-c", f"from tests.gitserver import {name}; {name}()", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )

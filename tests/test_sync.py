@@ -10,15 +10,19 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from click.testing import CliRunner
+from mcp import Client
 
 from memstore import history, ledger_io, sync
 from memstore.cli import main
-from memstore.errors import RemoteUnreachable, SyncFailed
+from memstore.errors import ClaimHeld, RemoteUnreachable, SyncFailed
 from memstore.memory import parse
+from memstore.server import build_server
 from memstore.store import Store
-from tests.gitserver import GitServer, git
+from tests.gitserver import GitServer, git, run_helper
+from tests.mcp_client import call, text
 
 
 @pytest.fixture
@@ -293,3 +297,141 @@ def test_the_remote_killed_mid_push_loses_nothing_and_the_next_sync_completes(
     sync.sync(b)
     sync.sync(a)
     assert names(a) == names(b) == {*(f"note-{i}" for i in range(5)), "from-b"}
+
+
+@pytest.fixture
+def three(tmp_path: Path, server: GitServer) -> list[Store]:
+    a = first_clone(tmp_path, server)
+    return [
+        a,
+        another_clone(tmp_path, server, "b", "bob"),
+        another_clone(tmp_path, server, "c", "carol"),
+    ]
+
+
+def test_concurrent_edits_and_syncs_on_three_clones_lose_nothing(three: list[Store]) -> None:
+    rounds = 6
+    agents = ["alice", "bob", "carol"]
+    workers = [
+        run_helper("editor", str(store.root), agent, str(rounds))
+        for store, agent in zip(three, agents, strict=True)
+    ]
+    for worker in workers:
+        out, _ = worker.communicate(timeout=240)
+        assert worker.returncode == 0 and out == ""
+    for _ in range(2):  # everyone's last changes reach everyone
+        for store in three:
+            sync.sync(store)
+    expected = {f"{agent}-{i}" for agent in agents for i in range(rounds)}
+    for store in three:
+        assert names(store) == expected
+        assert {e.target for e in ledger_io.events(store)} == expected
+        verified = ledger_io.verify(store)
+        assert verified.ok, verified.problems
+        assert clean(store)
+
+
+def test_eight_claimers_on_three_clones_one_winner_each_time(three: list[Store]) -> None:
+    rounds = 20
+    claimers = [
+        (
+            three[i % 3],
+            f"claimer-{i}",
+            run_helper("claimer", str(three[i % 3].root), f"claimer-{i}"),
+        )
+        for i in range(8)
+    ]
+    try:
+        for r in range(rounds):
+            for _, _, proc in claimers:
+                assert proc.stdin is not None
+                proc.stdin.write(f"api-{r}\n")
+                proc.stdin.flush()
+            answers: dict[str, str] = {}
+            for _, agent, proc in claimers:
+                assert proc.stdout is not None
+                answers[agent] = proc.stdout.readline().strip()
+            winners = [agent for agent, answer in answers.items() if answer == "won"]
+            assert len(winners) == 1, answers
+            for agent, answer in answers.items():
+                if agent != winners[0]:
+                    assert answer.startswith("held ") and f"claimed by {winners[0]}" in answer
+    finally:
+        for _, _, proc in claimers:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    for store in three:
+        sync.sync(store)
+    for store in three:
+        sync.sync(store)
+        claims = [e for e in ledger_io.events(store) if e.status == "claimed"]
+        assert len(claims) == rounds and ledger_io.verify(store).ok
+
+
+def remote_backed(a: Store, b: Store) -> None:
+    """Commit `claims: remote` on clone a and bring it to clone b."""
+    (a.root / "memstore.yaml").write_text("claims: remote\n", encoding="utf-8")
+    git(a.root, "add", "memstore.yaml")
+    git(a.root, "commit", "-q", "-m", "claims go through the remote")
+    sync.sync(a)
+    sync.sync(b)
+
+
+def test_a_claim_on_one_machine_holds_on_another_and_check_fetches_first(
+    pair: tuple[Store, Store],
+) -> None:
+    a, b = pair
+    remote_backed(a, b)
+    sync.claim(b, "deploy", "api-v2", 900)  # `claims: remote`: pushed before it counts
+    found = sync.check(a, "deploy", "api-v2")  # a has not synced: check fetches
+    assert (found.state, found.actor) == ("IN_PROGRESS", "bob")
+    assert ledger_io.check(a, "deploy", "api-v2").state == "NOT_EXECUTED"  # wrote nothing here
+    with pytest.raises(ClaimHeld, match=r"claimed by bob"):
+        sync.claim(a, "deploy", "api-v2", 900)
+    assert [e.actor for e in ledger_io.events(a) if e.status == "claimed"] == ["bob"]
+
+
+def test_a_remote_claim_fails_closed_and_check_says_when_the_remote_is_unreachable(
+    pair: tuple[Store, Store], server: GitServer
+) -> None:
+    a, b = pair
+    remote_backed(a, b)
+    before = a.ledger_path.read_bytes() if a.ledger_path.exists() else b""
+    server.kill()
+    with pytest.raises(RemoteUnreachable, match=r"not claiming 'deploy api-v2'"):
+        sync.claim(a, "deploy", "api-v2", 900)
+    assert (a.ledger_path.read_bytes() if a.ledger_path.exists() else b"") == before
+    found = sync.check(a, "deploy", "api-v2")
+    assert found.state == "NOT_EXECUTED"
+    assert any("answered from this clone's ledger only" in w for w in found.warnings)
+
+
+@pytest.mark.anyio
+async def test_mcp_ledger_claim_follows_claims_remote(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    remote_backed(a, b)
+    won = await call(b, "ledger_claim", action="deploy", target="api-v2")
+    assert not won.is_error, text(won)
+    lost = await call(a, "ledger_claim", action="deploy", target="api-v2")
+    assert lost.is_error and "claimed by bob" in text(lost)
+    checked = await call(a, "ledger_check", action="deploy", target="api-v2")
+    assert "IN_PROGRESS" in text(checked) and "bob" in text(checked)
+
+
+@pytest.mark.anyio
+async def test_serve_sync_every_brings_other_clones_changes(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    b.add("from-b", type="decision", description="made on b")
+    sync.sync(b)
+    server = build_server(a, watch=False, sync_every=0.2)
+    async with Client(server, raise_exceptions=True):
+        with anyio.fail_after(20):
+            while "from-b" not in names(a):
+                await anyio.sleep(0.05)  # polling a condition, bounded by fail_after
+    assert clean(a)
+
+
+def test_serve_refuses_a_sync_interval_out_of_range() -> None:
+    done = CliRunner().invoke(main, ["serve", "--sync-every", "0s"])
+    assert done.exit_code == 2 and "--sync-every" in done.output
