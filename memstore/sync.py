@@ -137,7 +137,6 @@ _CREDENTIALS = (
     "access denied",
     "invalid credentials",
 )
-_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref", "failed to lock")
 
 
 def _failure(where: Target, url: str, action: str, output: str) -> SyncFailed:
@@ -217,13 +216,18 @@ def push(store: Store, where: Target, sha: str, theirs: str | None) -> bool:
     code, out = history.network(store.repo, history.push_args(where.remote, sha, where.branch))
     if code == 0:
         return True
-    low = out.lower()
-    if "[rejected]" in low and any(n in low for n in _MOVED):
+    # Whatever git said, what the branch holds now tells: our commit (the push landed, and
+    # only its answer was lost), a new commit (someone pushed first: the compare-and-swap
+    # failed), or the same as before (a real refusal: credentials, a protected branch).
+    try:
+        now = fetch(store, where)
+    except SyncFailed:
+        raise _failure(where, url, "push", out) from None
+    if now is not None and (now == sha or history.is_ancestor(store.repo, sha, now)):
+        return True
+    if now != theirs:
         log.info("push of %s refused, the remote moved: %s", sha[:10], _gist(out))
         return False
-    if "[remote rejected]" in low and ("failed to lock" in low or "cannot lock" in low):
-        log.info("push of %s refused, another push at that moment: %s", sha[:10], _gist(out))
-        return False  # another push to the branch at that very moment
     raise _failure(where, url, "push", out)
 
 

@@ -257,7 +257,7 @@ def land(
             )
         return target
 
-    _apply(site, changes, f"sync: {target[:10]}", actor, finish)
+    _apply(site, changes, f"sync: {target[:10]}", actor, finish, strict=True)
 
 
 def _apply(
@@ -266,8 +266,12 @@ def _apply(
     message: str,
     actor: str,
     finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+    *,
+    strict: bool = False,
 ) -> str | None:
-    """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure."""
+    """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure.
+    `strict`: a record file to append to must hold no uncommitted lines either (the commit
+    `finish` lands was built from HEAD's copy)."""
     for change in changes:
         check_path(site, change.path)
     # Each file's bytes are read before it is compared with HEAD, and compared with what it
@@ -287,7 +291,7 @@ def _apply(
             size = change.path.stat().st_size if change.path.exists() else 0
             text = change.text if _ends_with_newline(change.path) else "\n" + change.text
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
-    refuse_uncommitted(site, [c.path for c in changes if not isinstance(c, Append)])
+    refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     try:
@@ -450,7 +454,11 @@ def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
                     raise ValueError(f"an append to {path!r}, not a record file")
                 int(entry["size"])
                 str(entry["append"])
-            elif not _MEMORY_PATH.fullmatch(path) and path not in (*SETTINGS_FILES, *SYNCED_FILES):
+            elif not _MEMORY_PATH.fullmatch(path) and path not in (
+                *SETTINGS_FILES,
+                *SYNCED_FILES,
+                *RECORD_FILES,
+            ):
                 raise ValueError("a path that is not <type>/<name>.md")
     except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
         log.warning("ignoring unreadable journal %s: %s", journal, e)

@@ -310,7 +310,7 @@ def three(tmp_path: Path, server: GitServer) -> list[Store]:
 
 
 def test_concurrent_edits_and_syncs_on_three_clones_lose_nothing(three: list[Store]) -> None:
-    rounds = 6
+    rounds = 4
     agents = ["alice", "bob", "carol"]
     workers = [
         run_helper("editor", str(store.root), agent, str(rounds))
@@ -332,7 +332,7 @@ def test_concurrent_edits_and_syncs_on_three_clones_lose_nothing(three: list[Sto
 
 
 def test_eight_claimers_on_three_clones_one_winner_each_time(three: list[Store]) -> None:
-    rounds = 20
+    rounds = 10  # bench/sync.py runs 50 (--claim-rounds)
     claimers = [
         (
             three[i % 3],
