@@ -1655,10 +1655,9 @@ def move_to(
     """
     _check_sha(new)
     deadline = time.monotonic() + lock_wait
-    blobs = {
-        rel: (None if data is None else _write_object(repo, b"blob", data))
-        for rel, data in files.items()
-    }
+    # `new`'s tree holds these blobs already (fetched, or written when it was built): only
+    # their names are needed here.
+    blobs = {rel: (None if data is None else _hash_blob(data)) for rel, data in files.items()}
     for rel in blobs:
         _check_rel(rel)
     if blobs:
