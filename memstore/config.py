@@ -46,11 +46,11 @@ def _settings(root: Path) -> tuple[Path, Any]:
     Raises:
         InvalidMemory: for a file that is not YAML.
     """
-    import yaml
-
     path = root / STORE_CONFIG
     if not path.is_file():
         return path, None
+    import yaml
+
     try:
         return path, yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:

@@ -1617,15 +1617,25 @@ def build_commit(
     message: str,
     author: str,
     sign: Signer | None = None,
+    existing: dict[str, str] | None = None,
 ) -> str:
     """Write (without moving any ref) a commit whose tree is the first parent's with `files`
-    set (None removes one), with `parents`, authored and committed by `author`; its sha."""
+    set (None removes one), with `parents`, authored and committed by `author`; its sha.
+    `existing` names blobs git already has for some of `files` (path → sha), not written
+    again."""
     for rel in files:
         _check_rel(rel)
     for sha in parents:
         _check_sha(sha)
+    known = existing or {}
     blobs = {
-        tuple(rel.split("/")): (None if data is None else _write_object(repo, b"blob", data))
+        tuple(rel.split("/")): (
+            None
+            if data is None
+            else known[rel]
+            if rel in known
+            else _write_object(repo, b"blob", data)
+        )
         for rel, data in files.items()
     }
     base = _commit_tree(repo, parents[0]) if parents else None

@@ -264,12 +264,14 @@ def integrate(store: Store, theirs: str | None, actor: str) -> _Merged:
         transaction.land(store, changes, theirs, ours, actor)
         return _Merged("fast-forward", received, ())
     _refuse_outside(store, prefix, base, ours, "this branch has commits that change")
-    files, changes, received, conflicts = _three_way(store, prefix, base, ours, theirs)
+    files, changes, received, conflicts, existing = _three_way(store, prefix, base, ours, theirs)
     message = f"sync: merge {theirs[:10]} from the remote"
     if conflicts:
         message += "\n\nChanged on both sides, kept as drafts with a conflict note:\n"
         message += "".join(f"- {c}\n" for c in conflicts)
-    merge = history.build_commit(store.repo, [ours, theirs], files, message, actor, store.signer)
+    merge = history.build_commit(
+        store.repo, [ours, theirs], files, message, actor, store.signer, existing
+    )
     transaction.land(store, changes, merge, ours, actor)
     return _Merged("merge", received, tuple(conflicts))
 
@@ -362,9 +364,11 @@ def _three_way(
     list[transaction.Write | transaction.Append | transaction.Remove],
     tuple[str, ...],
     list[str],
+    dict[str, str],
 ]:
     """The merged store files: what the merge commit sets (repository paths), the changes
-    that bring the working tree there, the files received, and the memories in conflict."""
+    that bring the working tree there, the files received, the memories in conflict, and
+    the blobs taken whole from the remote (path → sha)."""
     at_base = history.tree_blobs(store.repo, base, prefix)
     mine = history.tree_blobs(store.repo, ours, prefix)
     new = history.tree_blobs(store.repo, theirs, prefix)
@@ -372,6 +376,7 @@ def _three_way(
     changes: list[transaction.Write | transaction.Append | transaction.Remove] = []
     received: list[str] = []
     conflicts: list[str] = []
+    existing: dict[str, str] = {}
     for path in sorted(set(at_base) | set(mine) | set(new)):
         b, o, t = at_base.get(path), mine.get(path), new.get(path)
         if o == t or t == b:
@@ -381,6 +386,8 @@ def _three_way(
         old = _read(store, o)
         if o == b:
             merged = _read(store, t)  # only the remote changed it
+            if t is not None:
+                existing[path] = t
         elif kind == "record":
             merged = _union(old, _read(store, t))
         elif kind == "memory":
@@ -397,7 +404,7 @@ def _three_way(
         files[path] = merged
         received.append(rel)
         changes.append(_change(store, rel, old, merged))
-    return files, changes, tuple(received), conflicts
+    return files, changes, tuple(received), conflicts, existing
 
 
 def _union(ours: bytes | None, theirs: bytes | None) -> bytes:
