@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from memstore import history, ledger_io, sync
+from memstore import history, ledger_io, sync, transaction
 from memstore.cli import main
-from memstore.errors import ClaimHeld, RemoteUnreachable, SyncFailed
+from memstore.errors import ClaimHeld, Conflict, RemoteUnreachable, SyncFailed
 from memstore.memory import parse
 from memstore.server import build_server
 from memstore.store import Store
@@ -435,3 +435,53 @@ async def test_serve_sync_every_brings_other_clones_changes(pair: tuple[Store, S
 def test_serve_refuses_a_sync_interval_out_of_range() -> None:
     done = CliRunner().invoke(main, ["serve", "--sync-every", "0s"])
     assert done.exit_code == 2 and "--sync-every" in done.output
+
+
+def test_cli_remote_claim_names_the_winner_with_exit_3(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    runner = CliRunner()
+    won = runner.invoke(
+        main,
+        ["--store", str(b.root), "--agent", "bob", "ledger", "claim", "deploy", "api", "--remote"],
+    )
+    assert won.exit_code == 0, won.output
+    args = ["--store", str(a.root), "--agent", "alice", "ledger"]
+    lost = runner.invoke(main, [*args, "claim", "deploy", "api", "--remote"])
+    assert lost.exit_code == 3 and "claimed by bob" in lost.output
+    checked = runner.invoke(main, [*args, "check", "deploy", "api", "--remote"])
+    assert checked.exit_code == 3 and "IN_PROGRESS deploy api — claimed by bob" in checked.output
+
+
+def test_a_landing_that_fails_puts_every_file_back(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    a.add("kept", type="decision", description="stays", body="v1\n")
+    a.add("edited", type="decision", description="changes", body="v1\n")
+    ledger_io.record(a, "publish", "x", evidence="https://example.com/x")
+    sync.sync(a)
+    sync.sync(b)
+    git(b.root, "rm", "-q", "decision/kept.md")
+    git(b.root, "commit", "-q", "-m", "remove kept")
+    b.edit("edited", body="v2\n")
+    ledger_io.record(b, "publish", "y", evidence="https://example.com/y")
+    sync.sync(b)
+    theirs = sync.fetch(a, sync.target(a))
+    assert theirs is not None
+    before = {
+        p: p.read_bytes()
+        for p in a.root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts
+    }
+    ours = history.head(a.repo)
+    assert ours is not None
+    with a.locked():
+        changes = sync._fast_forward(a, "", ours, theirs)[0]  # pyright: ignore[reportPrivateUsage]
+        assert {type(c).__name__ for c in changes} == {"Remove", "Write", "Append"}
+        with pytest.raises(Conflict, match=r"HEAD moved"):
+            transaction.land(a, changes, theirs, "0" * 40, "alice")  # a stale HEAD: refused
+    after = {
+        p: p.read_bytes()
+        for p in a.root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts
+    }
+    assert after == before and history.head(a.repo) == ours and clean(a)
+    assert sync.sync(a).integrated == "fast-forward" and "kept" not in names(a)
