@@ -485,3 +485,28 @@ def test_a_landing_that_fails_puts_every_file_back(pair: tuple[Store, Store]) ->
     }
     assert after == before and history.head(a.repo) == ours and clean(a)
     assert sync.sync(a).integrated == "fast-forward" and "kept" not in names(a)
+
+
+def test_a_store_in_a_folder_of_a_code_repository_syncs_its_files_only(
+    tmp_path: Path, server: GitServer
+) -> None:
+    top = tmp_path / "a"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    (top / "app.py").write_text("print('v1')\n", encoding="utf-8")
+    git(top, "add", "app.py")
+    git(top, "commit", "-q", "-m", "code")
+    a = Store.init(top / "memory", agent="alice")
+    git(top, "remote", "add", "origin", server.url)
+    git(top, "push", "-q", "origin", "main")  # the person publishes the code and the store
+    b = Store(server.clone(tmp_path / "b") / "memory", agent="bob")
+    b.add("from-b", type="decision", description="made on b")
+    ledger_io.record(b, "deploy", "api", evidence="https://example.com/d")
+    sync.sync(b)
+    (top / "app.py").write_text("print('v2, not committed')\n", encoding="utf-8")
+    a.add("from-a", type="decision", description="made on a")
+    result = sync.sync(a)
+    assert result.integrated == "merge" and result.pushed
+    assert set(result.received) == {"decision/from-b.md", "ledger.jsonl"}
+    assert names(a) == {"from-a", "from-b"} and ledger_io.verify(a).ok
+    assert (top / "app.py").read_text(encoding="utf-8") == "print('v2, not committed')\n"
