@@ -489,36 +489,53 @@ def sync(store: Store, remote: str | None = None, branch: str | None = None) -> 
     received: list[str] = []
     conflicts: list[str] = []
     kinds: list[str] = []
-    for attempt in range(1, ATTEMPTS + 1):
-        with store.locked():
-            theirs = fetch(store, where)
-            merged = integrate(store, theirs, actor)
-            kinds.append(merged.kind)
-            received += merged.received
-            conflicts += merged.conflicts
-            ours = history.head(store.repo)
-            pushed = False
-            if ours is not None and ours != theirs:
-                pushed = push(store, where, ours, theirs)
-                if not pushed:
-                    _pause(attempt)
-                    continue
-        if received:
-            search.catch_up(store)
-        kind = next((k for k in kinds if k == "merge"), None) or kinds[0]
-        return Result(
-            where.remote,
-            where.branch,
-            kind,
-            tuple(dict.fromkeys(received)),
-            tuple(dict.fromkeys(conflicts)),
-            pushed,
-            attempt,
-            ours or "",
-        )
+    try:
+        for attempt in range(1, ATTEMPTS + 1):
+            with store.locked():
+                theirs = fetch(store, where)
+                merged = integrate(store, theirs, actor)
+                kinds.append(merged.kind)
+                received += merged.received
+                conflicts += merged.conflicts
+                ours = history.head(store.repo)
+                pushed = False
+                if ours is not None and ours != theirs:
+                    pushed = push(store, where, ours, theirs)
+                    if not pushed:
+                        _pause(attempt)
+                        continue
+            return _result(where, kinds, received, conflicts, pushed, attempt, ours)
+    finally:
+        if received:  # what landed is searchable at once, even when the push then failed
+            try:
+                search.catch_up(store)
+            except MemstoreError as e:  # the next search catches up by itself
+                log.warning("search index not caught up after sync: %s", e)
     raise SyncFailed(
         f"the remote's branch '{where.branch}' kept moving: {ATTEMPTS} pushes were refused "
         "because others pushed first; what was merged is kept locally: sync again"
+    )
+
+
+def _result(
+    where: Target,
+    kinds: list[str],
+    received: list[str],
+    conflicts: list[str],
+    pushed: bool,
+    attempt: int,
+    ours: str | None,
+) -> Result:
+    kind = next((k for k in kinds if k == "merge"), None) or kinds[0]
+    return Result(
+        where.remote,
+        where.branch,
+        kind,
+        tuple(dict.fromkeys(received)),
+        tuple(dict.fromkeys(conflicts)),
+        pushed,
+        attempt,
+        ours or "",
     )
 
 
