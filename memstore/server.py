@@ -117,6 +117,13 @@ def _versions_result(found: list[Versioned], problems: list[tuple[str, str]]) ->
     return result(_versioned_text(found, [message for _, message in problems]), data)
 
 
+def _param(field: str) -> str:
+    """The memory_recall parameter that sets `Query` field `field`."""
+    return {"index_view": "index=true", "include_deprecated": "include_deprecated=true"}.get(
+        field, field
+    )
+
+
 def build_server(
     store: Store, *, grouped: bool = False, watch: bool = True, sync_every: float | None = None
 ) -> MCPServer:
@@ -195,7 +202,8 @@ def build_server(
             index_view=index,
         )
         hits = search.search(store, wanted)
-        shown = render_text.hits_text(hits, query=query, index_view=index)
+        notes = [] if hits else search.hidden(store, wanted).say(_param)
+        shown = render_text.hits_text(hits, query=query, index_view=index, notes=notes)
         return result(shown, {"results": plain(hits)})
 
     @tool(READ)
