@@ -835,8 +835,21 @@ def uninstall_hook(ctx: click.Context) -> None:
     show_default=True,
     help="With --http: the port (0: any free one, printed on start).",
 )
+@click.option(
+    "--sync-every",
+    metavar="DURATION",
+    help="Also run `memstore sync` this often (60s, 5m), keeping the store in step with its "
+    "git remote while the server runs; failures are logged, never fatal.",
+)
 @click.pass_context
-def serve(ctx: click.Context, grouped: bool, over_http: bool, host: str, port: int) -> None:
+def serve(
+    ctx: click.Context,
+    grouped: bool,
+    over_http: bool,
+    host: str,
+    port: int,
+    sync_every: str | None,
+) -> None:
     """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT),
     or with --http over streamable HTTP for every agent holding a token.
 
@@ -847,12 +860,26 @@ def serve(ctx: click.Context, grouped: bool, over_http: bool, host: str, port: i
     Examples:
       MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
       memstore --store /path/to/memory serve --http --port 8765
+      MEMSTORE_AGENT=ci-agent memstore serve --sync-every 60s
     """
+    every = None
+    if sync_every is not None:
+        from memstore import ledger
+
+        try:
+            every = ledger.parse_duration(sync_every)
+        except MemstoreError:
+            every = 0.0
+        if not 1 <= every <= 86400:
+            raise click.BadParameter(
+                f"{sync_every!r} must be a duration from 1s to 1d, such as 60s or 5m",
+                param_hint="--sync-every",
+            )
     store = _store(ctx)
     if over_http:
         from memstore import web  # only `serve --http` pays for the web stack
 
-        web.serve(store, host, port, grouped=grouped)
+        web.serve(store, host, port, grouped=grouped, sync_every=every)
         return
     if sys.stdin.isatty():  # a person typed the command: say what it waits for
         click.echo(
@@ -863,7 +890,42 @@ def serve(ctx: click.Context, grouped: bool, over_http: bool, host: str, port: i
         )
     from memstore.server import build_server  # only `serve` pays for importing the SDK
 
-    build_server(store, grouped=grouped).run("stdio")
+    build_server(store, grouped=grouped, sync_every=every).run("stdio")
+
+
+@main.command(name="sync")
+@click.option("--remote", metavar="NAME", help="The git remote (default: origin).")
+@click.option(
+    "--branch", metavar="BRANCH", help="The remote's branch (default: the branch HEAD is on)."
+)
+@click.pass_context
+def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> None:
+    """Bring the store in step with its git remote: fetch, merge, push.
+
+    Merges (never rebases), so every commit keeps its author; ledger and outcomes merge as
+    unions; a memory changed on both sides keeps this clone's version as a draft with a note
+    naming the other. Moves only store files: your own branch work and staged changes stay.
+
+    \b
+    Example:
+      memstore sync
+      memstore sync --remote origin --branch memory
+    """
+    from memstore import sync
+
+    result = sync.sync(_store(ctx), remote, branch)
+    click.echo(
+        f"synced with {result.remote}/{result.branch}: {result.integrated}, "
+        f"{len(result.received)} file(s) received, "
+        f"{'pushed' if result.pushed else 'nothing to push'}"
+        + (f" (after {result.attempts} attempts)" if result.attempts > 1 else "")
+    )
+    for name in result.conflicts:
+        click.echo(
+            f"conflict: {name} was changed on both sides; kept this clone's version as a draft "
+            "with a note naming the other",
+            err=True,
+        )
 
 
 # -- tokens --
@@ -1687,8 +1749,16 @@ def ledger_group() -> None:
 @click.argument("action")
 @click.argument("target")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.option(
+    "--remote/--local",
+    default=None,
+    help="Fetch the git remote first and count its ledger too (default: when memstore.yaml "
+    "says `claims: remote`).",
+)
 @click.pass_context
-def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) -> None:
+def ledger_check(
+    ctx: click.Context, action: str, target: str, as_json: bool, remote: bool | None
+) -> None:
     """Say whether ACTION on TARGET is NOT_EXECUTED, IN_PROGRESS or EXECUTED.
 
     Exit codes: 0 NOT_EXECUTED (go ahead), 3 IN_PROGRESS (claimed by someone), 4 EXECUTED,
@@ -1699,9 +1769,9 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     Example:
       memstore ledger check publish post-1 && ./publish.sh post-1
     """
-    from memstore import ledger, ledger_io
+    from memstore import ledger, sync
 
-    result = ledger_io.check(_store(ctx), action, target)
+    result = sync.check(_store(ctx), action, target, remote=remote)
     if as_json:
         _echo_json(asdict(result))
     elif result.state == ledger.State.EXECUTED:
@@ -1730,27 +1800,42 @@ def ledger_check(ctx: click.Context, action: str, target: str, as_json: bool) ->
     help="How long the claim holds unless recorded or released: 90s, 30m, 2h or 1d, at most "
     "7d. A bare number is seconds.",
 )
+@click.option(
+    "--remote/--local",
+    default=None,
+    help="Claim through the git remote: won only once the remote accepts the push carrying "
+    "it, so it holds across machines (default: when memstore.yaml says `claims: remote`).",
+)
 @_allow_secret
 @click.pass_context
 def ledger_claim(
-    ctx: click.Context, action: str, target: str, ttl: str, allow_secret: bool
+    ctx: click.Context,
+    action: str,
+    target: str,
+    ttl: str,
+    remote: bool | None,
+    allow_secret: bool,
 ) -> None:
     """Claim ACTION on TARGET before doing it, so no one else starts it.
 
     Refused (exit 3) while someone else holds a valid claim, and (exit 4) once it is done.
-    Claiming again yourself refreshes your claim. Of several racing claims exactly one wins.
+    Claiming again yourself refreshes your claim. Of several racing claims exactly one wins;
+    with --remote, of several machines too. A remote that cannot be reached claims nothing.
 
     \b
     Example:
       memstore ledger claim deploy api-v2 --ttl 15m && ./deploy.sh api-v2
+      memstore ledger claim deploy api-v2 --remote && ./deploy.sh api-v2
     """
-    from memstore import ledger, ledger_io
+    from memstore import ledger, sync
 
     seconds = ledger.parse_duration(ttl)
     if not 1 <= seconds <= ledger.TTL_MAX:  # in the flag's own terms, not the core's seconds
         raise click.ClickException(f"--ttl {ttl!r} must be from 1s to 7d")
     try:
-        event = ledger_io.claim(_store(ctx), action, target, seconds, allow_secret=allow_secret)
+        event = sync.claim(
+            _store(ctx), action, target, seconds, remote=remote, allow_secret=allow_secret
+        )
     except ClaimHeld as e:
         click.echo(f"Error: {e}", err=True)
         ctx.exit(3)

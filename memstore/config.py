@@ -44,11 +44,11 @@ def _settings(root: Path) -> tuple[Path, Any]:
     Raises:
         InvalidMemory: for a file that is not YAML.
     """
-    import yaml
-
     path = root / STORE_CONFIG
     if not path.is_file():
         return path, None
+    import yaml
+
     try:
         return path, yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
@@ -204,3 +204,35 @@ def signing_settings(root: Path) -> Signing:
 def signing_key() -> str | None:
     """`MEMSTORE_SIGNING_KEY`: the path of the SSH private key memstore signs commits with."""
     return os.environ.get(SIGNING_KEY_VAR) or None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    """A store's sync settings from `memstore.yaml`."""
+
+    claims: str
+    """`local` (default): claims hold on this clone; `remote`: a claim is won only once the
+    remote accepted the push carrying it, and `ledger check` fetches first."""
+    remote: str
+    """The git remote `memstore sync` uses (`origin`)."""
+    branch: str | None
+    """The remote branch (default: the branch HEAD is on)."""
+
+
+def sync_settings(root: Path) -> SyncSettings:
+    """From `memstore.yaml`: `claims` (`local` or `remote`), `remote`, `branch`.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    claims = mapping.get("claims", "local")
+    if claims not in ("local", "remote"):
+        raise InvalidMemory(f"{path}: 'claims' must be local or remote, not {claims!r}")
+    remote = mapping.get("remote", "origin")
+    branch = mapping.get("branch")
+    for key, value in (("remote", remote), ("branch", branch)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidMemory(f"{path}: '{key}' must be a name, such as 'origin' or 'main'")
+    return SyncSettings(claims, remote, branch)

@@ -131,3 +131,11 @@ class TokenError(MemstoreError):
 
 class UnsafeBind(MemstoreError):
     """`serve --http` asked to listen beyond this machine with no token to check."""
+
+
+class SyncFailed(MemstoreError):
+    """A sync or a remote claim that could not complete; the local store is left consistent."""
+
+
+class RemoteUnreachable(SyncFailed):
+    """The git remote could not be reached (no network, no server, a wrong URL)."""

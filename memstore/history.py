@@ -1549,3 +1549,207 @@ def attribute(repo: Repo, path: Path, name: str) -> str | None:
     fields = str(out).split("\0")  # path, attribute, value
     value = fields[2] if len(fields) > 2 else ""
     return None if value in ("unspecified", "unset", "") else value
+
+
+# -- remotes and merges (for `sync`) ----------------------------------------------------------
+
+_NETWORK_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
+"""git talking to a remote never waits for a password typed at a terminal nobody watches."""
+
+
+def _check_sha(sha: str) -> None:
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+        raise GitError(f"not a full commit id: {sha!r}")
+
+
+def _check_ref_part(value: str, what: str) -> None:
+    # Never an option, never a refspec or a path trick: the names git itself accepts, minus those.
+    if (
+        not value
+        or value.startswith("-")
+        or not re.fullmatch(r"[A-Za-z0-9._/-]+", value)
+        or ".." in value
+        or value.endswith((".lock", "/", "."))
+    ):
+        raise GitError(f"refusing {what} name {value!r}")
+
+
+def current_branch(repo: Repo) -> str | None:
+    """The branch HEAD is on (`main`), or None when HEAD is detached. Runs no git process."""
+    try:
+        value = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    prefix = "ref: refs/heads/"
+    return value[len(prefix) :] if value.startswith(prefix) else None
+
+
+def network(repo: Repo, args: list[str], keep: tuple[int, ...] = ()) -> tuple[int, str]:
+    """Run a git command that talks to a remote (`fetch`, `push`); (exit code, its stderr and
+    stdout). No terminal prompt: a missing credential fails instead of hanging."""
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=repo.top,
+            capture_output=True,
+            env={**os.environ, **_NETWORK_ENV},
+            check=False,
+            start_new_session=True,
+            pass_fds=keep,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    out = proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
+    return proc.returncode, out.strip()
+
+
+def fetch_args(remote: str, branch: str) -> list[str]:
+    """`git fetch` of one branch into its remote-tracking ref, nothing else (no tags)."""
+    _check_ref_part(remote, "remote")
+    _check_ref_part(branch, "branch")
+    return [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--no-recurse-submodules",
+        remote,
+        f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+    ]
+
+
+def tracking(repo: Repo, remote: str, branch: str) -> str | None:
+    """The sha the remote-tracking ref of `branch` holds, or None."""
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", f"refs/remotes/{remote}/{branch}")
+    except GitError:
+        return None
+
+
+def push_args(remote: str, sha: str, branch: str) -> list[str]:
+    """`git push` of one commit to one branch; never forced, so a moved branch refuses it."""
+    _check_ref_part(remote, "remote")
+    _check_ref_part(branch, "branch")
+    _check_sha(sha)
+    return ["push", "--porcelain", "--no-verify", remote, f"{sha}:refs/heads/{branch}"]
+
+
+def remote_url(repo: Repo, remote: str) -> str | None:
+    """The URL git fetches `remote` from, or None when there is no such remote."""
+    try:
+        return _git(repo, "remote", "get-url", "--", remote) or None
+    except GitError:
+        return None
+
+
+def merge_base(repo: Repo, one: str, other: str) -> str | None:
+    """The best common ancestor of two commits, or None when they share no history."""
+    _check_sha(one)
+    _check_sha(other)
+    try:
+        return _git(repo, "merge-base", one, other) or None
+    except GitError:
+        return None
+
+
+def tree_blobs(repo: Repo, commit_sha: str, prefix: str) -> dict[str, str]:
+    """Every file under `prefix` (repository-relative, "" for all) at a commit: path → blob."""
+    _check_sha(commit_sha)
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit_sha]
+    if prefix:
+        args += ["--", prefix.rstrip("/")]
+    found: dict[str, str] = {}
+    for entry in _git(repo, *args).split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            found[path] = fields[2]
+    return found
+
+
+def changed_between(repo: Repo, old: str, new: str) -> list[str]:
+    """The paths that differ between two commits' trees."""
+    _check_sha(old)
+    _check_sha(new)
+    out = _git(repo, "diff", "--name-only", "-z", "--no-renames", old, new)
+    return [p for p in out.split("\0") if p]
+
+
+def last_change(repo: Repo, since: str, until: str, rel: str) -> tuple[str, str] | None:
+    """The newest commit in `since..until` that changed `rel`, and its author; None if none."""
+    _check_sha(since)
+    _check_sha(until)
+    _check_rel(rel)
+    out = _git(repo, "log", "-1", f"--format=%H{_SEP}%an", f"{since}..{until}", "--", rel)
+    sha, _, author = out.partition(_SEP)
+    return (sha, author) if sha else None
+
+
+def write_blob(repo: Repo, data: bytes) -> str:
+    """Store `data` as a blob; its sha."""
+    return _write_object(repo, b"blob", data)
+
+
+def build_commit(
+    repo: Repo,
+    parents: list[str],
+    files: dict[str, bytes | None],
+    message: str,
+    author: str,
+    sign: Signer | None = None,
+    existing: dict[str, str] | None = None,
+) -> str:
+    """Write (without moving any ref) a commit whose tree is the first parent's with `files`
+    set (None removes one), with `parents`, authored and committed by `author`; its sha.
+    `existing` names blobs git already has for some of `files` (path → sha), not written
+    again."""
+    for rel in files:
+        _check_rel(rel)
+    for sha in parents:
+        _check_sha(sha)
+    known = existing or {}
+    blobs = {
+        tuple(rel.split("/")): (
+            None
+            if data is None
+            else known[rel]
+            if rel in known
+            else _write_object(repo, b"blob", data)
+        )
+        for rel, data in files.items()
+    }
+    base = _commit_tree(repo, parents[0]) if parents else None
+    tree = _tree_with(repo, base, blobs) or _write_object(repo, b"tree", b"")
+    stamp = _stamp(author, author_email(repo, author))
+    body = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
+    body += f"author {stamp}\ncommitter {stamp}\n\n{message.rstrip()}\n"
+    data = body.encode("utf-8")
+    if sign is not None:
+        data = _signed(data, sign(data))
+    return _write_object(repo, b"commit", data)
+
+
+def move_to(
+    repo: Repo,
+    files: dict[str, bytes | None],
+    new: str,
+    old: str | None,
+    lock_wait: float = 10.0,
+    keep: tuple[int, ...] = (),
+) -> bool:
+    """Point the index entries of `files` at their new bytes, then move HEAD from `old` to the
+    existing commit `new` (a compare-and-swap); False when HEAD was no longer `old`.
+
+    Raises:
+        GitError: with git's message, or naming the lock file that stayed in the way.
+    """
+    _check_sha(new)
+    deadline = time.monotonic() + lock_wait
+    # `new`'s tree holds these blobs already (fetched, or written when it was built): only
+    # their names are needed here.
+    blobs = {rel: (None if data is None else _hash_blob(data)) for rel, data in files.items()}
+    for rel in blobs:
+        _check_rel(rel)
+    if blobs:
+        _sync_index(repo, blobs, deadline, keep)
+    return _move_head(repo, new, old, f"sync: {new[:10]}", deadline)

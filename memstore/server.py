@@ -26,6 +26,7 @@ from memstore import (
     render_text,
     search,
     session,
+    sync,
     workflow,
 )
 from memstore.memory import Memory, render
@@ -125,12 +126,14 @@ def _param(field: str) -> str:
     )
 
 
-def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> MCPServer:
+def build_server(
+    store: Store, *, grouped: bool = False, watch: bool = True, sync_every: float | None = None
+) -> MCPServer:
     """The memstore MCP server over `store`, acting as the store's identity.
 
     `grouped` lists one dispatching tool per family (`memory`, `ledger`) instead of each tool,
     for clients that pay for every schema in every session. `watch` re-indexes hand edits while
-    the server runs.
+    the server runs; `sync_every` (seconds) runs `sync.sync` that often in a thread.
     """
     tool = Tools()
 
@@ -268,7 +271,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         """Call before ANY external action (publish, deploy, migrate, paid API call): says
         NOT_EXECUTED, IN_PROGRESS (claimed by whom, until when) or EXECUTED (by whom, evidence).
         Never repeat an EXECUTED action."""
-        check = ledger_io.check(store, action, target)
+        check = sync.check(store, action, target)
         return result(render_text.check_text(check), {"check": plain(check)})
 
     @tool(WRITE)
@@ -279,7 +282,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
     ) -> CallToolResult:
         """Claim an action before doing it, so no other agent does it too; refused if it is
         done or claimed by someone else. Expires after ttl_minutes."""
-        event = ledger_io.claim(store, action, target, ttl_minutes * 60)
+        event = sync.claim(store, action, target, ttl_minutes * 60)
         return result(_event_text("claimed", event), {"event": plain(event)})
 
     @tool(WRITE)
@@ -354,22 +357,25 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         instructions=INSTRUCTIONS,
         version=__version__,
         tools=tool.grouped() if grouped else tool.tools,
-        lifespan=_lifespan(store, watch),
+        lifespan=_lifespan(store, watch, sync_every),
     )
     _add_resources(server, store)
     return server
 
 
-def _lifespan(store: Store, watch: bool) -> Callable[[MCPServer], Any]:
+def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[MCPServer], Any]:
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncGenerator[None]:
         log.info("memstore serving %s as %s", store.root, store.identity or "(no identity)")
         # Not waiting for the first catch-up keeps the first tools/list fast on a large store;
         # a search before it ends catches up by itself.
         watcher = Watcher(store).start(timeout=0) if watch else None
+        syncer = sync.Every(store, sync_every).start() if sync_every else None
         try:
             yield
         finally:
+            if syncer is not None:
+                await anyio.to_thread.run_sync(syncer.stop)
             if watcher is not None:
                 await anyio.to_thread.run_sync(watcher.stop)
 

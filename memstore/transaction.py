@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +58,8 @@ lock for a few milliseconds, so its default 50 ms wait would idle the store betw
 _MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 SETTINGS_FILES = (".gitignore", ".gitattributes")
 """Files at the store's root that `memstore init` writes."""
+SYNCED_FILES = ("memstore.yaml", "allowed_signers")
+"""Other files at the store's root that a sync may bring from another clone."""
 
 
 class Site(Protocol):
@@ -97,7 +99,8 @@ class Append:
 
 @dataclass(frozen=True, slots=True)
 class Remove:
-    """Delete a memory file (a moved memory's old name, a forgotten memory); its history stays."""
+    """Delete a memory file (a moved memory's old name, a forgotten memory, or another clone's
+    removal that a sync brings); its history stays."""
 
     path: Path
 
@@ -235,6 +238,48 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
         SigningError (signatures required and no key: refused before anything is written).
     """
     sign = site.signer
+
+    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
+        return history.commit_files(site.repo, files, message, actor, site.lock_timeout, keep, sign)
+
+    return _apply(site, changes, message, actor, finish)
+
+
+def land(
+    site: Site, changes: Sequence[Write | Append | Remove], target: str, old: str, actor: str
+) -> None:
+    """Write `changes` and move HEAD from `old` to the existing commit `target`, whose tree
+    holds exactly the bytes written (a fast-forward or a merge `sync` built). Call with the
+    lock held. A failure puts every file back, as `commit` does.
+
+    Raises:
+        UnsafePath, Conflict (uncommitted changes in a file to replace, or HEAD moved since
+        `old`), GitError.
+    """
+
+    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
+        if not history.move_to(site.repo, files, target, old, site.lock_timeout, keep):
+            raise Conflict(
+                "HEAD moved while sync was integrating (a git commit at that moment?); "
+                "nothing was changed: run sync again"
+            )
+        return target
+
+    _apply(site, changes, f"sync: {target[:10]}", actor, finish, strict=True)
+
+
+def _apply(
+    site: Site,
+    changes: Sequence[Write | Append | Remove],
+    message: str,
+    actor: str,
+    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+    *,
+    strict: bool = False,
+) -> str | None:
+    """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure.
+    `strict`: a record file to append to must hold no uncommitted lines either (the commit
+    `finish` lands was built from HEAD's copy)."""
     for change in changes:
         check_path(site, change.path)
     # Each file's bytes are read before it is compared with HEAD, and compared with what it
@@ -243,44 +288,39 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     olds: list[bytes | None] = []
     entries: list[dict[str, Any]] = []
     for change in changes:
-        if isinstance(change, Remove):
+        if isinstance(change, Write | Remove):
             data = read_regular(change.path)
-            if data is None:
-                raise Conflict(f"{rel(site, change.path)} is gone already; nothing to remove")
-            olds.append(data)
-            entries.append({"path": rel(site, change.path), "old": data.decode("utf-8"), "gone": 1})
-        elif isinstance(change, Write):
-            data = read_regular(change.path)
+            if isinstance(change, Remove) and data is None and not strict:
+                raise Conflict(f"{shown(change.path)} is gone already; nothing to remove")
             olds.append(data)
             old = None if data is None else data.decode("utf-8")
-            new = version_of(change.text.encode("utf-8"))
+            new = version_of(change.text.encode("utf-8")) if isinstance(change, Write) else None
             entries.append({"path": rel(site, change.path), "old": old, "new": new})
         else:
             olds.append(None)
             size = change.path.stat().st_size if change.path.exists() else 0
             text = change.text if _ends_with_newline(change.path) else "\n" + change.text
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
-    refuse_uncommitted(site, [c.path for c in changes if not isinstance(c, Append)])
+    refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
-            if isinstance(change, Remove):
-                _remove(change.path, old_data)
-                files[history.repo_path(site.repo, change.path)] = None
-            elif isinstance(change, Write):
+            if isinstance(change, Write):
                 atomic_write(change.path, change.text, unchanged=old_data)
                 # The bytes written are committed, not the file read back: a hand save just
                 # after the rename stays in the working tree as the person's own change.
                 files[history.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
+            elif isinstance(change, Remove):
+                if old_data is not None:
+                    _unlink_unchanged(change.path, old_data)
+                files[history.repo_path(site.repo, change.path)] = None
             else:
                 _append(change.path, str(entry["append"]))
                 files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
-            sha = history.commit_files(
-                site.repo, files, message, actor, site.lock_timeout, keep, sign
-            )
+            sha = finish(files, keep)
     except (MemstoreError, OSError):
         undo(site, entries)
         _clear(site)
@@ -288,6 +328,13 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     _clear(site)
     site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
     return sha
+
+
+def _unlink_unchanged(path: Path, expected: bytes) -> None:
+    """Remove `path` unless a hand save changed it since it was read (then a Conflict)."""
+    if read_regular(path) != expected:
+        raise Conflict(f"{shown(path)} changed while it was being removed; read it again and retry")
+    path.unlink()
 
 
 LIFELINE = "inflight"
@@ -334,17 +381,6 @@ def _wait_for_survivors(site: Site) -> None:
         finally:
             os.close(fd)
     history.settle(site.repo, site.lock_timeout)
-
-
-def _remove(path: Path, expected: bytes | None) -> None:
-    """Delete a memory file that still holds `expected` (a hand save meanwhile is a Conflict).
-
-    Raises:
-        Conflict: when the file changed since it was read.
-    """
-    if read_regular(path) != expected:
-        raise Conflict(f"{path.name} changed while it was being removed; read it again and retry")
-    path.unlink()
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -428,9 +464,11 @@ def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
                     raise ValueError(f"an append to {path!r}, not a record file")
                 int(entry["size"])
                 str(entry["append"])
-            elif "gone" in entry and not _MEMORY_PATH.fullmatch(path):
-                raise ValueError("a removal of a path that is not <type>/<name>.md")
-            elif not _MEMORY_PATH.fullmatch(path) and path not in SETTINGS_FILES:
+            elif not _MEMORY_PATH.fullmatch(path) and path not in (
+                *SETTINGS_FILES,
+                *SYNCED_FILES,
+                *RECORD_FILES,
+            ):
                 raise ValueError("a path that is not <type>/<name>.md")
     except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
         log.warning("ignoring unreadable journal %s: %s", journal, e)
@@ -484,15 +522,12 @@ def _state(site: Site, entry: dict[str, Any]) -> str:
         if not tail or appended.startswith(tail):
             return "torn" if tail else "old"
         return "other"
-    if "gone" in entry:
-        if not path.exists():
-            return "new"
-        same = path.is_file() and path.read_bytes() == str(entry["old"]).encode("utf-8")
-        return "old" if same else "other"
     if not path.is_file():
+        if entry["new"] is None:  # a removal
+            return "new" if entry["old"] is not None else "old"
         return "old" if entry["old"] is None else "other"
     data = path.read_bytes()
-    if version_of(data) == entry["new"]:
+    if entry["new"] is not None and version_of(data) == entry["new"]:
         return "new"
     old = entry["old"]
     return "old" if old is not None and data == str(old).encode("utf-8") else "other"
@@ -519,15 +554,13 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
         if state not in ("new", "torn"):
             continue
         committed = history.blob(site.repo, "HEAD", path)
-        if "gone" in entry:
-            if committed is None:
-                continue  # the commit landed after all
-            atomic_write(path, committed)
-        elif "append" in entry:
+        if "append" in entry:
             if committed is not None and committed == path.read_bytes():
                 continue  # the commit landed after all
             os.truncate(path, max(int(entry["size"]), len(committed or b"")))
         else:
+            if entry["new"] is None and committed is None:
+                continue  # a removal that landed
             if committed is not None and version_of(committed) == entry["new"]:
                 continue  # the commit landed after all
             if committed is None:

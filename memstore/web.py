@@ -250,8 +250,11 @@ def build_app(store: Store, *, host: str = DEFAULT_HOST, grouped: bool = False) 
     return app
 
 
-def serve(store: Store, host: str, port: int, grouped: bool = False) -> None:
-    """Serve `store` over HTTP until interrupted; says where on stderr.
+def serve(
+    store: Store, host: str, port: int, grouped: bool = False, sync_every: float | None = None
+) -> None:
+    """Serve `store` over HTTP until interrupted; says where on stderr. `sync_every`
+    (seconds) runs `sync.sync` that often in a thread meanwhile.
 
     Raises:
         UnsafeBind: for a non-loopback host with no tokens, an address that cannot be bound, or
@@ -279,7 +282,16 @@ def serve(store: Store, host: str, port: int, grouped: bool = False) -> None:
         _say(f"memstore: no tokens yet, so every request gets 401: {SETUP}")
     app = build_app(store, host=host, grouped=grouped)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    syncer = None
+    if sync_every:
+        from memstore import sync  # only a server that syncs pays for it
+
+        syncer = sync.Every(store, sync_every).start()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if syncer is not None:
+            syncer.stop()
 
 
 def _say(line: str) -> None:

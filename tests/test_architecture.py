@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "asof": 4,
     "timeline": 4,
     "tidy": 4,
+    "sync": 4,
     "orientation": 4,
     "porting": 4,
     "closing": 4,
