@@ -50,6 +50,7 @@ def test_search_explain_prints_the_parts_under_each_result(store: Store) -> None
         "bm25",
         "matched",
         "boost",
+        "fused",
     ]
 
 
