@@ -1189,6 +1189,10 @@ class _Ranker:
         self.explain = explain
         self._links: dict[str, str] = {}
         """Each seen memory's outgoing links, by path."""
+        self._scores: dict[int, float] = {}
+        """The words' BM25F score of every document holding one (plain words)."""
+        self._terms: list[str] = []
+        """The query's index terms (plain words)."""
 
     def _hit(
         self,
@@ -1255,10 +1259,12 @@ class _Ranker:
         hits: list[Hit] = []
         for f in fused:
             fields = self.cache.fields(f.key)
-            tail = [ranking.explain(f)] if self.explain else []
-            hits.append(
-                self._hit(fields, f.score, lines.get(f.key, []), None, boosted=True, tail=tail)
-            )
+            tail: list[str] = []
+            shown: list[str] = []
+            if self.explain:
+                tail = [ranking.explain(f)]
+                shown = lines.get(f.key) or self._word_lines(f.key, fields)
+            hits.append(self._hit(fields, f.score, shown, None, boosted=True, tail=tail))
         hits.sort(key=lambda h: (-h.score, h.name))
         return hits
 
@@ -1278,14 +1284,6 @@ class _Ranker:
         else:
             candidates = self._totals(plain)
             scored = _nlargest(candidates, wanted)
-            if self.explain:
-                for score, docnum in scored:
-                    matched = sorted({w for w in plain if _holds(self.cache.terms[w][0], docnum)})
-                    fields = self.cache.fields(docnum)
-                    lines[docnum] = [
-                        f"bm25 {score:.3f}",
-                        f"matched {' '.join(matched) or '-'} in {_fields_with(fields, matched)}",
-                    ]
         boosts = self.cache.boosts(self.searcher)
         first = self._ranked("bm25", 1.0, scored, boosts)
         lists = [first]
@@ -1295,7 +1293,18 @@ class _Ranker:
             more = self._feedback(first, words, candidates, wanted, boosts)
             if more is not None:
                 lists.append(more)
+        self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
+
+    def _word_lines(self, docnum: int, fields: dict[str, Any]) -> list[str]:
+        """Explain's first lines for a document the words matched: their BM25F score and
+        which of them it holds, where."""
+        terms = self._terms
+        matched = sorted({w for w in terms if _holds(self.cache.term(self.searcher, w)[0], docnum)})
+        return [
+            f"bm25 {self._scores.get(docnum, 0.0):.3f}",
+            f"matched {' '.join(matched) or '-'} in {_fields_with(fields, matched)}",
+        ]
 
     def _ranked(
         self,

@@ -52,9 +52,12 @@ def test_warnings_and_corrections_get_a_modest_boost(store: Store) -> None:
     # The boost multiplies the words' score inside each ranked list, before fusion.
     by_name = {h.name: h for h in hits}
     assert by_name["b-warning"].score > by_name["a-fact"].score
-    assert "boost type warning x1.15" in find(store, "force push main history", explain=True)[
-        [h.name for h in hits].index("b-warning")
-    ].explain
+    assert (
+        "boost type warning x1.15"
+        in find(store, "force push main history", explain=True)[
+            [h.name for h in hits].index("b-warning")
+        ].explain
+    )
 
 
 def test_a_japanese_query_finds_japanese_text(store: Store) -> None:
@@ -403,20 +406,19 @@ def test_feedback_reorders_what_the_words_found_but_never_adds_or_drops_a_first_
         write_memory(store, f"m-{i:02}", " ".join(words[:5]), body=" ".join(words[3:] * 2))
     queries = [" ".join(rng.sample(t + filler, 2)) for t in topics for _ in range(8)]
 
-    def ranked(**extra: object) -> list[list[str]]:
-        return [names(store, q, limit=10, **extra) for q in queries]
+    def ranked() -> list[list[str]]:
+        return [names(store, q, limit=10) for q in queries]
 
     with_feedback = ranked()
     with monkeypatch.context() as m:
         m.setattr("memstore.index.FEEDBACK_TERMS", 0)
         words_only = ranked()
-        everything = ranked(budget="deep", limit=None)
     assert [r[0] for r in with_feedback] == [r[0] for r in words_only]
     assert with_feedback != words_only  # feedback did reorder some results
-    for hits, all_found in zip(with_feedback, everything, strict=True):
-        assert set(hits) <= set(all_found) or len(all_found) == 20
-    explained = find(store, queries[0], explain=True)[0].explain
-    assert "+ feedback #1" in explained[-1]
+    for q in queries:
+        for hit in find(store, q, limit=10, explain=True):
+            assert hit.explain[1].startswith("matched ") and " - in " not in hit.explain[1]
+    assert "+ feedback #1" in find(store, queries[0], explain=True)[0].explain[-1]
 
 
 def test_the_same_search_gives_the_same_order_every_time(store: Store) -> None:
