@@ -15,7 +15,7 @@ from test_index import find, names, write_memory
 
 import memstore
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.index import BUDGETS, QUERY_MAX, approx_tokens
+from memstore.index import BUDGETS, HOP_DECAY, QUERY_MAX, approx_tokens
 from memstore.store import Store
 
 
@@ -199,10 +199,10 @@ def test_graph_adds_linked_memories_with_decaying_scores(store: Store) -> None:
     by_name = {h.name: h for h in hits}
     assert set(by_name) == {"hpa-off", "scaling-spec", "postmortem-7", "capacity-plan"}
     top = by_name["hpa-off"].score
-    assert by_name["scaling-spec"].score == pytest.approx(top * 0.5, rel=1e-3)
+    assert by_name["scaling-spec"].score == pytest.approx(top * HOP_DECAY, rel=1e-3)
     assert by_name["postmortem-7"].via == "hpa-off"
     assert by_name["capacity-plan"].via == "scaling-spec"
-    assert by_name["capacity-plan"].score == pytest.approx(top * 0.25, rel=1e-3)
+    assert by_name["capacity-plan"].score == pytest.approx(top * HOP_DECAY**2, rel=1e-3)
     assert any("hop 2" in line for line in by_name["capacity-plan"].explain)
 
 
