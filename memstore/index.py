@@ -1124,8 +1124,11 @@ class _Cache:
         holds it)."""
         found = self.idfs.get(word)
         if found is None:
-            held = ("text", word) in searcher.reader()
-            found = self.idfs[word] = float(searcher.idf("text", word)) if held else 0.0
+            # Whoosh's own formula (`WeightingModel.idf`, which BM25F keeps) from one term
+            # lookup, where asking whether the term exists and then its idf takes two.
+            n = searcher.doc_frequency("text", word)
+            count = searcher.doc_count_all()
+            found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
         return found
 
     def fields(self, docnum: int) -> dict[str, Any]:
