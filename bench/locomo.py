@@ -251,6 +251,7 @@ def main() -> None:
     n_turns = sum(len(c.turns) for c in conversations)
     variants: dict[str, dict[str, Any]] = {
         "memstore search (default)": {},
+        "memstore search --feedback": {"feedback": True},
         "memstore + graph (turns linked to their neighbours)": {"graph": True, "links": True},
     }
     labels = [BASELINE, *variants]
@@ -278,9 +279,11 @@ def main() -> None:
                 ingest.append((time.perf_counter() - t0) / len(conv.turns))
                 search.search(store, Query("warm up"))
                 graph = bool(options.get("graph", False))
+                feedback = bool(options.get("feedback", False))
                 for question, relevant, _ in conv.queries:
                     t0 = time.perf_counter()
-                    hits = search.search(store, Query(question, limit=10, graph=graph))
+                    wanted = Query(question, limit=10, graph=graph, feedback=feedback)
+                    hits = search.search(store, wanted)
                     add(label, conv, [h.name for h in hits], relevant, time.perf_counter() - t0)
                 search.close(store)
                 if args.mcp and not options:

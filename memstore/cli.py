@@ -618,6 +618,11 @@ def _hit_line(hit: Hit) -> str:
 )
 @click.option("--include-deprecated", is_flag=True, help="Also show deprecated and expired ones.")
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
+@click.option(
+    "--feedback",
+    is_flag=True,
+    help="Re-rank with words the best matches share (better recall, about twice the time).",
+)
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
@@ -635,6 +640,7 @@ def search(
     max_tokens: int | None,
     include_deprecated: bool,
     graph: bool,
+    feedback: bool,
     explain: bool,
     index_view: bool,
     as_json: bool,
@@ -649,6 +655,7 @@ def search(
     Example:
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
+      memstore search "when did we turn off the HPA?" --feedback
     """
     from memstore import search as searching
     from memstore.index import index_line
@@ -667,6 +674,7 @@ def search(
         include_deprecated=include_deprecated,
         explain=explain,
         graph=graph,
+        feedback=feedback,
         index_view=index_view,
     )
     hits = searching.search(_store(ctx), query_value)

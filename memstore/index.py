@@ -341,6 +341,9 @@ class Query:
     explain: bool = False
     graph: bool = False
     """Add memories 1-2 links away from the matches."""
+    feedback: bool = False
+    """Re-rank with pseudo-relevance feedback (plain words only): better recall of memories
+    worded unlike the query, at about twice the search's cost (see docs/search.md)."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
 
@@ -815,7 +818,10 @@ class Index:
         # With graph, every candidate's name counts: a memory already found by its text is
         # not offered again as a neighbour.
         hits = ranked.text_hits(
-            text, query.size, every_candidate=query.graph, words=_plain_terms(query.text, text)
+            text,
+            query.size,
+            every_candidate=query.graph,
+            words=_plain_terms(query.text, text) if query.feedback else (),
         )
         if query.graph:
             hits = ranked.expand(hits, query.size)

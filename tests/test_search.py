@@ -392,7 +392,7 @@ def test_a_question_finds_what_its_content_words_find_and_nothing_by_its_questio
 
 
 def test_feedback_reorders_what_the_words_found_but_never_adds_or_drops_a_first_match(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store,
 ) -> None:
     rng = random.Random(7)
     topics = [
@@ -406,19 +406,19 @@ def test_feedback_reorders_what_the_words_found_but_never_adds_or_drops_a_first_
         write_memory(store, f"m-{i:02}", " ".join(words[:5]), body=" ".join(words[3:] * 2))
     queries = [" ".join(rng.sample(t + filler, 2)) for t in topics for _ in range(8)]
 
-    def ranked() -> list[list[str]]:
-        return [names(store, q, limit=10) for q in queries]
+    def ranked(feedback: bool) -> list[list[str]]:
+        return [names(store, q, limit=10, feedback=feedback) for q in queries]
 
-    with_feedback = ranked()
-    with monkeypatch.context() as m:
-        m.setattr("memstore.index.FEEDBACK_TERMS", 0)
-        words_only = ranked()
+    with_feedback = ranked(True)
+    words_only = ranked(False)
     assert [r[0] for r in with_feedback] == [r[0] for r in words_only]
     assert with_feedback != words_only  # feedback did reorder some results
     for q in queries:
-        for hit in find(store, q, limit=10, explain=True):
+        for hit in find(store, q, limit=10, explain=True, feedback=True):
             assert hit.explain[1].startswith("matched ") and " - in " not in hit.explain[1]
-    assert "+ feedback #1" in find(store, queries[0], explain=True)[0].explain[-1]
+    top = find(store, queries[0], explain=True, feedback=True)[0]
+    assert "+ feedback #1" in top.explain[-1]
+    assert "feedback" not in find(store, queries[0], explain=True)[0].explain[-1]
 
 
 def test_the_same_search_gives_the_same_order_every_time(store: Store) -> None:
