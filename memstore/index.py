@@ -1132,7 +1132,7 @@ class _Cache:
         if found is None:
             # Whoosh's own formula (`WeightingModel.idf`, which BM25F keeps) from one term
             # lookup, where asking whether the term exists and then its idf takes two.
-            n = searcher.doc_frequency("text", word)
+            n = searcher.reader().doc_frequency("text", word)
             count = searcher.doc_count_all()
             found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
         return found
