@@ -621,7 +621,7 @@ def _hit_line(hit: Hit) -> str:
 @click.option(
     "--feedback",
     is_flag=True,
-    help="Re-rank with words the best matches share (better recall, about twice the time).",
+    help="Re-rank with words the best matches share (better recall, several times slower).",
 )
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")

@@ -343,7 +343,7 @@ class Query:
     """Add memories 1-2 links away from the matches."""
     feedback: bool = False
     """Re-rank with pseudo-relevance feedback (plain words only): better recall of memories
-    worded unlike the query, at about twice the search's cost (see docs/search.md)."""
+    worded unlike the query, at several times the search's own cost (see docs/search.md)."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
 
