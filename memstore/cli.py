@@ -1112,6 +1112,11 @@ def _hit_line(hit: Hit) -> str:
 )
 @click.option("--include-deprecated", is_flag=True, help="Also show deprecated and expired ones.")
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
+@click.option(
+    "--feedback",
+    is_flag=True,
+    help="Re-rank with words the best matches share (better recall, several times slower).",
+)
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
 @click.option(
@@ -1134,6 +1139,7 @@ def search(
     max_tokens: int | None,
     include_deprecated: bool,
     graph: bool,
+    feedback: bool,
     explain: bool,
     index_view: bool,
     as_of: str | None,
@@ -1150,6 +1156,7 @@ def search(
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
       memstore search "hpa" --as-of 2026-11-01   # what the team believed then
+      memstore search "when did we turn off the HPA?" --feedback
     """
     from memstore import search as searching
     from memstore.index import index_line
@@ -1168,6 +1175,7 @@ def search(
         include_deprecated=include_deprecated,
         explain=explain,
         graph=graph,
+        feedback=feedback,
         index_view=index_view,
     )
     store = _store(ctx)

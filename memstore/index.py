@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memstore import ranking
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.memory import Memory, links_in_body
 from memstore.status import Status
@@ -74,8 +75,8 @@ def _without_unused_modules() -> Generator[None]:
 
 
 with _without_unused_modules():
+    from whoosh import formats, scoring
     from whoosh import index as windex
-    from whoosh import scoring
     from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenizer
     from whoosh.analysis.filters import STOP_WORDS
     from whoosh.fields import ID, KEYWORD, TEXT, Schema
@@ -87,13 +88,24 @@ with _without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
 STATUS_BOOST = {"confirmed": 1.2, "draft": 1.0, "deprecated": 0.5}
 TYPE_BOOST = {"warning": 1.15, "correction": 1.15}
-HOP_DECAY = 0.5
+HOP_DECAY = 0.9
+"""A linked memory's share of the score of the memory it was reached from, per hop. Fused
+scores are flat (a first place is worth about 2, a tenth about 1.7), so a neighbour of the
+best match lands among the top ten, not below every match (chosen on LoCoMo's tuning part)."""
+FEEDBACK_DOCS = 3
+"""Pseudo-relevance feedback reads the words of this many of the best matches."""
+FEEDBACK_TERMS = 10
+"""It adds this many of their words to the query (0 turns feedback off)."""
+FEEDBACK_ORIGINAL = 0.5
+"""The query's own words' share of the feedback query's weight (RM3's lambda)."""
+FEEDBACK_WEIGHT = 1.0
+"""The feedback list's weight in the fusion, the words' own list having 1."""
 TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
 """How many times each part goes into the `text` field that queries score (BM25F-style:
 weighted term frequencies saturate together, instead of one BM25 sum per field)."""
@@ -259,7 +271,8 @@ def _schema() -> Schema:
     return Schema(
         path=ID(stored=True, unique=True),
         name=ID(stored=True),
-        text=TEXT(analyzer=text),
+        # Each document's terms and frequencies too, for pseudo-relevance feedback.
+        text=TEXT(analyzer=text, vector=formats.Frequency()),
         name_text=TEXT(analyzer=text, phrase=False),
         description=TEXT(analyzer=text, phrase=False, stored=True),
         tags=KEYWORD(stored=True, commas=True),
@@ -415,6 +428,9 @@ class Query:
     explain: bool = False
     graph: bool = False
     """Add memories 1-2 links away from the matches."""
+    feedback: bool = False
+    """Re-rank with pseudo-relevance feedback (plain words only): better recall of memories
+    worded unlike the query, at several times the search's own cost (see docs/search.md)."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
 
@@ -966,7 +982,12 @@ class Index:
         )
         # With graph, every candidate's name counts: a memory already found by its text is
         # not offered again as a neighbour.
-        hits = ranked.text_hits(text, query.size, every_candidate=query.graph)
+        hits = ranked.text_hits(
+            text,
+            query.size,
+            every_candidate=query.graph,
+            words=_plain_terms(query.text, text) if query.feedback else (),
+        )
         if query.graph:
             hits = ranked.expand(hits, query.size)
         return hits[: query.size]
@@ -1005,8 +1026,11 @@ def _exists(directory: Path) -> bool:
     return False
 
 
-BM25_B = 0.75
-BM25_K1 = 1.2
+BM25_B = 0.4
+BM25_K1 = 0.9
+"""BM25's length normalisation and term-frequency saturation, chosen on the tuning part of
+LoCoMo (docs/benchmarks.md): memories are short, and a word said twice is not twice as
+relevant."""
 
 
 def _weighting() -> Any:
@@ -1046,8 +1070,9 @@ def parse_query(text: str) -> Any:
     if not cleaned or cleaned == "*":
         return Every()
     if not _SYNTAX.search(cleaned):
-        # Plain words, the usual query: the terms the parser would make, without its cost.
-        terms = [Term("text", t) for t in dict.fromkeys(tokens(cleaned))]
+        # Plain words, the usual query: the terms the parser would make, without its cost,
+        # less the question and function words ("when did", "what is") that add nothing.
+        terms = [Term("text", t) for t in dict.fromkeys(tokens(ranking.content_words(cleaned)))]
         return Or(terms).normalize() if terms else None
     try:
         q = _parser().parse(cleaned)
@@ -1069,6 +1094,32 @@ def parse_query(text: str) -> Any:
                 "without a field name"
             )
     return None if q is NullQuery else q
+
+
+def _plain_terms(text: str, q: Any) -> list[str]:
+    """The index terms of the parsed query `q` when `text` is plain words (no syntax), in
+    order; else none."""
+    cleaned = _clean_query(text)
+    if q is None or not cleaned or cleaned == "*" or _SYNTAX.search(cleaned):
+        return []
+    parts = q.subqueries if isinstance(q, Or) else [q]
+    return [str(p.text) for p in parts if isinstance(p, Term)]
+
+
+_QUERY_STOP_TERMS = frozenset(
+    t
+    for word in ranking.QUERY_STOP_WORDS
+    for t in analyzer()(word, removestops=False)
+    if not t.stopped
+) | frozenset(ranking.QUERY_STOP_WORDS)
+"""The stop words of queries as index terms too (stemmed), which feedback never adds."""
+
+
+def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
+    """The `n` best (score, document), as Whoosh ranks them: a higher score first, then the
+    lower document number."""
+    best = heapq.nlargest(n, ((score, -docnum) for docnum, score in scores.items()))
+    return [(score, -neg) for score, neg in best]
 
 
 def _parts(q: Any) -> Iterator[Any]:
@@ -1103,6 +1154,10 @@ class _Segment:
         self.docsets: dict[str, frozenset[int]] = {}
         """The documents matching each filter looked up (when it was looked up)."""
         self.stored: dict[int, dict[str, Any]] = {}
+        self.held = 0
+        """How many postings `postings` holds."""
+        self.vectors: dict[int, dict[str, float]] = {}
+        """Documents' `text` terms and their frequencies (as feedback reads them)."""
 
 
 class _Cache:
@@ -1117,6 +1172,7 @@ class _Cache:
         self.starts: list[int] = []
         self.docsets: dict[str, set[int]] = {}
         self.terms: dict[str, tuple[array[int], array[float]]] = {}
+        self.idfs: dict[str, float] = {}
         self._norms: dict[int, list[float]] = {}
         self._boosts: dict[int, float] | None = None
         if searcher is None:
@@ -1187,6 +1243,7 @@ class _Cache:
             local = segment.postings.get(word)
             if local is None:
                 local = segment.postings[word] = self._read(sub.reader(), word)
+                segment.held += len(local[0])
             norms = self._leaf_norms(searcher, i)
             for docnum, tf in zip(*local, strict=True):
                 if docnum not in deleted:
@@ -1198,11 +1255,12 @@ class _Cache:
         ids: array[int] = array("i")
         frequencies: array[float] = array("f")
         if ("text", word) in reader:
-            if sum(len(p[0]) for s in self.segments.values() for p in s.postings.values()) > (
-                POSTINGS_CACHE_MAX
-            ):
+            # A running count: adding up every cached word's postings at each read cost more
+            # than the read itself once a few hundred words were cached.
+            if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
                 for segment in self.segments.values():
                     segment.postings.clear()
+                    segment.held = 0
             for block, weights in _blocks(reader.postings("text", word)):
                 ids.extend(block)
                 frequencies.extend(weights)
@@ -1216,6 +1274,33 @@ class _Cache:
             lengths = self.leaves[leaf][2].lengths
             norms = self._norms[leaf] = [k1 * ((1 - b) + b * fl / avgfl) for fl in lengths]
         return norms
+
+    def vector(self, docnum: int) -> dict[str, float]:
+        """The index terms of document `docnum`'s `text` and their frequencies."""
+        sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
+        local = docnum - start
+        found = segment.vectors.get(local)
+        if found is None:
+            if len(segment.vectors) > STORED_CACHE_MAX:
+                segment.vectors.clear()
+            reader = sub.reader()
+            found = {}
+            if reader.has_vector(local, "text"):
+                found = {str(t): float(w) for t, w in reader.vector_as("weight", local, "text")}
+            segment.vectors[local] = found
+        return found
+
+    def idf(self, searcher: Searcher, word: str) -> float:
+        """The inverse document frequency of index term `word` in `text` (0 if no document
+        holds it)."""
+        found = self.idfs.get(word)
+        if found is None:
+            # Whoosh's own formula (`WeightingModel.idf`, which BM25F keeps) from one term
+            # lookup, where asking whether the term exists and then its idf takes two.
+            n = searcher.reader().doc_frequency("text", word)
+            count = searcher.doc_count_all()
+            found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
+        return found
 
     def fields(self, docnum: int) -> dict[str, Any]:
         """The stored fields of document `docnum`."""
@@ -1281,8 +1366,25 @@ class _Ranker:
         self.explain = explain
         self._links: dict[str, str] = {}
         """Each seen memory's outgoing links, by path."""
+        self._scores: dict[int, float] = {}
+        """The words' BM25F score of every document holding one (plain words)."""
+        self._terms: list[str] = []
+        """The query's index terms (plain words)."""
 
-    def _hit(self, fields: dict[str, Any], score: float, lines: list[str], via: str | None) -> Hit:
+    def _hit(
+        self,
+        fields: dict[str, Any],
+        score: float,
+        lines: list[str],
+        via: str | None,
+        *,
+        boosted: bool = False,
+        tail: Sequence[str] = (),
+    ) -> Hit:
+        """A result from its stored fields. `score` is multiplied by the memory's boosts
+        unless `boosted` says the ranked lists it was fused from already were; explain shows
+        the boosts either way, then `tail`."""
+        lines = list(lines)
         status = str(fields.get("status", ""))
         kind = str(fields.get("type", ""))
         factor = 1.0
@@ -1297,6 +1399,7 @@ class _Ranker:
         expired = bool(expires) and expires < self.today
         if expired:
             lines.append(f"expired on {expires}")
+        lines.extend(tail)
         tags = str(fields.get("tags", ""))
         self._links[str(fields.get("path", ""))] = str(fields.get("links", ""))
         if fields.get("kind") == DOC:
@@ -1318,7 +1421,7 @@ class _Ranker:
             type=kind,
             status=status,
             description=str(fields.get("description", "")),
-            score=round(score * factor, 4),
+            score=score if boosted else round(score * factor, 4),
             owner=str(fields.get("owner", "")),
             updated=str(fields.get("updated", "")),
             tags=tuple(t for t in tags.split(",") if t),
@@ -1328,37 +1431,132 @@ class _Ranker:
             explain=tuple(lines) if self.explain else (),
         )
 
-    def text_hits(self, q: Any, limit: int, every_candidate: bool = False) -> list[Hit]:
-        """Matches of the parsed query `q` re-ranked with the status and type boosts, best
-        first: the top `limit` and any tied with the last, or with `every_candidate` all the
-        candidates ranked."""
+    def text_hits(
+        self, q: Any, limit: int, every_candidate: bool = False, words: Sequence[str] = ()
+    ) -> list[Hit]:
+        """Matches of the parsed query `q`, best first: the ranked lists of the pipeline
+        (`_lists`) fused (`ranking.fuse`). The top `limit` and any tied with the last, or
+        with `every_candidate` all the candidates ranked. `words`, the index terms of a query
+        of plain words, turn feedback on."""
         if q is None:
             return []
-        # Boosts can lift a result a few places: rank more candidates than asked for.
-        wanted = max(limit * 3, 30)
-        words = _words(q)
-        if words is None:
-            return self._whoosh_hits(q, wanted)
-        scored = self._scored(words, wanted)
-        if not every_candidate:
-            scored = self._leading(scored, limit)
+        if isinstance(q, Every):  # an empty query lists the newest first
+            return self._newest(q, max(limit * 3, 30))
+        lists, lines = self._lists(q, limit, words)
+        fused = ranking.fuse(lists)
+        if not every_candidate and len(fused) > limit:
+            last = fused[limit - 1].score  # ties with the last: names break them
+            fused = [f for f in fused if f.score >= last]
         hits: list[Hit] = []
-        for score, docnum in scored:
-            fields = self.cache.fields(docnum)
-            lines: list[str] = []
+        for f in fused:
+            fields = self.cache.fields(f.key)
+            tail: list[str] = []
+            shown: list[str] = []
             if self.explain:
-                matched = sorted({w for w in words if _holds(self.cache.terms[w][0], docnum)})
-                lines.append(f"bm25 {score:.3f}")
-                lines.append(
-                    f"matched {' '.join(matched) or '-'} in {_fields_with(fields, matched)}"
-                )
-            hits.append(self._hit(fields, score, lines, None))
+                tail = [ranking.explain(f)]
+                shown = lines.get(f.key) or self._word_lines(f.key, fields)
+            hits.append(self._hit(fields, f.score, shown, None, boosted=True, tail=tail))
         hits.sort(key=lambda h: (-h.score, h.name))
         return hits
 
-    def _scored(self, words: list[str], wanted: int) -> list[tuple[float, int]]:
-        """The `wanted` best (BM25F score, document) for the words, as Whoosh ranks them:
-        a higher score first, then the lower document number."""
+    def _lists(
+        self, q: Any, limit: int, words: Sequence[str]
+    ) -> tuple[list[ranking.Ranked[int]], dict[int, list[str]]]:
+        """The pipeline's ranked lists of documents for `q` and, with explain, each document's
+        lines from the words' list: BM25F of the words (times each memory's status and type
+        boost), then, for plain words, BM25F of the words feedback adds."""
+        # Boosts can lift a result a few places: rank more candidates than asked for.
+        wanted = max(limit * 3, 30)
+        plain = _words(q)
+        lines: dict[int, list[str]] = {}
+        if plain is None:
+            scored = self._whoosh_scored(q, wanted, lines)
+            candidates: dict[int, float] | None = None
+        else:
+            candidates = self._totals(plain)
+            scored = _nlargest(candidates, wanted)
+        boosts = self.cache.boosts(self.searcher)
+        first = self._ranked("bm25", 1.0, scored, boosts)
+        lists = [first]
+        if words and FEEDBACK_TERMS and first.entries:
+            if candidates is None:
+                candidates = self._totals(list(words))
+            more = self._feedback(first, words, candidates, wanted, boosts)
+            if more is not None:
+                lists.append(more)
+        self._scores, self._terms = candidates or {}, plain or list(words)
+        return lists, lines
+
+    def _word_lines(self, docnum: int, fields: dict[str, Any]) -> list[str]:
+        """Explain's first lines for a document the words matched: their BM25F score and
+        which of them it holds, where."""
+        terms = self._terms
+        matched = sorted({w for w in terms if _holds(self.cache.term(self.searcher, w)[0], docnum)})
+        return [
+            f"bm25 {self._scores.get(docnum, 0.0):.3f}",
+            f"matched {' '.join(matched) or '-'} in {_fields_with(fields, matched)}",
+        ]
+
+    def _ranked(
+        self,
+        ranker: str,
+        weight: float,
+        scored: Iterable[tuple[float, int]],
+        boosts: dict[int, float],
+    ) -> ranking.Ranked[int]:
+        """A ranker's list: its (score, document) pairs times each document's boost, best
+        first (ties in document order: fusion gives tied scores the same rank)."""
+        boosted = sorted(
+            ((round(score * boosts.get(docnum, 1.0), 4), docnum) for score, docnum in scored),
+            key=lambda b: (-b[0], b[1]),
+        )
+        return ranking.Ranked(ranker, weight, tuple((d, s) for s, d in boosted))
+
+    def _feedback(
+        self,
+        first: ranking.Ranked[int],
+        words: Sequence[str],
+        candidates: dict[int, float],
+        wanted: int,
+        boosts: dict[int, float],
+    ) -> ranking.Ranked[int] | None:
+        """RM3-style pseudo-relevance feedback: the words the best matches share, added to the
+        query's, re-rank the memories that hold any of the query's words (never others)."""
+        top = [
+            (score, self.cache.vector(docnum)) for docnum, score in first.entries[:FEEDBACK_DOCS]
+        ]
+        expansion = ranking.feedback_terms(
+            top,
+            lambda term: self.cache.idf(self.searcher, term),
+            exclude={*words, *_QUERY_STOP_TERMS},
+            count=FEEDBACK_TERMS,
+        )
+        if not expansion:
+            return None
+        # The query's words share FEEDBACK_ORIGINAL of the weight equally, so their part is
+        # the words' own score scaled; only the added words' postings are read.
+        share = FEEDBACK_ORIGINAL / len(set(words))
+        total = {docnum: share * score for docnum, score in candidates.items()}
+        get = total.get
+        for term, weight in expansion:
+            weight *= 1 - FEEDBACK_ORIGINAL
+            ids, scores = self.cache.term(self.searcher, term)
+            for docnum, score in zip(ids, scores, strict=True):
+                found = get(docnum)
+                if found is not None:
+                    total[docnum] = found + weight * score
+        ranked = self._ranked("feedback", FEEDBACK_WEIGHT, _nlargest(total, wanted), boosts)
+        # The documents feedback read are taken as relevant (that is its premise): they keep
+        # their places at its top, so the words' first match stays first, and feedback
+        # orders what comes after them.
+        read = first.entries[:FEEDBACK_DOCS]
+        kept = {docnum for docnum, _ in read}
+        rest = tuple(e for e in ranked.entries if e[0] not in kept)
+        return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
+
+    def _totals(self, words: list[str]) -> dict[int, float]:
+        """Every document that holds any of the words and passes the filter and mask, with
+        its BM25F score for them (the sum of each word's, as Whoosh adds them up)."""
         # The words' scores are added up here rather than by Whoosh's matchers, from the
         # per-word postings the cache keeps: for the plain words of nearly every query this
         # is several times faster, and gives the same scores.
@@ -1367,66 +1565,53 @@ class _Ranker:
             key=lambda p: -len(p[0]),
         )
         if not postings or not postings[0][0]:
-            return []
+            return {}
         total = dict(zip(*postings[0], strict=True))
         for ids, scores in postings[1:]:
             get = total.get
             for docnum, score in zip(ids, scores, strict=True):
                 total[docnum] = get(docnum, 0.0) + score
         allowed, hidden = self.filter, self.mask
-        ranked = [
-            (score, -docnum)
+        if allowed is None and hidden is None:
+            return total
+        return {
+            docnum: score
             for docnum, score in total.items()
             if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden)
-        ]
-        return [(score, -neg) for score, neg in heapq.nlargest(wanted, ranked)]
+        }
 
-    def _leading(self, scored: list[tuple[float, int]], limit: int) -> list[tuple[float, int]]:
-        """Of the candidates, those whose boosted score can place them in the top `limit`
-        (ties with the last included: names break them), so only their fields are read."""
-        boosts = self.cache.boosts(self.searcher)
-        boosted = sorted(
-            (
-                (round(score * boosts.get(docnum, 1.0), 4), score, docnum)
-                for score, docnum in scored
-            ),
-            key=lambda b: -b[0],
-        )
-        if len(boosted) <= limit:
-            return [(score, docnum) for _, score, docnum in boosted]
-        last = boosted[limit - 1][0]
-        return [(score, docnum) for b, score, docnum in boosted if b >= last]
-
-    def _whoosh_hits(self, q: Any, wanted: int) -> list[Hit]:
-        """Matches of any other query (fields, phrases, wildcards, operators), by Whoosh."""
-        every = isinstance(q, Every)
+    def _whoosh_scored(
+        self, q: Any, wanted: int, lines: dict[int, list[str]]
+    ) -> list[tuple[float, int]]:
+        """The `wanted` best (BM25F score, document) for any other query (fields, phrases,
+        wildcards, operators), by Whoosh; with explain, each one's lines go in `lines`."""
         results = self.searcher.search(
-            q,
-            limit=wanted,
-            filter=self.filter,
-            mask=self.mask,
-            terms=self.explain,
-            sortedby="updated" if every else None,
-            reverse=every,
+            q, limit=wanted, filter=self.filter, mask=self.mask, terms=self.explain
         )
-        hits: list[Hit] = []
+        scored: list[tuple[float, int]] = []
         for r in results:
-            lines: list[str] = []
-            score = 0.0 if every or r.score is None else float(r.score)
-            fields = dict(r.fields())
+            score = 0.0 if r.score is None else float(r.score)
+            scored.append((score, r.docnum))
             if self.explain:
-                lines.append(f"bm25 {score:.3f}")
+                fields = self.cache.fields(r.docnum)
                 terms = sorted(
                     {
                         t.decode("utf-8") if isinstance(t, bytes) else str(t)
                         for _, t in r.matched_terms()
                     }
                 )
-                lines.append(f"matched {' '.join(terms) or '-'} in {_fields_with(fields, terms)}")
-            hits.append(self._hit(fields, score, lines, None))
-        if not every:  # an empty query lists the newest first
-            hits.sort(key=lambda h: (-h.score, h.name))
-        return hits
+                lines[r.docnum] = [
+                    f"bm25 {score:.3f}",
+                    f"matched {' '.join(terms) or '-'} in {_fields_with(fields, terms)}",
+                ]
+        return scored
+
+    def _newest(self, q: Any, wanted: int) -> list[Hit]:
+        """Every memory that passes the filters, newest first (score 0)."""
+        results = self.searcher.search(
+            q, limit=wanted, filter=self.filter, mask=self.mask, sortedby="updated", reverse=True
+        )
+        return [self._hit(dict(r.fields()), 0.0, [], None) for r in results]
 
     def _by_names(self, names: Iterable[str]) -> list[dict[str, Any]]:
         return self._holding("name", names)
@@ -1454,7 +1639,7 @@ class _Ranker:
         found = {h.name: h for h in hits}
         frontier = hits[:limit]
         for hop in (1, 2):
-            decay = HOP_DECAY  # per hop: a second hop gets a quarter
+            decay = HOP_DECAY  # per hop: a second hop gets its square
             sources = {h.name: h for h in frontier}
             outgoing: dict[str, list[str]] = {}
             for source in frontier:

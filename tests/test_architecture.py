@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "files": 1,
     "history": 1,
     "index": 1,
+    "ranking": 1,
     "ledger": 1,
     "stats": 1,
     "workflow": 1,

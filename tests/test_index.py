@@ -20,6 +20,7 @@ from whoosh.query import NullQuery
 from memstore import index, search
 from memstore.index import _clean_query, _parser, parse_query, tokens  # pyright: ignore[reportPrivateUsage]
 from memstore.memory import Memory, render
+from memstore.ranking import content_words
 from memstore.search import Hit, Query
 from memstore.store import Store
 
@@ -80,9 +81,16 @@ def test_english_words_are_stemmed_so_variants_meet() -> None:
 )
 def test_plain_words_make_the_query_whoosh_would_parse(text: str) -> None:
     # Plain words skip Whoosh's parser (several milliseconds for a question); the query
-    # made instead must be the one it would have made.
-    parsed = _parser().parse(_clean_query(text))
+    # made instead must be the one it would have made of the words left once the question
+    # and function words are dropped.
+    parsed = _parser().parse(_clean_query(content_words(text)))
     assert parse_query(text) == (None if parsed is NullQuery else parsed)
+
+
+def test_a_question_drops_its_question_words_but_a_query_of_only_those_still_searches() -> None:
+    assert parse_query("When did Caroline's friend move?") == parse_query("Caroline friend move")
+    assert parse_query("what about 2026-11-30") == parse_query("2026-11-30")
+    assert parse_query("what did we do") == _parser().parse("what did we do")
 
 
 def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:

@@ -1,0 +1,57 @@
+"""Reciprocal rank fusion, the query's content words and feedback terms (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstore.ranking import RRF_K, Ranked, content_words, explain, feedback_terms, fuse
+
+
+def test_a_key_high_in_two_lists_beats_the_first_of_one() -> None:
+    words = Ranked("bm25", 1.0, (("a", 9.0), ("b", 5.0), ("c", 4.0)))
+    feedback = Ranked("feedback", 1.0, (("b", 3.0), ("c", 2.0)))
+    fused = fuse([words, feedback])
+    assert [f.key for f in fused] == ["b", "c", "a"]
+    assert fused[0].score == pytest.approx(RRF_K / (RRF_K + 2) + RRF_K / (RRF_K + 1), abs=1e-4)
+    assert explain(fused[0]) == "fused 1.951 = bm25 #2 (0.968) + feedback #1 (0.984)"
+
+
+def test_equal_scores_share_a_rank_and_fused_ties_keep_the_order_first_seen() -> None:
+    lists = [Ranked("bm25", 1.0, (("x", 2.0), ("y", 1.0), ("z", 1.0), ("w", 0.5)))]
+    fused = fuse(lists)
+    assert [(f.key, f.parts[0].rank) for f in fused] == [("x", 1), ("y", 2), ("z", 2), ("w", 4)]
+    assert fused[1].score == fused[2].score
+    assert fuse(lists) == fused  # deterministic
+    swapped = fuse([Ranked("one", 1.0, (("p", 1.0),)), Ranked("two", 1.0, (("q", 1.0),))])
+    assert [f.key for f in swapped] == ["p", "q"]
+
+
+def test_a_list_weighs_by_its_weight() -> None:
+    fused = fuse([Ranked("strong", 2.0, (("a", 1.0),)), Ranked("weak", 0.5, (("b", 1.0),))])
+    assert [f.key for f in fused] == ["a", "b"]
+    assert fused[0].score == pytest.approx(4 * fused[1].score, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", "Caroline go LGBTQ support group"),
+        ("What is the HPA setting in May 2026?", "HPA setting May 2026"),
+        ("how do we deploy", "deploy"),
+        ("what did we do", "what did we do"),  # nothing else left: searched as it is
+    ],
+)
+def test_a_question_keeps_its_content_words(question: str, words: str) -> None:
+    assert content_words(question) == words
+
+
+def test_feedback_terms_come_from_the_best_matches_weighted_by_score_and_rarity() -> None:
+    top = [
+        (2.0, {"hpa": 1.0, "flap": 2.0, "pod": 1.0}),
+        (1.0, {"hpa": 1.0, "flap": 1.0, "team": 2.0}),
+    ]
+    rare = {"flap": 3.0, "pod": 2.0, "team": 0.1}
+    terms = feedback_terms(top, lambda t: rare.get(t, 1.0), exclude={"hpa"}, count=2)
+    assert [t for t, _ in terms] == ["flap", "pod"]
+    assert sum(w for _, w in terms) == pytest.approx(1.0)
+    assert feedback_terms([], lambda t: 1.0, count=3) == []
