@@ -482,13 +482,14 @@ def agent_check_text(result: CheckResult, lead: str | None = None) -> str:
     return f"{head}\n{fence.preamble}\n{rest}" if rest else head
 
 
-def rule_line(rule: Rule, rewrite: bool = False) -> Bullet:
-    """A briefing bullet for a rule: severity, name and status are memstore's; the rest quoted."""
+def rule_line(rule: Rule, rewrite: bool = False, short: bool = False) -> Bullet:
+    """A briefing bullet for a rule: severity, name and status are memstore's; the rest quoted.
+    `short` keeps the description alone, cut to one line (for a tight budget)."""
     when = f" — applies when: {', '.join(rule.applies_when)}" if rule.applies_when else ""
     said = f' — the human said: "{_one_line(rule.evidence)}"' if rule.evidence else ""
     flag = " — RECURRED after confirmation: rewrite it" if rewrite else ""
     own = f"- **{rule.severity}** {kind(rule.type)} `{rule.name}` [{rule.shown_status}]"
-    data = f"{rule.description}{when}{said}"
+    data = _one_line(rule.description, 100) if short else f"{rule.description}{when}{said}"
     return Bullet(f"{own}{flag}", data, plain=f"{own}: {data}{flag}")
 
 
