@@ -243,11 +243,13 @@ def analyse(text: str) -> Analysis:
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
+    present = set(words)
     for concept, phrases in _phrases().items():
         starts = sorted(
             {
                 s
                 for p in phrases
+                if p and p[0] in present
                 for s, e in _find(words, p)
                 if concept in _NOUNS or words[e + 1 : e + 2] not in _DOC_NOUNS
             }
@@ -282,7 +284,8 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def units(pattern: str) -> list[frozenset[str]]:
+@functools.lru_cache(maxsize=4096)
+def units(pattern: str) -> tuple[frozenset[str], ...]:
     """What an `applies_when` phrase asks for, one set of alternatives per word: a word that a
     synonym phrase covers asks for its concepts (`@publish`), any other word for itself.
     A name in the pattern (`drop_shipping`, `db/seed.sql`) asks for its own words."""
@@ -296,7 +299,7 @@ def units(pattern: str) -> list[frozenset[str]]:
                         covered[i].add(f"@{concept}")
     wanted = [frozenset(c or {w}) for w, c in zip(a.words, covered, strict=True)]
     wanted += [frozenset({t}) for t in a.terms if t not in a.words]
-    return list(dict.fromkeys(wanted))
+    return tuple(dict.fromkeys(wanted))
 
 
 def features(text: str) -> frozenset[str]:
