@@ -28,9 +28,12 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "upload package",
         "upload wheel",
         "upload pypi",
-        "push registry",
         "push package",
-        "push npm",
+        *(
+            f"{v} {r}"
+            for v in ("send", "put", "push", "submit")
+            for r in ("registry", "npm", "pypi")
+        ),
         "cut release",
         "get out",
         "put out",
@@ -251,7 +254,8 @@ def analyse(text: str) -> Analysis:
                 for p in phrases
                 if p and p[0] in present
                 for s, e in _find(words, p)
-                if concept in _NOUNS or words[e + 1 : e + 2] not in _DOC_NOUNS
+                if concept in _NOUNS
+                or (words[e + 1 : e + 2] not in _DOC_NOUNS and words[s - 1 : s] not in _META_VERBS)
             }
         )
         if starts:
@@ -273,6 +277,12 @@ _DOC_NOUNS = frozenset(
 )
 """A concept word right before one of these names a document, not an action: "release
 notes", "migration guide", "delete button", "deploy logs"."""
+_META_VERBS = frozenset(
+    (w,)
+    for w in tokens("document explain describe discuss review investigate debug refactor rename")
+)
+"""A concept word right after one of these is talked about, not done: "document the migration
+process", "explain the deploy"."""
 
 _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Command forms whose flags the word analysis drops (one-letter words, punctuation).
@@ -598,9 +608,13 @@ def _git_discard(a: Analysis) -> str | None:
     seen = _scan(a, _GIT_DISCARD)
     if seen:
         return seen
-    have = set(a.words)
-    if have & _DISCARD and have & _UNSAVED and have & _WORK:
-        return "discard uncommitted work"
+    for pos, word in enumerate(a.words):
+        if word not in _DISCARD:
+            continue
+        after = a.words[pos + 1 : pos + 5]
+        for i, w in enumerate(after):
+            if w in _UNSAVED and set(after[i + 1 : i + 3]) & _WORK:
+                return "discard uncommitted work"
     return None
 
 
