@@ -46,6 +46,10 @@ CHARS_PER_TOKEN = 4
 MIN_BUDGET = 100
 """Room for the header, the rules heading and a short note of what was cut."""
 
+PINNED_MAX = 20
+"""At most this many p0/p1 rules are kept whatever the budget; past that, a store's rules are
+too broad to brief (the rest are cut like any bullet, and the cut note counts them)."""
+
 DRAFTS_SHOWN = 5
 """Drafts awaiting review listed by name (the most relevant); the rest are counted."""
 
@@ -185,7 +189,7 @@ def brief(
         applying = [r for r in rules if workflow.related(r, for_text)]
         others = [r for r in rules if r not in applying]
     # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
-    pinned = sum(1 for r in applying if r.severity in ("p0", "p1"))
+    pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
     drafts = _awaiting_review(identity, memories, for_text)
     sections = [
         Section(

@@ -329,3 +329,16 @@ def test_cli_brief_keeps_the_release_rule_in_150_tokens(store: Store) -> None:
     assert done.exit_code == 0, done.output
     assert "**p0** correction `changelog-before-tag`" in done.output
     assert briefing.tokens(done.output.rstrip("\n") + "\n") <= 150
+
+
+def test_past_twenty_p0_rules_the_rest_are_cut_and_counted(store: Store) -> None:
+    human = as_agent(store, "human")
+    name_humans(store.root, "human")
+    for i in range(briefing.PINNED_MAX + 2):
+        session.correct(
+            human, f"rule-{i:02d}", description=f"Rule {i}", severity="p0", applies_when=["deploy"]
+        )
+    result = briefing.brief(store, for_text="deploy", budget_tokens=briefing.MIN_BUDGET, mark=False)
+    shown = [i for i in range(briefing.PINNED_MAX + 2) if f"`rule-{i:02d}`" in result.text]
+    assert len(shown) == briefing.PINNED_MAX
+    assert "2 of 22 corrections and warnings that apply" in result.cut
