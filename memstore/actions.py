@@ -478,6 +478,8 @@ def _rm(a: Analysis) -> str | None:
             roots = [w for w in words[1:] if not w.startswith("-")][:1]
             if not roots or not _disposable(roots[0]):
                 return " ".join(words[:6])
+        if name in ("remove-item", "ri") and any(w.startswith("-r") for w in words):
+            return " ".join(words[:6])  # PowerShell's rm -r
         if name not in ("rm", "rmdir", "shred", "srm"):
             continue
         flags = "".join(w[1:] for w in words[1:] if w.startswith("-") and not w.startswith("--"))
@@ -503,6 +505,7 @@ _SQL = re.compile(
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
+    r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
 )
 _DATA = frozenset(
     tokens(
@@ -561,6 +564,9 @@ _INFRA = re.compile(
     r"|\bdocker\b[^;&|\n]*\b(?:volume\s+(?:rm|prune)|system\s+prune)\b"
     r"|\bdocker[- ]compose\b[^;&|\n]*\bdown\b[^;&|\n]*(?:\s-v\b|--volumes)"
     r"|\bmkfs\b|\bwipefs\b|\bdd\b[^;&|\n]*\bof=/dev/|>\s*/dev/(?:sd|nvme|disk|hd|xvd)"
+    r"|\b(?:heroku|fly|flyctl)\b[^;&|\n]*\bdestroy\b|\bvercel\s+(?:remove|rm)\b"
+    r"|\bgh\s+(?:repo|release)\s+delete\b|\bnpm\s+unpublish\b"
+    r"|\bcurl\b[^;&|\n]*(?:-x\s*|--request\s+)delete\b"
 )
 _INFRA_OBJECTS = frozenset(
     tokens(
@@ -645,7 +651,11 @@ GUARDS: tuple[Guard, ...] = (
     Guard(
         "force-push", "a force push or history rewrite: it discards others' commits", _force_push
     ),
-    Guard("destroy-infra", "destroys infrastructure, cloud resources, volumes or disks", _infra),
+    Guard(
+        "destroy-infra",
+        "destroys infrastructure, cloud resources, volumes, disks or published packages",
+        _infra,
+    ),
     Guard("kubectl-delete", "deletes Kubernetes namespaces, volumes or workloads", _kube),
     Guard(
         "discard-work", "discards uncommitted work (git reset --hard, git clean -f)", _git_discard
