@@ -205,7 +205,8 @@ class Analysis:
     terms: tuple[str, ...]
     """Every search term of the text (identifiers split, as the index splits them)."""
     words: tuple[str, ...]
-    """The terms of the text with identifiers and file names left out: the action's words."""
+    """The terms of the text without identifiers, paths, file names and numbers: the words
+    that say what the action does."""
     concepts: dict[str, tuple[int, ...]]
     """Concept → positions in `words` where one of its phrases starts."""
 

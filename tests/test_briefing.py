@@ -329,6 +329,15 @@ def test_cli_brief_keeps_the_release_rule_in_150_tokens(store: Store) -> None:
     assert done.exit_code == 0, done.output
     assert "**p0** correction `changelog-before-tag`" in done.output
     assert briefing.tokens(done.output.rstrip("\n") + "\n") <= 150
+    full = CliRunner().invoke(main, ["brief", "--for", "cut release 1.4.1", "--no-mark"])
+    titles = [line for line in full.output.splitlines() if line.startswith("## ")]
+    assert titles == [
+        "## Corrections and warnings that apply",
+        "## Changes since your last session",
+        "## Drafts awaiting review",  # no identity given: everyone's drafts
+    ]
+    assert "- 12 outcomes recorded by human: `no-manual-publish heeded` ×12\n" in full.output
+    assert "- and 13 more: `memstore list --status draft`\n" in full.output
 
 
 def test_past_twenty_p0_rules_the_rest_are_cut_and_counted(store: Store) -> None:
