@@ -401,8 +401,14 @@ def _commands(raw: str) -> list[_Command]:
     return out
 
 
+_GIT_TEXT = frozenset({"grep", "log", "show", "diff", "commit", "tag", "notes"})
+"""git commands that search, show or only carry a message: `git commit -m "drop the table"`."""
+
+
 def _reads(command: _Command) -> bool:
-    return command.name in _READERS or command.words[:2] in (("git", "grep"), ("git", "log"))
+    return command.name in _READERS or (
+        command.name == "git" and len(command.words) > 1 and command.words[1] in _GIT_TEXT
+    )
 
 
 def _scan(a: Analysis, pattern: re.Pattern[str]) -> str | None:
