@@ -386,7 +386,8 @@ class _Command:
         return self.words[0].rsplit("/", 1)[-1] if self.words else ""
 
 
-def _commands(raw: str) -> list[_Command]:
+@functools.lru_cache(maxsize=256)
+def _commands(raw: str) -> tuple[_Command, ...]:
     """The simple commands of a shell line (split at `&&`, `;`, `|`, …)."""
     out: list[_Command] = []
     for part in _SEP.split(raw):
@@ -398,7 +399,7 @@ def _commands(raw: str) -> list[_Command]:
             words = words[1:]
         if words:
             out.append(_Command(part, tuple(words)))
-    return out
+    return tuple(out)
 
 
 _GIT_TEXT = frozenset({"grep", "log", "show", "diff", "commit", "tag", "notes"})
