@@ -54,10 +54,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "promote",
         "ship",
         "go live",
-        "push production",
-        "push prod",
-        "release production",
-        "release prod",
+        *(
+            f"{v} {e}"
+            for v in ("push", "release", "send", "move")
+            for e in ("production", "prod", "live")
+        ),
         "helm upgrade",
         "kubectl apply",
         "kubectl rollout",
@@ -280,10 +281,13 @@ _DOC_NOUNS = frozenset(
 notes", "migration guide", "delete button", "deploy logs"."""
 _META_VERBS = frozenset(
     (w,)
-    for w in tokens("document explain describe discuss review investigate debug refactor rename")
+    for w in tokens(
+        "document explain describe discuss review investigate debug refactor rename "
+        "get show list view inspect watch"
+    )
 )
-"""A concept word right after one of these is talked about, not done: "document the migration
-process", "explain the deploy"."""
+"""A concept word right after one of these is talked about or looked at, not done: "document
+the migration process", "explain the deploy", `kubectl get deploy -n prod`."""
 
 _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Command forms whose flags the word analysis drops (one-letter words, punctuation).
@@ -562,7 +566,8 @@ def _force_push(a: Analysis) -> str | None:
 
 
 _INFRA = re.compile(
-    r"\b(?:terraform|tofu|terragrunt|pulumi|cdk|cdktf)\b[^;&|\n]*\bdestroy\b"
+    r"\b(?:terraform|tofu|terragrunt|pulumi|cdk|cdktf)\b(?![^;&|\n]*\b(?:plan|preview)\b)"
+    r"[^;&|\n]*\bdestroy\b"
     r"|\bterraform\b[^;&|\n]*\bapply\b[^;&|\n]*-destroy\b"
     r"|\b(?:sls|serverless)\s+remove\b|\bdelete-stack\b|\beksctl\s+delete\b"
     r"|\bgcloud\b[^;&|\n]*\bdelete\b|\baz\b[^;&|\n]*\bdelete\b|\bdoctl\b[^;&|\n]*\bdelete\b"
