@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memstore import history, ledger, ledger_io, session, stats, when, workflow
+from memstore import actions, history, ledger, ledger_io, session, stats, when, workflow
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.files import atomic_write
 from memstore.history import Change, FileChange
@@ -46,6 +46,16 @@ CHARS_PER_TOKEN = 4
 MIN_BUDGET = 100
 """Room for the header, the rules heading and a short note of what was cut."""
 
+PINNED_MAX = 20
+"""At most this many p0/p1 rules are kept whatever the budget; past that, a store's rules are
+too broad to brief (the rest are cut like any bullet, and the cut note counts them)."""
+
+DRAFTS_SHOWN = 5
+"""Drafts awaiting review listed by name (the most relevant); the rest are counted."""
+
+GROUP_NAMES = 5
+"""Names listed in one grouped change line before the rest are counted."""
+
 
 @dataclass(frozen=True, slots=True)
 class Section:
@@ -56,6 +66,10 @@ class Section:
     lines: tuple[Bullet, ...]
     empty: str | None = None
     """What to say when there is nothing to list (None: leave the section out)."""
+    pinned: int = 0
+    """The first `pinned` bullets are never cut, whatever the budget (p0 and p1 rules)."""
+    compact: tuple[Bullet, ...] = ()
+    """Shorter forms of the pinned bullets, used when even they do not fit the budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +124,21 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
 
     Drops bullets from the end of the least important section first (highest `priority`
     number), then the next, until the text, including a line naming what was cut, fits; when
-    even that line is too long, it shrinks to a count. The header is always kept.
+    even that line is too long, it shrinks to a count. The header and each section's
+    `pinned` bullets are always kept (in their `compact` form if need be), so the briefing
+    can exceed a budget too small for them.
     """
     budget = max(budget, MIN_BUDGET)
     kept = {s.title: len(s.lines) for s in sections}
     text = _render(header, sections, kept, "", fence)
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
     while tokens(text) > budget:
-        victim = next((s for s in order if kept[s.title] > 0), None)
+        victim = next((s for s in order if kept[s.title] > s.pinned), None)
         if victim is None:
+            if any(s.compact and s.lines[: s.pinned] != s.compact for s in sections):
+                sections = [_compacted(s) for s in sections]
+                text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
+                continue
             text = _render(header, sections, kept, _short_note(sections, kept), fence)
             break
         kept[victim.title] -= 1
@@ -127,38 +147,11 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
     return Briefing(text=text, tokens=tokens(text), budget=budget, cut=tuple(notes))
 
 
-_PATH = re.compile(r"^[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)?(?:\.jsonl)?$")
-
-
-def change_lines(change: Change, rel: str, f: FileChange, outcomes_file: str) -> list[Bullet]:
-    """Bullets for what one commit did to one file (`rel`, relative to the store)."""
-    when = stamp(change.date[:16].replace("T", " "))
-    who = word(change.author)
-    by = unshown([("by", change.author, who)])
-    if f.kind != "appended":
-        name = rel[:-3] if rel.endswith(".md") else rel
-        plain = f"- {when} {change.author} {f.kind} `{name}`"
-        if _PATH.fullmatch(name) and not by:
-            return [Bullet(f"- {when} {who} {f.kind} `{name}`", plain=plain)]
-        return [Bullet(f"- {when} {who} {f.kind} a file", " · ".join([name, *by]), plain=plain)]
-    out: list[Bullet] = []
-    for line in f.added_lines:
-        try:
-            data: Any = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(data, dict):
-            continue
-        record: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-        if rel == outcomes_file:
-            what = f"outcome: `{record.get('name')}` {record.get('outcome')}"
-            own = f"- {when} {who} recorded an outcome"
-        else:
-            parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
-            what = f"{rel}: {' '.join(parts)}"
-            own = f"- {when} {who} appended a record"
-        out.append(Bullet(own, " · ".join([what, *by]), plain=f"- {when} {change.author} {what}"))
-    return out
+def _compacted(s: Section) -> Section:
+    if not s.compact:
+        return s
+    lines = s.compact + s.lines[s.pinned :]
+    return Section(s.title, s.priority, lines, s.empty, s.pinned, s.compact)
 
 
 # -- a store's briefing -------------------------------------------------------------------
@@ -196,12 +189,19 @@ def brief(
     if for_text:
         applying = [r for r in rules if workflow.related(r, for_text)]
         others = [r for r in rules if r not in applying]
+    # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
+    pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
+    drafts = _awaiting_review(identity, memories, for_text)
     sections = [
         Section(
             "Corrections and warnings that apply",
             1,
             tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
             empty="- none",
+            pinned=pinned,
+            compact=tuple(
+                workflow.rule_line(r, r.name in rewrite, short=True) for r in applying[:pinned]
+            ),
         ),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
         Section(
@@ -210,15 +210,15 @@ def brief(
             tuple(_knowledge_bullet(m) for m in _knowledge(store, for_text, memories)),
         ),
         Section(
-            "Drafts awaiting your review" if identity else "Drafts awaiting review",
-            4,
-            tuple(_draft_bullet(m) for m in _awaiting_review(identity, memories)),
-        ),
-        Section(
             "Changes since your last session",
-            5,
+            4,
             tuple(_changes_lines(store, since)),
             empty="- nothing new",
+        ),
+        Section(
+            "Drafts awaiting your review" if identity else "Drafts awaiting review",
+            5,
+            tuple(_draft_bullet(m) for m in drafts[:DRAFTS_SHOWN]) + _more(drafts),
         ),
         Section(
             "Other corrections and warnings",
@@ -293,16 +293,31 @@ def _knowledge(
     return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
 
 
-def _awaiting_review(identity: str | None, memories: list[Memory]) -> list[Memory]:
+def _awaiting_review(
+    identity: str | None, memories: list[Memory], for_text: str | None
+) -> list[Memory]:
+    """Others' drafts: those sharing the most words (or action synonyms) with the task first,
+    then rules (they already act, so reviewing them matters most), then newest first."""
     drafts = [
         m
         for m in memories
         if m.status == Status.DRAFT and (identity is None or m.owner != identity)
     ]
-    # Rules first (they already act, so reviewing them matters most), then newest first.
+    task = {f for f in actions.features(for_text or "") if len(f) > 2 and not f.isdigit()}
+
+    def shared(m: Memory) -> int:
+        return len(task & actions.features(f"{m.name} {m.description}")) if task else 0
+
     drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
-    drafts.sort(key=lambda m: 0 if m.type in workflow.RULE_TYPES else 1)
-    return drafts[:LIST_MAX]
+    drafts.sort(key=lambda m: (-shared(m), 0 if m.type in workflow.RULE_TYPES else 1))
+    return drafts
+
+
+def _more(drafts: list[Memory]) -> tuple[Bullet, ...]:
+    rest = len(drafts) - DRAFTS_SHOWN
+    if rest <= 0:
+        return ()
+    return (Bullet(f"- and {rest} more: `memstore list --status draft`"),)
 
 
 def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
@@ -337,14 +352,69 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
         found = history.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
     prefix = history.repo_path(store.repo, store.root)
     prefix = "" if prefix == "." else prefix
-    lines: list[Bullet] = []
-    for change in found:
+    groups: dict[str, _Group] = {}
+    for change in found:  # newest first
         for f in change.files:
             rel = f.path[len(prefix) + 1 :] if prefix else f.path
             if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
                 continue  # the store's own settings files, not knowledge
-            lines.extend(change_lines(change, rel, f, stats.OUTCOMES_FILE))
-    return lines[:LIST_MAX]
+            _group(groups, change, rel, f, stats.OUTCOMES_FILE)
+    return [g.bullet() for g in groups.values()][:LIST_MAX]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Changes of one kind since the last session: how many, by whom, and on what."""
+
+    what: str
+    """`memory added`, `outcome recorded`, `record appended to ledger.jsonl`…"""
+    count: int = 0
+    authors: dict[str, None] = field(default_factory=dict[str, None])
+    names: dict[str, int] = field(default_factory=dict[str, int])
+
+    def bullet(self) -> Bullet:
+        noun, _, rest = self.what.partition(" ")
+        plural = noun if self.count == 1 else ("memories" if noun == "memory" else f"{noun}s")
+        own = f"- {self.count} {plural} {rest}"
+        listed = [
+            f"`{n}`" + (f" ×{c}" if c > 1 else "")
+            for n, c in list(self.names.items())[:GROUP_NAMES]
+        ]
+        more = len(self.names) - GROUP_NAMES
+        if more > 0:
+            listed.append(f"and {more} more")
+        data = f"by {', '.join(self.authors)}: {', '.join(listed)}"
+        return Bullet(own, data, plain=f"{own} {data}")
+
+
+def _group(
+    groups: dict[str, _Group], change: Change, rel: str, f: FileChange, outcomes: str
+) -> None:
+    if f.kind != "appended":
+        name = rel[:-3] if rel.endswith(".md") else rel
+        _count(groups, f"memory {f.kind}", change.author, name)
+        return
+    for line in f.added_lines:
+        try:
+            data: Any = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        record: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+        if rel == outcomes:
+            name = f"{record.get('name')} {record.get('outcome')}"
+            _count(groups, "outcome recorded", change.author, name)
+        else:
+            parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
+            _count(groups, f"record appended to {rel}", change.author, " ".join(parts))
+
+
+def _count(groups: dict[str, _Group], what: str, author: str, name: str) -> None:
+    group = groups.setdefault(what, _Group(what))
+    group.count += 1
+    group.authors[author] = None
+    group.names[name] = group.names.get(name, 0) + 1
 
 
 def _session_marker(store: Store) -> Path:

@@ -236,3 +236,38 @@ def sync_settings(root: Path) -> SyncSettings:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise InvalidMemory(f"{path}: '{key}' must be a name, such as 'origin' or 'main'")
     return SyncSettings(claims, remote, branch)
+
+
+def disabled_guards(root: Path) -> frozenset[str]:
+    """From `memstore.yaml`: the built-in guards turned off. `guards: false` turns off all of
+    them, `guards: {disable: [rm-rf, force-push]}` those named; on by default.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape or a guard that does not exist.
+    """
+    from memstore.actions import GUARD_NAMES
+
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    setting: Any = mapping.get("guards", True)
+    if setting is True or setting is None:
+        return frozenset()
+    if setting is False:
+        return frozenset(GUARD_NAMES)
+    options: dict[str, Any] = setting if isinstance(setting, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = options.get("disable")
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list) or set(options) - {"disable"}:
+        raise InvalidMemory(
+            f"{path}: 'guards' must be true, false, or {{disable: [names]}}; guards: "
+            f"{', '.join(GUARD_NAMES)}"
+        )
+    names: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    unknown = [n for n in names if n not in GUARD_NAMES]
+    if unknown:
+        raise InvalidMemory(
+            f"{path}: 'guards' disables {unknown[0]!r}, which is not a guard; guards: "
+            f"{', '.join(GUARD_NAMES)}"
+        )
+    return frozenset(names)

@@ -32,7 +32,8 @@ def hook_action(payload: object) -> tuple[str, str | None]:
     target = next((v for k in _TARGET_KEYS if isinstance(v := tool_input.get(k), str) and v), None)
     if tool == "Bash":
         parts = [tool_input.get("command"), tool_input.get("description")]
-        text = " ".join(p for p in parts if isinstance(p, str) and p)
+        # As a shell comment: the description's words are not the command's arguments.
+        text = " # ".join(p for p in parts if isinstance(p, str) and p)
     else:
         text = " ".join(x for x in (tool, target) if x)
     return text or tool, target

@@ -113,12 +113,12 @@ def check(
     """The verdict on an action before it is taken: allow, warn or block, with reasons.
 
     Matching corrections and warnings give their verdict (a binding p0 blocks, the rest
-    warn). With `action` and `target`, the ledger too: executed, or claimed by someone
-    else, blocks (a damaged ledger blocks: fail closed). Confirmed runbooks about the
-    action are listed to follow.
+    warn); the built-in guards not turned off in `memstore.yaml` warn. With `action` and
+    `target`, the ledger too: executed, or claimed by someone else, blocks (a damaged ledger
+    blocks: fail closed). Confirmed runbooks about the action are listed to follow.
 
     Raises:
-        InvalidMemory: for an empty description.
+        InvalidMemory: for an empty description, or a bad `guards` setting.
         InvalidLedgerEntry: for only one of `action` and `target`, or a bad one.
     """
     description = " ".join(description.split())
@@ -147,7 +147,14 @@ def check(
         )
         for h in relevant(store, text, ("runbook",), 3)
     ]
-    return workflow.decide(text, rules(store), targets, extra=extra, runbooks=runbooks)
+    return workflow.decide(
+        text,
+        rules(store),
+        targets,
+        extra=extra,
+        runbooks=runbooks,
+        disabled_guards=config.disabled_guards(store.root),
+    )
 
 
 def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:

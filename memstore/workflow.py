@@ -9,12 +9,12 @@ identity confirms it, so no agent can stop every `check` on its own say-so.
 from __future__ import annotations
 
 import fnmatch
-import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memstore import ledger
+from memstore import actions, ledger
 from memstore.errors import InvalidMemory
 from memstore.memory import RULE_TYPES as RULE_TYPES
 from memstore.memory import Memory, same_identity
@@ -32,10 +32,6 @@ APPLIES_WHEN_MAX = 32
 PATTERN_MAX = 200
 EVIDENCE_MAX = 2000
 GLOB_CHARS = frozenset("*?[")
-
-_STOP_WORDS = frozenset({"a", "an", "the", "to", "of", "and", "or", "in", "on", "for", "with"})
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ions", "ion", "ed", "es", "s")
-_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 
 
 class Verdict(StrEnum):
@@ -82,7 +78,7 @@ class Reason:
     """One reason behind a verdict: a matching rule, a ledger record, or a runbook to follow."""
 
     kind: str
-    """`correction`, `warning`, `ledger` or `runbook`."""
+    """`correction`, `warning`, `guard` (built in), `ledger` or `runbook`."""
     name: str
     verdict: Verdict
     message: str
@@ -278,29 +274,9 @@ def _valid_pattern(item: object) -> bool:
 # -- matching -------------------------------------------------------------------------------
 
 
-def stem(word: str) -> str:
-    """A crude English stem: lower-case, common suffixes and a final 'e' removed.
-
-    Both sides of a match go through it, so over-stemming only widens matches a little
-    ("bumped", "bumping" and "bumps" all become "bump"; "release" and "releases" "releas").
-    """
-    word = word.lower()
-    for suffix in _SUFFIXES:
-        if suffix == "s" and word.endswith(("ss", "us")):
-            continue
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # stopped → stopp → stop
-            break
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
-
-
 def words(text: str) -> list[str]:
-    """The stemmed words of `text`, stop words left out."""
-    return [stem(w) for w in _TOKEN_RE.findall(text.lower()) if w not in _STOP_WORDS]
+    """The words of `text` as search indexes them: stemmed, stop words out, CJK as bigrams."""
+    return list(actions.analyse(text).terms)
 
 
 def is_glob(pattern: str) -> bool:
@@ -317,8 +293,10 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
 
     A glob with spaces (`git push --force*`) matches anywhere in the text; a glob without
     spaces (`migrations/*.sql`) matches one whole word of the text or a target, in any folder.
-    Otherwise every word of the pattern must appear among the text's words, in any order,
-    after stemming: "version bump" matches "bump version to 1.4.1". Case never matters.
+    Otherwise every word of the pattern must appear in the text, in any order, analysed as
+    search analyses it, or be met by a synonym from the action table (`actions.CONCEPTS`):
+    "version bump" matches "bump version to 1.4.1", "npm publish" matches "ship 1.4.1 to the
+    npm registry". Case never matters.
     """
     lowered = text.lower()
     if is_glob(pattern):
@@ -328,9 +306,7 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
         candidates = _tokens(lowered) + [t.lower() for t in targets]
         alternatives = [glob] if glob.startswith(("*", "/")) else [glob, f"*/{glob}"]
         return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in alternatives)
-    wanted = words(pattern)
-    have = set(words(lowered + " " + " ".join(targets)))
-    return bool(wanted) and all(w in have for w in wanted)
+    return actions.meets(pattern, " ".join([text, *targets]))
 
 
 def first_match(rule: Rule, text: str, targets: tuple[str, ...] = ()) -> str | None:
@@ -342,14 +318,14 @@ def related(rule: Rule, task: str) -> bool:
     """Whether a rule bears on a task described loosely (the briefing's `--for`).
 
     Looser than `check`: a rule without patterns always applies; otherwise one pattern must
-    match, or a word of a pattern (or two of the description) must appear in the task.
+    match, or a word of a pattern (itself or a synonym: "cut release" meets "npm publish")
+    or two of the description must appear in the task.
     """
     if not rule.applies_when or first_match(rule, task) is not None:
         return True
+    if any(actions.overlaps(p, task) for p in rule.applies_when if not is_glob(p)):
+        return True
     have = {w for w in words(task) if len(w) >= 3 and not w.isdigit()}
-    for pattern in rule.applies_when:
-        if not is_glob(pattern) and have & set(words(pattern)):
-            return True
     return len(have & set(words(rule.description))) >= 2
 
 
@@ -397,14 +373,30 @@ def ledger_reason(check: ledger.Check, identity: str | None) -> Reason:
     return Reason("ledger", name, Verdict.ALLOW, message + warned)
 
 
+def guard_reasons(action: str, disabled: Collection[str] = ()) -> list[Reason]:
+    """A warning for each built-in guard (`actions.GUARDS`) the action trips, unless disabled."""
+    return [
+        Reason(
+            kind="guard",
+            name=guard.name,
+            verdict=Verdict.WARN,
+            message=guard.description,
+            matched=seen,
+        )
+        for guard, seen in actions.guard_hits(action, frozenset(disabled))
+    ]
+
+
 def decide(
     action: str,
     rules: list[Rule],
     targets: tuple[str, ...] = (),
     extra: list[Reason] | None = None,
     runbooks: list[Reason] | None = None,
+    disabled_guards: Collection[str] = (),
 ) -> CheckResult:
-    """The verdict on `action`: the worst of the matching rules and the `extra` reasons.
+    """The verdict on `action`: the worst of the matching rules, the built-in guards (all but
+    `disabled_guards`) and the `extra` reasons.
 
     `extra` carries reasons found elsewhere (the ledger); `runbooks` are listed to follow but
     never change the verdict.
@@ -414,6 +406,7 @@ def decide(
         matched = first_match(rule, action, targets)
         if matched is not None:
             reasons.append(rule_reason(rule, matched))
+    reasons.extend(guard_reasons(" ".join([action, *targets]), disabled_guards))
     reasons.extend(extra or [])
     order = {Verdict.BLOCK: 0, Verdict.WARN: 1, Verdict.ALLOW: 2}
     reasons.sort(key=lambda r: order[r.verdict])  # stable: severity order kept within a verdict
@@ -450,6 +443,13 @@ def render_check(result: CheckResult, fence: Fence | None = None) -> str:
 
 
 def _reason_bullet(r: Reason) -> Bullet:
+    if r.kind == "guard":  # memstore's own words, with what it saw in the action quoted
+        return Bullet(
+            f"- [{r.verdict.value}] built-in guard {r.name}: {r.message}",
+            f"saw '{r.matched}'",
+            plain=f"- [{r.verdict.value}] {r.name} (built-in guard) — saw '{r.matched}': "
+            f"{r.message}",
+        )
     if r.kind not in RULE_TYPES:  # a ledger reason: its name and message quote the ledger
         return Bullet(
             f"- [{r.verdict.value}] {r.kind}",
@@ -482,13 +482,14 @@ def agent_check_text(result: CheckResult, lead: str | None = None) -> str:
     return f"{head}\n{fence.preamble}\n{rest}" if rest else head
 
 
-def rule_line(rule: Rule, rewrite: bool = False) -> Bullet:
-    """A briefing bullet for a rule: severity, name and status are memstore's; the rest quoted."""
+def rule_line(rule: Rule, rewrite: bool = False, short: bool = False) -> Bullet:
+    """A briefing bullet for a rule: severity, name and status are memstore's; the rest quoted.
+    `short` keeps the description alone, cut to one line (for a tight budget)."""
     when = f" — applies when: {', '.join(rule.applies_when)}" if rule.applies_when else ""
     said = f' — the human said: "{_one_line(rule.evidence)}"' if rule.evidence else ""
     flag = " — RECURRED after confirmation: rewrite it" if rewrite else ""
     own = f"- **{rule.severity}** {kind(rule.type)} `{rule.name}` [{rule.shown_status}]"
-    data = f"{rule.description}{when}{said}"
+    data = _one_line(rule.description, 100) if short else f"{rule.description}{when}{said}"
     return Bullet(f"{own}{flag}", data, plain=f"{own}: {data}{flag}")
 
 

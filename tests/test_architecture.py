@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "ledger": 1,
     "stats": 1,
     "workflow": 1,
+    "actions": 1,
     "secrets": 1,
     "signing": 1,
     "config": 1,

@@ -65,6 +65,43 @@ def test_applies_when_patterns_match_with_stemming_and_globs(
     assert match(pattern, text) is expected
 
 
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        # publish / release / ship / upload to a registry
+        ("npm publish", "ship 1.4.1 to the npm registry", True),
+        ("npm publish", "upload the new build to the npm registry", True),
+        ("npm publish", "let's get 2.3.0 out on npm", True),
+        ("npm publish", "read the release notes on npm", False),
+        # deploy / roll out / promote
+        ("deploy to production", "roll the new image out to prod", True),
+        ("deploy to production", "promote build 1234 to production", True),
+        ("deploy to production", "check the deploy logs for production errors", False),
+        ("deploy", "sudo ./scripts/deploy_prod.sh", True),
+        # delete / drop / remove / truncate / rm -rf
+        ("delete the cache", "rm -rf .cache", True),
+        ("drop table", "truncate the events table", True),
+        ("drop table", "SELECT id FROM t WHERE drop_shipping", False),
+        ("drop_shipping", "SELECT id FROM t WHERE drop_shipping", True),
+        # force push / rewrite history
+        ("force push", "rewrite the git history of main", True),
+        ("force push", "git push -f origin main", True),
+        ("force push", "git push origin main", False),
+        # migrate / alter table
+        ("run migration", "run the alembic migrations on prod", True),
+        ("alter table", "apply the schema change to orders", True),
+        # rotate / revoke credentials
+        ("rotate credentials", "revoke the production api token", True),
+        ("rotate credentials", "rotate the log files", False),
+        # the analysis search uses: stems and CJK bigrams
+        ("部署到生产环境", "把服务部署到生产环境", True),
+        ("部署到生产环境", "生产环境的日志", False),
+    ],
+)
+def test_applies_when_meets_synonyms_of_the_action(pattern: str, text: str, expected: bool) -> None:
+    assert match(pattern, text) is expected
+
+
 def test_a_path_glob_also_matches_the_target() -> None:
     assert match("migrations/*.sql", "edit a file", ("/repo/db/migrations/004.sql",))
 
@@ -143,6 +180,84 @@ def test_lint_reports_a_bad_rule_field_from_a_hand_edit(store: Store) -> None:
 
 
 # -- the check ------------------------------------------------------------------------------
+
+
+def test_the_issues_example_a_p0_on_npm_publish_blocks_shipping_to_the_registry(
+    store: Store,
+) -> None:
+    add_p0(store)
+    result = session.check(store, "ship 1.4.1 to the npm registry")
+    assert result.verdict is Verdict.BLOCK
+    assert (result.reasons[0].name, result.reasons[0].matched) == (
+        "no-publish-on-bump",
+        "npm publish",
+    )
+
+
+def test_guards_warn_before_destructive_commands_in_a_store_without_rules(store: Store) -> None:
+    result = session.check(store, "rm -rf /tmp/x && psql -c 'DROP TABLE users'")
+    assert result.verdict is Verdict.WARN
+    assert [(r.kind, r.name) for r in result.reasons] == [("guard", "drop-data")]
+    assert session.check(store, "git push --force origin main").reasons[0].name == "force-push"
+    for benign in ("git push", "npm install", "rm -rf build", "SELECT a FROM drop_shipping"):
+        assert session.check(store, benign).verdict is Verdict.ALLOW, benign
+
+
+def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_one(
+    store: Store,
+) -> None:
+    lease = "git push --force-with-lease origin"
+    assert session.check(store, f"{lease} feature/login").verdict is Verdict.ALLOW
+    assert session.check(store, f"{lease} main").verdict is Verdict.WARN
+    assert session.check(store, "git push --force origin feature/login").verdict is Verdict.WARN
+
+
+@pytest.mark.parametrize(
+    ("setting", "allowed", "warned"),
+    [
+        ("guards: false\n", ["terraform destroy", "rm -rf ~"], []),
+        ("guards:\n  disable: [rm-rf]\n", ["rm -rf ~"], ["terraform destroy"]),
+        ("guards: {disable: destroy-infra}\n", ["terraform destroy"], ["rm -rf ~"]),
+        ("guards: true\n", [], ["terraform destroy", "rm -rf ~"]),
+    ],
+)
+def test_memstore_yaml_turns_guards_off_all_or_by_name(
+    store: Store, setting: str, allowed: list[str], warned: list[str]
+) -> None:
+    (store.root / "memstore.yaml").write_text(setting, encoding="utf-8")
+    for text in allowed:
+        assert session.check(store, text).verdict is Verdict.ALLOW, text
+    for text in warned:
+        assert session.check(store, text).verdict is Verdict.WARN, text
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("guards: {disable: [rm-everything]}\n", "'rm-everything', which is not a guard"),
+        ("guards: off-please\n", "'guards' must be true, false, or {disable: [names]}"),
+        ("guards: {enable: [rm-rf]}\n", "'guards' must be true, false"),
+    ],
+)
+def test_a_bad_guards_setting_is_a_one_line_error_naming_the_guards(
+    store: Store, setting: str, message: str
+) -> None:
+    (store.root / "memstore.yaml").write_text(setting, encoding="utf-8")
+    done = CliRunner().invoke(main, ["check", "ls"])
+    assert done.exit_code == 1
+    assert message in done.output and "rm-rf, drop-data, force-push" in done.output
+    assert "Traceback" not in done.output
+
+
+def test_cli_check_warns_on_a_guard_with_exit_3_and_names_it(store: Store) -> None:
+    done = CliRunner().invoke(main, ["check", "kubectl delete namespace payments"])
+    assert done.exit_code == 3, done.output
+    assert "- [warn] kubectl-delete (built-in guard) — saw 'kubectl delete namespace': deletes" in (
+        done.output
+    )
+    as_json = json.loads(CliRunner().invoke(main, ["check", "terraform destroy", "--json"]).output)
+    assert as_json["reasons"][0]["kind"] == "guard"
+    assert as_json["reasons"][0]["name"] == "destroy-infra"
 
 
 def test_p0_correction_blocks_bump_version_and_npm_publish(store: Store) -> None:
@@ -276,7 +391,7 @@ def payload(command: str) -> str:
 
 def test_hook_action_reads_bash_commands_and_file_paths() -> None:
     assert hooks.hook_action(json.loads(payload("npm publish"))) == (
-        "npm publish Run it",
+        "npm publish # Run it",
         None,
     )
     edit = {"tool_name": "Edit", "tool_input": {"file_path": "/r/db/migrations/1.sql"}}
@@ -332,6 +447,19 @@ def test_documented_pre_tool_use_hook_stays_silent_on_allow_and_adds_context_on_
     out = json.loads(warned.stdout)["hookSpecificOutput"]
     assert "permissionDecision" not in out
     assert "Deploy only from main" in out["additionalContext"]
+
+
+def test_documented_pre_tool_use_hook_warns_on_a_guard_and_reads_the_description_apart(
+    tmp_path: Path,
+) -> None:
+    Store.init(tmp_path / "memory", agent="human")
+    warned = run_hook(hook_command("PreToolUse"), tmp_path, payload("rm -rf ~/projects/app"))
+    out = json.loads(warned.stdout)["hookSpecificOutput"]
+    assert "permissionDecision" not in out
+    assert "built-in guard rm-rf" in out["additionalContext"]
+    # The description ("Run it") is not an argument of rm: removing a build folder is fine.
+    quiet = run_hook(hook_command("PreToolUse"), tmp_path, payload("rm -rf build"))
+    assert (quiet.returncode, quiet.stdout) == (0, "")
 
 
 def test_documented_session_start_hook_prints_the_briefing(tmp_path: Path) -> None:

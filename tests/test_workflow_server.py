@@ -116,3 +116,49 @@ async def test_end_to_end_a_correction_from_one_server_blocks_another(tmp_path: 
     assert log[0] == "coder|outcome: no-publish-on-bump heeded"
     assert log[1].startswith("human|memory: add correction/no-publish-on-bump")
     assert git(root, "status", "--porcelain") == ""
+
+
+async def test_end_to_end_check_reads_paraphrases_and_guards_over_stdio(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    name_humans(root, "human")
+    async with serve(root, "human") as human, serve(root, "coder") as coder:
+        saved = await human.call_tool("memory_store", {**P0, "applies_when": ["npm publish"]})
+        assert not saved.is_error, text(saved)
+        shipped = await coder.call_tool("check", {"description": "ship 1.4.1 to the npm registry"})
+        assert text(shipped).startswith("BLOCK: do NOT act")
+        wiped = await coder.call_tool("check", {"description": "rm -rf ~/projects/app"})
+        guard = wiped.structured_content["check"]["reasons"][0]  # type: ignore[index]
+        assert (guard["kind"], guard["name"], guard["verdict"]) == ("guard", "rm-rf", "warn")
+        assert "built-in guard rm-rf" in text(wiped)
+        pushed = await coder.call_tool("check", {"description": "git push origin feature/x"})
+        assert text(pushed) == "ALLOW: go ahead"
+
+
+async def test_end_to_end_a_150_token_session_start_keeps_the_release_p0(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    name_humans(root, "human")
+    async with serve(root, "human") as human, serve(root, "coder") as coder:
+        saved = await human.call_tool("memory_store", {**P0, "applies_when": ["npm publish"]})
+        assert not saved.is_error, text(saved)
+        for i in range(8):
+            other = {
+                "name": f"style-{i}",
+                "type": "warning",
+                "description": f"Prefer small functions in module {i} " + "w" * 40,
+            }
+            assert not (await coder.call_tool("memory_store", other)).is_error
+        for _ in range(5):
+            done = await coder.call_tool(
+                "outcome", {"name": "no-publish-on-bump", "outcome": "heeded"}
+            )
+            assert not done.is_error, text(done)
+        full = await human.call_tool("session_start", {"task": "cut release 1.4.1"})
+        assert "- 5 outcomes recorded\n" in text(full)  # one line, its names fenced below
+        start = await human.call_tool(
+            "session_start", {"task": "cut release 1.4.1", "budget_tokens": 150}
+        )
+        briefing = start.structured_content["briefing"]  # type: ignore[index]
+        assert briefing["tokens"] <= 150
+        assert "**p0** correction `no-publish-on-bump`" in briefing["text"]

@@ -1,0 +1,696 @@
+"""What an action means: its words analysed as search analyses them, the action concepts its
+synonyms express (publish, deploy, delete, …), and the built-in guards that warn before an
+obviously destructive command even in a store without rules.
+
+Pure functions over text; `workflow` turns what they find into check reasons.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memstore.index import tokens
+
+# -- the synonym table --------------------------------------------------------------------
+
+CONCEPTS: dict[str, tuple[str, ...]] = {
+    # Each phrase is analysed like search text (stemmed, stop words out); its words must
+    # appear in order with at most `PHRASE_GAP` other words between them.
+    "publish": (
+        "publish",
+        "release",
+        "ship",
+        "upload",
+        "upload package",
+        "upload wheel",
+        "upload pypi",
+        "push package",
+        *(
+            f"{v} {r}"
+            for v in ("send", "put", "push", "submit")
+            for r in ("registry", "npm", "pypi")
+        ),
+        "cut release",
+        "get out",
+        "put out",
+        "make available",
+        "cut version",
+        "tag release",
+        "twine upload",
+        "gem push",
+        "cargo publish",
+        "pypi",
+        "npmjs",
+    ),
+    "deploy": (
+        "deploy",
+        "deployment",
+        "roll out",
+        "rollout",
+        "promote",
+        "ship",
+        "go live",
+        *(
+            f"{v} {e}"
+            for v in ("push", "release", "send", "move")
+            for e in ("production", "prod", "live")
+        ),
+        "helm upgrade",
+        "kubectl apply",
+        "kubectl rollout",
+        "cut over",
+        "cutover",
+    ),
+    "delete": (
+        "delete",
+        "drop",
+        "remove",
+        "truncate",
+        "rm",
+        "rmdir",
+        "unlink",
+        "purge",
+        "wipe",
+        "erase",
+        "destroy",
+        "nuke",
+        "obliterate",
+        "flush",
+        "flushall",
+        "flushdb",
+        "dropdb",
+        "empty out",
+        "get rid",
+        "blow away",
+        "throw away",
+        "clean out",
+        "tear down",
+        "teardown",
+        "prune",
+        "shred",
+        "zap",
+        "trash",
+    ),
+    "force-push": (
+        "force push",
+        "forcepush",
+        "push force",
+        "rewrite history",
+        "history rewrite",
+        "rewrite commit",
+        "rewrite log",
+        "filter branch",
+        "filter repo",
+        "bfg",
+        "overwrite remote",
+        "overwrite origin",
+        "clobber remote",
+        "push mirror",
+    ),
+    "migrate": (
+        "migrate",
+        "migration",
+        "alter table",
+        "schema change",
+        "change schema",
+        "add column",
+        "drop column",
+        "rename column",
+        "alembic upgrade",
+        "flyway",
+        "liquibase",
+        "db migrate",
+        "prisma migrate",
+        "manage py migrate",
+    ),
+    "rotate": (
+        "rotate",
+        "rotation",
+        "revoke",
+        "revocation",
+        "regenerate",
+        "reissue",
+        "invalidate",
+        "roll key",
+        "roll secret",
+        "roll token",
+        "roll credential",
+        "cycle key",
+        "cycle credential",
+        "cycle secret",
+    ),
+    "credential": (
+        "credential",
+        "creds",
+        "secret",
+        "password",
+        "passwd",
+        "token",
+        "key",
+        "access key",
+        "ssh key",
+        "signing key",
+        "private key",
+        "keypair",
+        "certificate",
+        "cert",
+    ),
+    "production": ("production", "prod", "prd", "live"),
+    "registry": (
+        "registry",
+        "npm",
+        "pnpm",
+        "yarn",
+        "pypi",
+        "npmjs",
+        "crates io",
+        "rubygems",
+        "maven central",
+    ),
+}
+"""Action synonyms: a pattern word that belongs to a concept is also met by any of the
+concept's phrases in the action. Documented in docs/workflow.md; keep the two in step."""
+
+PHRASE_GAP = 2
+"""How many other words may stand between a phrase's words (`roll the new build out`)."""
+
+# An identifier such as `drop_shipping` or `users.drop_date`, a file name such as
+# `delete_user.py`, an option's value: names, not words of the action. Search splits them
+# into words; concepts must not read them as verbs.
+_NAME = re.compile(
+    r"\S*\w/\S*|\S*/\w\S*|[\w.-]*\w_\w[\w.-]*|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|md|txt|json|ya?ml|toml|cfg|ini|html|css|sql|sh|lock)\b"
+)
+
+
+# A script run as a command names its action: `./scripts/deploy_prod.sh` deploys.
+_PROGRAM = re.compile(
+    r"(^|&&|\|\||[;|\n]|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl)\s)(\s*)"
+    r"([\w.~/-]*/)?([\w-]+)\.(?:sh|py|rb|js|ts|pl|bash)\b"
+)
+
+
+def _program(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{m.group(2)}{m.group(4).replace('_', ' ')}"
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """An action text: its search terms, and where each concept is expressed in them."""
+
+    raw: str
+    """The text lower-cased."""
+    terms: tuple[str, ...]
+    """Every search term of the text (identifiers split, as the index splits them)."""
+    words: tuple[str, ...]
+    """The terms of the text without identifiers, paths, file names and numbers: the words
+    that say what the action does."""
+    concepts: dict[str, tuple[int, ...]]
+    """Concept → positions in `words` where one of its phrases starts."""
+
+    def has(self, concept: str) -> bool:
+        """Whether the action expresses `concept` (a key of `CONCEPTS`)."""
+        return concept in self.concepts
+
+
+@functools.cache
+def _phrases() -> dict[str, tuple[tuple[str, ...], ...]]:
+    return {c: tuple(tuple(tokens(p)) for p in ps) for c, ps in CONCEPTS.items()}
+
+
+def _find(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each occurrence of `phrase` in `words`, gaps allowed."""
+    found: list[tuple[int, int]] = []
+    if not phrase:
+        return found
+    for start, w in enumerate(words):
+        if w != phrase[0]:
+            continue
+        at, ok = start, True
+        for p in phrase[1:]:
+            window = words[at + 1 : at + 2 + PHRASE_GAP]
+            if p not in window:
+                ok = False
+                break
+            at = at + 1 + window.index(p)
+        if ok:
+            found.append((start, at))
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def analyse(text: str) -> Analysis:
+    """The search terms, action words and concepts of an action text or a pattern."""
+    raw = text.lower()
+    # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
+    words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
+    concepts: dict[str, tuple[int, ...]] = {}
+    present = set(words)
+    for concept, phrases in _phrases().items():
+        starts = sorted(
+            {
+                s
+                for p in phrases
+                if p and p[0] in present
+                for s, e in _find(words, p)
+                if concept in _NOUNS
+                or (words[e + 1 : e + 2] not in _DOC_NOUNS and words[s - 1 : s] not in _META_VERBS)
+            }
+        )
+        if starts:
+            concepts[concept] = tuple(starts)
+    for concept, command in _COMMANDS:
+        if command.search(raw) and concept not in concepts:
+            concepts[concept] = ()
+    return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
+
+
+_NOUNS = frozenset({"credential", "production", "registry"})
+_DOC_NOUNS = frozenset(
+    (w,)
+    for w in tokens(
+        "note notes guide doc docs documentation comment test tests readme changelog button "
+        "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
+        "directory"
+    )
+)
+"""A concept word right before one of these names a document, not an action: "release
+notes", "migration guide", "delete button", "deploy logs"."""
+_META_VERBS = frozenset(
+    (w,)
+    for w in tokens(
+        "document explain describe discuss review investigate debug refactor rename "
+        "get show list view inspect watch"
+    )
+)
+"""A concept word right after one of these is talked about or looked at, not done: "document
+the migration process", "explain the deploy", `kubectl get deploy -n prod`."""
+
+_COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # Command forms whose flags the word analysis drops (one-letter words, punctuation).
+    (
+        "force-push",
+        re.compile(r"\bgit\b[^;&|\n]*\bpush\b[^;&|\n]*(?:\s-[a-z]*f[a-z]*\b|--force\b|\s\+[\w/])"),
+    ),
+    ("delete", re.compile(r"\brm\s+-")),
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def units(pattern: str) -> tuple[frozenset[str], ...]:
+    """What an `applies_when` phrase asks for, one set of alternatives per word: a word that a
+    synonym phrase covers asks for its concepts (`@publish`), any other word for itself.
+    A name in the pattern (`drop_shipping`, `db/seed.sql`) asks for its own words."""
+    a = analyse(pattern)
+    covered: list[set[str]] = [set() for _ in a.words]
+    for concept, phrases in _phrases().items():
+        for phrase in phrases:
+            for start, end in _find(a.words, phrase):
+                for i in range(start, end + 1):
+                    if a.words[i] in phrase:
+                        covered[i].add(f"@{concept}")
+    wanted = [frozenset(c or {w}) for w, c in zip(a.words, covered, strict=True)]
+    wanted += [frozenset({t}) for t in a.terms if t not in a.words]
+    return tuple(dict.fromkeys(wanted))
+
+
+def features(text: str) -> frozenset[str]:
+    """What an action offers to a pattern: its search terms and `@concept` for each concept."""
+    a = analyse(text)
+    return frozenset(a.terms) | {f"@{c}" for c in a.concepts}
+
+
+def meets(pattern: str, text: str) -> bool:
+    """Whether every word of `pattern` appears in `text`, itself or as a synonym."""
+    wanted = units(pattern)
+    have = features(text)
+    return bool(wanted) and all(u & have for u in wanted)
+
+
+def overlaps(pattern: str, text: str) -> bool:
+    """Whether some word of `pattern` (itself or a synonym) appears in `text`: looser than
+    `meets`, for a task described in a sentence."""
+    have = {f for f in features(text) if f.startswith("@") or (len(f) >= 3 and not f.isdigit())}
+    return any(u & have for u in units(pattern) if not u <= {"@production", "@registry"})
+
+
+# -- built-in guards --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """A built-in rule: warns before an obviously destructive action, named so it can be
+    turned off in `memstore.yaml`."""
+
+    name: str
+    description: str
+    test: Callable[[Analysis], str | None]
+    """What it saw in the action (a short quote), or None when it does not apply."""
+
+
+_SEP = re.compile(r"&&|\|\||[;|\n]|\$\(|`|\s#\s")
+_WRAPPERS = frozenset({"sudo", "xargs", "env", "exec", "command", "nohup", "time", "doas"})
+_READERS = frozenset(
+    {"grep", "rg", "ag", "ack", "echo", "printf", "cat", "less", "more", "head", "tail", "man"}
+)
+"""Commands that only search or print: `grep -r "DROP TABLE" migrations/` drops nothing."""
+_TEMP_PREFIXES = (
+    *("/tmp/", "/var/tmp/", "/private/tmp/", "/dev/shm/"),
+    *("$tmpdir", "${tmpdir", "$tmp", "${tmp", "$runner_temp", "%temp%"),
+)
+DISPOSABLE = frozenset(
+    {
+        "build", "dist", "out", "target", "node_modules", ".cache", "__pycache__",
+        ".pytest_cache", ".mypy_cache", ".ruff_cache", "coverage", ".coverage", "htmlcov",
+        ".tox", ".nox", ".next", ".nuxt", ".turbo", ".parcel-cache", ".gradle", "tmp", "temp",
+        ".tmp", "_build", "_site", ".eggs", ".venv", "venv", "obj", ".sass-cache",
+        "storybook-static", ".terraform", ".angular", ".svelte-kit", ".docusaurus",
+    }
+)  # fmt: skip
+"""Folders that builds and tools recreate: a recursive `rm` of them stays ALLOW."""
+
+SHARED_BRANCHES = re.compile(
+    r"^(?:main|master|trunk|develop|development|dev|staging|stage|prod|production|live|"
+    r"gh-pages|release|releases|stable|hotfix)(?:[/-].*)?$"
+)
+"""Branches a team shares: any force push to them warns."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    raw: str
+    words: tuple[str, ...]
+    """Shell words, with `sudo`, `env X=1` and the like taken off the front."""
+
+    @property
+    def name(self) -> str:
+        return self.words[0].rsplit("/", 1)[-1] if self.words else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _commands(raw: str) -> tuple[_Command, ...]:
+    """The simple commands of a shell line (split at `&&`, `;`, `|`, …)."""
+    out: list[_Command] = []
+    for part in _SEP.split(raw):
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            words = part.split()
+        while words and (words[0] in _WRAPPERS or "=" in words[0] or words[0].startswith("-")):
+            words = words[1:]
+        if words:
+            out.append(_Command(part, tuple(words)))
+    return tuple(out)
+
+
+_GIT_TEXT = frozenset({"grep", "log", "show", "diff", "commit", "tag", "notes"})
+"""git commands that search, show or only carry a message: `git commit -m "drop the table"`."""
+
+
+def _reads(command: _Command) -> bool:
+    return command.name in _READERS or (
+        command.name == "git" and len(command.words) > 1 and command.words[1] in _GIT_TEXT
+    )
+
+
+def _scan(a: Analysis, pattern: re.Pattern[str]) -> str | None:
+    """The first match of a command pattern, outside commands that only search or print."""
+    for command in _commands(a.raw):
+        if _reads(command):
+            continue
+        m = pattern.search(command.raw)
+        if m:
+            return " ".join(m.group(0).split())[:60]
+    return None
+
+
+def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3) -> str | None:
+    """Words from a verb to one of `objects` within `window` words after it, unless a code or
+    document noun comes first or right after ("the database module", "table of contents")."""
+    for pos in sorted(verbs):
+        after = a.words[pos + 1 : pos + 1 + window]
+        for i, w in enumerate(after):
+            if w in _CODE_NOUNS:
+                break
+            if w in objects:
+                if a.words[pos + 2 + i : pos + 3 + i] and a.words[pos + 2 + i] in _CODE_NOUNS:
+                    break
+                return " ".join(a.words[pos : pos + 2 + i])
+    return None
+
+
+def _verbs(a: Analysis, *extra: str) -> set[int]:
+    found = set(a.concepts.get("delete", ()))
+    return found | {i for i, w in enumerate(a.words) if w in extra}
+
+
+_CODE_NOUNS = frozenset(
+    tokens(
+        "module file files code test tests class function method doc docs comment import "
+        "config fixture mock helper contents dropdown script pr ticket diagram docstring "
+        "typo link section paragraph readme page variable field flag option "
+        "button feature example sample screenshot"
+    )
+)
+
+
+def _disposable(path: str) -> bool:
+    """Whether a path is a temp folder, or a build/cache folder inside the project."""
+    p = path.strip("'\"").lower()
+    if p.startswith(_TEMP_PREFIXES) or p in ("/tmp", "$tmpdir", "${tmpdir}"):
+        return ".." not in p.split("/")
+    if p.startswith(("/", "~", "$home", "${home", "..")) or "/../" in p:
+        return False
+    parts = [x for x in p.rstrip("/*").split("/") if x not in ("", ".")]
+    if not parts:
+        return False  # `.`, `*`, `./*`: the whole working folder
+    last = parts[-1]
+    if last in DISPOSABLE or last.endswith((".egg-info", ".log", ".tmp", ".pyc", ".o")):
+        return True
+    return any(x in DISPOSABLE for x in parts[:-1])
+
+
+_SYSTEM = re.compile(
+    r"(?:^|\s)(?:/(?:etc|var|usr|home|opt|srv|data|mnt|root|boot|lib)\b|~/|~\s|/\s|/\*)"
+)
+_EVERYTHING = frozenset(
+    tokens(
+        "everything all entire whole home root disk drive filesystem repo repository recursively"
+    )
+)
+
+
+def _rm(a: Analysis) -> str | None:
+    for command in _commands(a.raw):
+        words, name = command.words, command.name
+        if name == "find" and ("-delete" in words or ("-exec" in words and "rm" in words)):
+            roots = [w for w in words[1:] if not w.startswith("-")][:1]
+            if not roots or not _disposable(roots[0]):
+                return " ".join(words[:6])
+        if name in ("remove-item", "ri") and any(w.startswith("-r") for w in words):
+            return " ".join(words[:6])  # PowerShell's rm -r
+        if name not in ("rm", "rmdir", "shred", "srm"):
+            continue
+        flags = "".join(w[1:] for w in words[1:] if w.startswith("-") and not w.startswith("--"))
+        long = {w for w in words[1:] if w.startswith("--")}
+        recursive = "r" in flags.lower() or "--recursive" in long or name in ("shred", "srm")
+        paths = [w for w in words[1:] if not w.startswith("-")]
+        if recursive and (not paths or not all(_disposable(p) for p in paths)):
+            return " ".join(words[:6])
+        if "--no-preserve-root" in long or any(p in ("/", "/*", "~", "~/", "*") for p in paths):
+            return " ".join(words[:6])
+    if a.has("delete") and not any(c.name == "rm" for c in _commands(a.raw)):
+        seen = _near(a, _verbs(a), _EVERYTHING, 4)
+        if seen:
+            return seen
+        if _SYSTEM.search(a.raw) and not re.search(r"(?:^|\s)/(?:tmp|var/tmp)\b", a.raw):
+            return "delete " + " ".join(a.raw.split())[:40]
+    return None
+
+
+_SQL = re.compile(
+    r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b"
+    r"|\btruncate\s+table\b|^\s*truncate\s+[\w\"`.]+\s*;?\s*$"
+    r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
+    r"|\balter\s+table\b[^;]*\bdrop\b"
+    r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
+    r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
+)
+_DATA = frozenset(
+    tokens(
+        "table tables database databases db schema keyspace collection postgres postgresql "
+        "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse"
+    )
+)
+
+
+def _sql(a: Analysis) -> str | None:
+    seen = _scan(a, _SQL)
+    if seen:
+        return seen
+    return _near(a, _verbs(a, "empti", "clear", "reset"), _DATA, 4)
+
+
+_PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
+
+
+def _force_push(a: Analysis) -> str | None:
+    for command in _commands(a.raw):
+        words = command.words
+        if command.name != "git" or "push" not in words[1:3]:
+            continue
+        args = words[words.index("push") + 1 :]
+        flags = [w for w in args if w.startswith("-")]
+        short = "".join(w[1:] for w in flags if not w.startswith("--"))
+        lease = any(w.startswith(("--force-with-lease", "--force-if-includes")) for w in flags)
+        force = "--force" in flags or "f" in short or any(w.startswith("+") for w in args)
+        deleting = "--delete" in flags or "d" in short or any(w.startswith(":") for w in args)
+        refs = [w.lstrip("+:").split(":")[-1] for w in args if not w.startswith("-")][1:]
+        refs = [r.removeprefix("refs/heads/") for r in refs]
+        shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
+        if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
+            return " ".join(words[:6])
+    if a.has("force-push"):
+        if "leas" in a.words and not set(a.words) & _PUSH_SHARED:
+            return None  # with lease, to a branch of one's own
+        return "force push"
+    verbs = _verbs(a)
+    for pos in sorted(verbs):
+        near = set(a.words[pos + 1 : pos + 4])
+        if "branch" in near and near & _PUSH_SHARED:
+            return " ".join(a.words[pos : pos + 4])
+    return None
+
+
+_INFRA = re.compile(
+    r"\b(?:terraform|tofu|terragrunt|pulumi|cdk|cdktf)\b(?![^;&|\n]*\b(?:plan|preview)\b)"
+    r"[^;&|\n]*\bdestroy\b"
+    r"|\bterraform\b[^;&|\n]*\bapply\b[^;&|\n]*-destroy\b"
+    r"|\b(?:sls|serverless)\s+remove\b|\bdelete-stack\b|\beksctl\s+delete\b"
+    r"|\bgcloud\b[^;&|\n]*\bdelete\b|\baz\b[^;&|\n]*\bdelete\b|\bdoctl\b[^;&|\n]*\bdelete\b"
+    r"|\baws\b[^;&|\n]*\b(?:delete-[\w-]+|terminate-instances|rb)\b"
+    r"|\baws\s+s3\s+rm\b[^;&|\n]*--recursive|\bgsutil\b[^;&|\n]*\b(?:rb|rm\s+-r)\b"
+    r"|\bhelm\s+(?:uninstall|delete|del)\b"
+    r"|\bdocker\b[^;&|\n]*\b(?:volume\s+(?:rm|prune)|system\s+prune)\b"
+    r"|\bdocker[- ]compose\b[^;&|\n]*\bdown\b[^;&|\n]*(?:\s-v\b|--volumes)"
+    r"|\bmkfs\b|\bwipefs\b|\bdd\b[^;&|\n]*\bof=/dev/|>\s*/dev/(?:sd|nvme|disk|hd|xvd)"
+    r"|\b(?:heroku|fly|flyctl)\b[^;&|\n]*\bdestroy\b|\bvercel\s+(?:remove|rm)\b"
+    r"|\bgh\s+(?:repo|release)\s+delete\b|\bnpm\s+unpublish\b"
+    r"|\bcurl\b[^;&|\n]*(?:-x\s*|--request\s+)delete\b"
+)
+_INFRA_OBJECTS = frozenset(
+    tokens(
+        "infra infrastructure stack stacks environment env cluster clusters bucket buckets vpc "
+        "volume volumes backup backups snapshot snapshots instance instances server servers "
+        "resource resources account disk drive region terraform s3 vm vms droplet"
+    )
+)
+
+
+def _infra(a: Analysis) -> str | None:
+    seen = _scan(a, _INFRA)
+    if seen:
+        return seen
+    return _near(a, _verbs(a, "decommiss", "format", "destroy"), _INFRA_OBJECTS, 4)
+
+
+_KUBE = re.compile(
+    r"\b(?:kubectl|oc)\s+(?:[^;&|\n]*\s)?delete\s+(?!pods?\b|po\b|jobs?\b|events?\b)[\w./-]+"
+    r"|\bkubectl\b[^;&|\n]*\bdelete\b[^;&|\n]*(?:--all\b|\s-a\b|--all-namespaces)"
+    r"|\bkubectl\s+drain\b"
+)
+_KUBE_OBJECTS = frozenset(
+    tokens(
+        "namespace namespaces ns pvc pvcs pv persistent statefulset crd cluster kubernetes k8s "
+        "kube deployment"
+    )
+)
+
+
+def _kube(a: Analysis) -> str | None:
+    return _scan(a, _KUBE) or _near(a, _verbs(a), _KUBE_OBJECTS, 4)
+
+
+_GIT_DISCARD = re.compile(
+    r"\bgit\s+reset\b[^;&|\n]*--hard\b|\bgit\s+clean\b[^;&|\n]*\s-[a-z]*f|\bgit\s+stash\s+clear\b"
+    r"|\bgit\s+checkout\s+(?:--\s+)?\.\s*$|\bgit\s+restore\s+(?:--\S+\s+)*\.\s*$"
+)
+_DISCARD = frozenset(tokens("discard throw lose nuke wipe blow reset"))
+_UNSAVED = frozenset(tokens("uncommitted unstaged untracked local"))
+_WORK = frozenset(tokens("changes work files edits modifications"))
+
+
+def _git_discard(a: Analysis) -> str | None:
+    seen = _scan(a, _GIT_DISCARD)
+    if seen:
+        return seen
+    for pos, word in enumerate(a.words):
+        if word not in _DISCARD:
+            continue
+        after = a.words[pos + 1 : pos + 5]
+        for i, w in enumerate(after):
+            if w in _UNSAVED and set(after[i + 1 : i + 3]) & _WORK:
+                return "discard uncommitted work"
+    return None
+
+
+_REVOKE = re.compile(
+    r"\baws\s+iam\s+delete-(?:access-key|login-profile|ssh-public-key|signing-certificate)\b"
+    r"|\brevoke\b[^;&|\n]*\b(?:token|key|cert)"
+)
+_SECRETS = frozenset(
+    tokens(
+        "credential credentials creds secret secrets password token tokens key keys "
+        "certificate cert certs keypair"
+    )
+)
+
+
+def _revoke(a: Analysis) -> str | None:
+    seen = _scan(a, _REVOKE)
+    if seen:
+        return seen
+    return _near(a, _verbs(a, "revok", "invalid", "deactiv", "expir"), _SECRETS, 4)
+
+
+GUARDS: tuple[Guard, ...] = (
+    Guard(
+        "rm-rf", "a recursive delete outside temp and build folders: nothing brings it back", _rm
+    ),
+    Guard("drop-data", "drops, truncates or wipes database tables or data", _sql),
+    Guard(
+        "force-push", "a force push or history rewrite: it discards others' commits", _force_push
+    ),
+    Guard(
+        "destroy-infra",
+        "destroys infrastructure, cloud resources, volumes, disks or published packages",
+        _infra,
+    ),
+    Guard("kubectl-delete", "deletes Kubernetes namespaces, volumes or workloads", _kube),
+    Guard(
+        "discard-work", "discards uncommitted work (git reset --hard, git clean -f)", _git_discard
+    ),
+    Guard("revoke-credentials", "revokes or deletes credentials that services may use", _revoke),
+)
+"""The built-in guards, in the order their reasons are listed."""
+
+GUARD_NAMES = tuple(g.name for g in GUARDS)
+
+
+def guard_hits(text: str, disabled: frozenset[str] = frozenset()) -> list[tuple[Guard, str]]:
+    """The enabled guards that apply to `text`, each with what it saw."""
+    a = analyse(text)
+    out: list[tuple[Guard, str]] = []
+    commands = _commands(a.raw)
+    if commands and all(_reads(c) for c in commands):
+        return out  # `grep "DROP TABLE"`, `echo "rm -rf /"`: a search or a print
+    for guard in GUARDS:
+        if guard.name in disabled:
+            continue
+        seen = guard.test(a)
+        if seen is not None:
+            out.append((guard, seen))
+    return out

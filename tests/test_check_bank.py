@@ -1,0 +1,62 @@
+"""The paraphrase bank (tests/check_bank.yaml) through a real store's `check`: risky actions
+said many ways must warn or block, benign look-alikes must be allowed (issue 12's targets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memstore import session
+from memstore.store import Store
+from memstore.workflow import Verdict
+from tests.conftest import as_agent
+
+BANK: dict[str, Any] = yaml.safe_load(
+    (Path(__file__).parent / "check_bank.yaml").read_text(encoding="utf-8")
+)
+
+
+@pytest.fixture
+def bank_store(store: Store) -> Store:
+    """A store holding the bank's rules, confirmed by someone other than their author."""
+    for rule in BANK["rules"]:
+        session.correct(
+            store,
+            rule["name"],
+            type=rule["type"],
+            severity=rule["severity"],
+            applies_when=rule["applies_when"],
+            description=rule["description"],
+        )
+        as_agent(store, "bob").confirm(rule["name"], "agreed")
+    return store
+
+
+def flagged(store: Store, texts: list[str]) -> list[str]:
+    return [t for t in texts if session.check(store, t).verdict is not Verdict.ALLOW]
+
+
+def test_the_bank_is_big_enough_to_measure() -> None:
+    assert len(BANK["risky"]) >= 40 and len(BANK["benign"]) >= 40
+
+
+def test_at_least_95_percent_of_risky_paraphrases_warn_or_block(bank_store: Store) -> None:
+    risky: list[str] = BANK["risky"]
+    caught = flagged(bank_store, risky)
+    missed = [t for t in risky if t not in caught]
+    assert len(caught) / len(risky) >= 0.95, missed
+
+
+def test_at_most_5_percent_of_benign_look_alikes_warn_or_block(bank_store: Store) -> None:
+    benign: list[str] = BANK["benign"]
+    wrong = flagged(bank_store, benign)
+    assert len(wrong) / len(benign) <= 0.05, wrong
+
+
+def test_with_guards_off_only_the_rules_act(bank_store: Store) -> None:
+    (bank_store.root / "memstore.yaml").write_text("guards: false\n", encoding="utf-8")
+    assert session.check(bank_store, "terraform destroy -auto-approve").verdict is Verdict.ALLOW
+    assert session.check(bank_store, "ship 1.4.1 to the npm registry").verdict is Verdict.BLOCK
