@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from memstore.memory import (
     Memory,
     check_body,
     check_description,
+    check_expires,
+    check_files,
+    check_importance,
     check_tags,
     parse,
     same_identity,
@@ -99,7 +103,36 @@ def check_data(
     if memory.status == Status.DEPRECATED and not memory.deprecated_reason:
         problems.append("deprecated but has no deprecated_reason: say why it is wrong or stale")
     problems.extend(rule_problems(memory))
+    problems.extend(_upkeep_problems(memory))
     return memory, problems
+
+
+def _upkeep_problems(memory: Memory) -> list[str]:
+    """What is wrong with `expires`, `files`, `importance` and a verification."""
+    problems: list[str] = []
+    expires = memory.extra.get("expires")
+    if expires is not None and not (
+        isinstance(expires, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", expires)
+    ):
+        problems.append(f"expires must be a date YYYY-MM-DD, got {expires!r}")
+    elif expires is not None:
+        try:
+            check_expires(expires)
+        except InvalidMemory as e:
+            problems.append(str(e))
+    for key, check in (("files", check_files), ("importance", check_importance)):
+        if key in memory.extra:
+            try:
+                check(memory.extra[key])
+            except InvalidMemory as e:
+                problems.append(str(e))
+    if memory.verified_by and memory.status != Status.CONFIRMED:
+        problems.append("verified but not confirmed: a verification is of a confirmed memory")
+    elif memory.verified_by and same_identity(memory.verified_by, memory.owner):
+        problems.append(
+            f"verified by its own owner ({memory.owner}): nobody verifies their own memory"
+        )
+    return problems
 
 
 def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
