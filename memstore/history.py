@@ -12,7 +12,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -1469,3 +1469,72 @@ def attribute(repo: Repo, path: Path, name: str) -> str | None:
     fields = str(out).split("\0")  # path, attribute, value
     value = fields[2] if len(fields) > 2 else ""
     return None if value in ("unspecified", "unset", "") else value
+
+
+def path_log(repo: Repo, pathspecs: list[str], revisions: str = "HEAD") -> Iterator[PathLog]:
+    """The commits in `revisions` (newest first) that changed files matching `pathspecs`
+    (git glob pathspecs, relative to the repository's top), each with the paths it changed.
+
+    Streams: a caller that stops early stops git.
+
+    Raises:
+        GitError: when git cannot run or fails.
+    """
+    if any(spec.startswith("-") for spec in pathspecs) or revisions.startswith("-"):
+        raise GitError("refusing to pass an argument starting with '-' to git")
+    args = [
+        "git",
+        *_PLAIN_PATHS,
+        "log",
+        "--no-renames",
+        f"--format={_REC}%H %ct",
+        "--name-only",
+        revisions,
+        "--",
+        *(f":(glob){spec}" for spec in pathspecs),
+    ]
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=repo.top,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    assert proc.stdout is not None
+    current: tuple[str, int] | None = None
+    paths: list[str] = []
+    finished = False
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith(_REC):
+                if current is not None:
+                    yield PathLog(current[0], current[1], tuple(paths))
+                sha, _, at = line[1:].partition(" ")
+                current, paths = (sha, int(at or 0)), []
+            elif line:
+                paths.append(_unquote(line[1:-1]) if line.startswith('"') else line)
+        if current is not None:
+            yield PathLog(current[0], current[1], tuple(paths))
+        finished = True
+    finally:
+        if not finished:
+            proc.kill()
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        code = proc.wait()
+        _stop(proc)
+    if finished and code != 0:
+        message = err.decode("utf-8", "replace").strip()
+        raise GitError(f"git log failed: {message or f'exit {code}'}")
+
+
+@dataclass(frozen=True, slots=True)
+class PathLog:
+    """One commit of `path_log`: its sha, its commit time (Unix seconds), the paths changed."""
+
+    sha: str
+    at: int
+    paths: tuple[str, ...]

@@ -296,6 +296,9 @@ class Hit:
     """For a result found through links (`graph`), the memory it was reached from."""
     explain: tuple[str, ...] = ()
     """With `explain`: the BM25 score, each boost applied and the matched terms, a line each."""
+    note: str | None = None
+    """A warning for the reader, e.g. "may be out of date: src/x.py changed in <sha> since it
+    was confirmed" (set by `search`, not by the index)."""
 
 
 QUERY_MAX = 2000
@@ -330,6 +333,8 @@ class Query:
     """Add memories 1-2 links away from the matches."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
+    path: str | None = None
+    """Memories about this repository path (their `files`) rank first (see `search`)."""
 
     @property
     def size(self) -> int:
@@ -730,6 +735,15 @@ class Index:
         raise IndexUnavailable(
             f"the search index at {self.dir} cannot be opened ({last}); run `memstore reindex`"
         )
+
+    def expired_count(self, today: str | None = None) -> int:
+        """How many indexed memories are past their `expires` date (deprecated ones too)."""
+        today = today or datetime.now(UTC).strftime("%Y-%m-%d")
+        with self._mutex:
+            if self._searcher is None and not _exists(self.dir):
+                return 0
+            searcher = self._current_searcher()
+            return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
     def search(self, query: Query, today: str | None = None) -> list[Hit]:
         """The best `query.size` memories for `query.text` that pass every filter, best first.

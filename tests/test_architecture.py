@@ -23,12 +23,14 @@ LAYERS: dict[str, int] = {
     "lint": 4,
     "watch": 4,
     "signers": 4,
+    "steward": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path
     "transaction": 2,
     # what git history supports
     "trust": 2,
+    "drift": 2,
     # pure modules
     "memory": 1,
     "status": 1,
