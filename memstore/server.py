@@ -24,6 +24,7 @@ from memstore import (
     render_text,
     search,
     session,
+    steward,
     workflow,
 )
 from memstore.memory import Memory, render
@@ -93,11 +94,16 @@ def result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _written(verb: str, memory: Memory) -> CallToolResult:
+def _written(
+    verb: str, memory: Memory, similar: list[steward.Similar] | None = None
+) -> CallToolResult:
     version = version_of(render(memory).encode("utf-8"))
-    return result(
-        render_text.change_text(verb, memory, version), {"memory": memory_data(memory, version)}
-    )
+    text = render_text.change_text(verb, memory, version)
+    data = {"memory": memory_data(memory, version)}
+    if similar:
+        text += "\n" + render_text.similar_text(similar)
+        data["similar"] = plain(similar)
+    return result(text, data)
 
 
 def _event_text(verb: str, event: ledger.Event) -> str:
@@ -142,11 +148,14 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             Field(description="rules: keywords or globs of what it applies to"),
         ] = None,
         evidence: Annotated[str | None, Field(description="rules: what the human said")] = None,
+        files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
+        expires: str | None = None,
     ) -> CallToolResult:
         """Save a new memory as a draft (someone else must confirm it). Worth saving: a human's
         correction, a settled decision and why, what prevents a failure recurring, a runbook.
         Not chat, not what the code or git log already says. One fact per memory. A correction
         or warning (a rule) acts at once in session_start and check."""
+        close = steward.similar(store, name, description)
         memory = session.save(
             store,
             name,
@@ -158,8 +167,10 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             severity=severity,
             applies_when=applies_when or (),
             evidence=evidence,
+            files=files or (),
+            expires=expires,
         )
-        return _written("saved", memory)
+        return _written("saved", memory, close)
 
     @tool(READ)
     def memory_recall(
@@ -174,6 +185,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         explain: bool = False,
         graph: Annotated[bool, Field(description="add memories linked to the matches")] = False,
         index: Annotated[bool, Field(description="one line per result, no text")] = False,
+        path: Annotated[str | None, Field(description="rank ones on it first")] = None,
     ) -> CallToolResult:
         """Call BEFORE starting work: what the team knows about the task (decisions,
         corrections, warnings, runbooks), best first, each with its status. Then memory_get the
@@ -190,10 +202,16 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             explain=explain,
             graph=graph,
             index_view=index,
+            path=path,
         )
-        hits = search.search(store, wanted)
-        shown = render_text.hits_text(hits, query=query, index_view=index)
-        return result(shown, {"results": plain(hits)})
+        found = search.recall(store, wanted)
+        shown = render_text.hits_text(found.hits, query=query, index_view=index)
+        if found.expired:
+            shown += "\n" + render_text.expired_text([h.name for h in found.expired])
+        data = {"results": plain(found.hits)}
+        if found.expired:
+            data["expired"] = [h.name for h in found.expired]
+        return result(shown, data)
 
     @tool(READ)
     def memory_get(

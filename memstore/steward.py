@@ -59,14 +59,16 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     """The existing memories (not deprecated) closest to a memory with this name and
     description, most alike first: a hint on write, never a refusal.
 
-    Reads the search index as it is (no catch-up), so the hint costs one query.
+    One query on the search index (brought up to date first, as a search does).
     """
     mine = words(name, description)
     if not mine:
         return []
     text = " OR ".join(sorted(re.findall(r"\w+", f"{name.replace('-', ' ')} {description}")))
     try:
-        hits = search.upkeep(store).index.search(Query(text[: index.QUERY_MAX], limit=10))
+        up = search.upkeep(store)
+        up.fresh(store)
+        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10))
     except MemstoreError:  # a hint never fails the write it follows
         return []
     found = [
@@ -120,6 +122,18 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
         groups[root(i)].append(m.name)
     found = [sorted(g) for g in groups.values() if len(g) > 1]
     return sorted(found, key=lambda g: (-len(g), g))
+
+
+def drift_notes(store: Store, memories: Iterable[Memory]) -> dict[str, str]:
+    """ "may be out of date: …" for each confirmed memory (as its history shows it) whose
+    files changed since it was last confirmed or verified, by name: one git log for all."""
+    checked = [m for m in memories if m.status == Status.CONFIRMED and drift.files_of(m)]
+    if not checked:
+        return {}
+    newest = drift.changes(store.repo, store.cache).newest(
+        spec for m in checked for spec in drift.files_of(m)
+    )
+    return {m.name: d.note for m in checked if (d := drift.drift_of(m, newest)) is not None}
 
 
 # -- doctor -----------------------------------------------------------------------------------
@@ -191,15 +205,8 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
         if drift.files_of(m):
             confirmed_with_files.append(m)
 
-    drifted: list[Finding] = []
-    if confirmed_with_files:
-        newest = drift.changes(store.repo, store.cache).newest(
-            spec for m in confirmed_with_files for spec in drift.files_of(m)
-        )
-        for m in confirmed_with_files:
-            found = drift.drift_of(m, newest)
-            if found is not None:
-                drifted.append(Finding(m.name, found.note))
+    notes = drift_notes(store, confirmed_with_files)
+    drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
 
     problems: list[str] = []
     if lint:
@@ -302,6 +309,7 @@ __all__ = [
     "Similar",
     "clusters",
     "doctor",
+    "drift_notes",
     "figures",
     "similar",
 ]
