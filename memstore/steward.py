@@ -59,7 +59,8 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     """The existing memories (not deprecated) closest to a memory with this name and
     description, most alike first: a hint on write, never a refusal.
 
-    One query on the search index (brought up to date first, as a search does).
+    One query on the search index (brought up to date first, as a search does, unless a
+    watcher keeps it current).
     """
     mine = words(name, description)
     if not mine:
@@ -67,7 +68,8 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     text = " OR ".join(sorted(re.findall(r"\w+", f"{name.replace('-', ' ')} {description}")))
     try:
         up = search.upkeep(store)
-        up.fresh(store)
+        if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
+            up.fresh(store)
         hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10))
     except MemstoreError:  # a hint never fails the write it follows
         return []
