@@ -225,10 +225,11 @@ def _plain(value: object, depth: int = 0) -> bool:
 
 def _control(text: str, allowed: str = "") -> bool:
     """Whether `text` holds a control character, or a Unicode line or paragraph separator."""
-    return any(
-        (ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029") and c not in allowed
-        for c in text
-    )
+    # One regex scan instead of a Python loop per character: lint checks every body.
+    return any(c not in allowed for c in _CONTROL_RE.findall(text))
+
+
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def check_line(value: str, what: str) -> str:

@@ -6,6 +6,7 @@ Everything here reads; nothing writes a tracked file.
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstore import config, drift, index, search
+from memstore import config, drift, index, search, trust
 from memstore.errors import GitError, MemstoreError
-from memstore.memory import Memory, links_in_body
+from memstore.files import Kind
+from memstore.memory import Memory, evolve, links_in_body
 from memstore.search import Query
 from memstore.status import Status
 
@@ -44,8 +46,20 @@ class Similar:
 
 
 def words(name: str, description: str) -> frozenset[str]:
-    """The index terms of a memory's name and description: what duplicates are compared by."""
-    return frozenset(index.tokens(f"{name.replace('-', ' ')} {description}"))
+    """The stemmed words of a memory's name and description (the index's stemmer, without
+    its stop words): what duplicates are compared by."""
+    text = f"{name.replace('-', ' ')} {description}".lower()
+    return frozenset(_stem(w) for w in _WORD.findall(text) if w not in _STOP)
+
+
+_WORD = re.compile(r"\w\w+")
+_STOP = frozenset("the and for with that this from are was not but you all any can".split())
+
+
+@functools.lru_cache(maxsize=100_000)
+def _stem(word: str) -> str:
+    # Cached: a store's vocabulary repeats, and stemming is what a duplicate scan costs.
+    return index.stem(word)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -102,23 +116,23 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
     def join(a: int, b: int) -> None:
         parent[root(a)] = root(b)
 
+    # Candidates share a rarer word; each candidate pair is then compared on all its words.
     for i, ws in enumerate(sets):
-        shared: Counter[int] = Counter()
-        for w in ws:
-            ids = postings[w]
-            if len(ids) <= COMMON_WORD:
-                shared.update(j for j in ids if j > i)
-        for j, n in shared.items():
-            if n / (len(ws) + len(sets[j]) - n) >= CLUSTER_SIMILARITY:
+        candidates = {j for w in ws if len(ids := postings[w]) <= COMMON_WORD for j in ids if j > i}
+        for j in candidates:
+            if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
                 join(i, j)
-    bodies: dict[str, int] = {}
-    for i, m in enumerate(items):
-        body = " ".join(m.body.split())
-        if len(body) >= 20:
-            if body in bodies:
-                join(i, bodies[body])
-            else:
-                bodies[body] = i
+    # The same description or the same body (ignoring case and spacing) is a duplicate too.
+    for field_name in ("description", "body"):
+        seen: dict[str, int] = {}
+        for i, m in enumerate(items):
+            text: str = getattr(m, field_name)
+            key = " ".join(text.lower().split())
+            if len(key) >= 20:
+                if key in seen:
+                    join(i, seen[key])
+                else:
+                    seen[key] = i
     groups: dict[int, list[str]] = defaultdict(list)
     for i, m in enumerate(items):
         groups[root(i)].append(m.name)
@@ -175,10 +189,26 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
     """Look the whole store over: duplicate clusters, broken links (`links` and `[[name]]`),
     expired memories, stale and drifted confirmations, lint problems and the index's health.
 
+    Each file's checks are kept by its stamp in `.memstore/` and the history's verdicts per
+    HEAD (see `lint.FileMemo`): `memstore lint` is the full replay.
+
     Raises:
         StoreLocked: when another process holds the index lock past the timeout.
     """
-    memories = list(store.memories())
+    from memstore.lint import FileMemo, lint_store  # lint's checks: only doctor needs them
+
+    memo = FileMemo(store)
+    problems: list[str] = []
+    if lint:
+        try:
+            problems = [str(p) for p in lint_store(store, memo=memo)]
+        except GitError as e:
+            problems = [f"cannot read the history: {e}"]
+    else:
+        for _, kind, read in memo.places():
+            if kind == Kind.MEMORY:
+                read()
+    memories = [_shown(store, rel, m, memo.blobs[rel]) for rel, m in memo.memories.items()]
     names = {m.name for m in memories}
     today = _today()
     settings = config.upkeep_settings(store.root)
@@ -210,14 +240,6 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
     notes = drift_notes(store, confirmed_with_files)
     drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
 
-    problems: list[str] = []
-    if lint:
-        from memstore.lint import lint_store  # lint replays the whole history: only here
-
-        try:
-            problems = [str(p) for p in lint_store(store)]
-        except GitError as e:
-            problems = [f"cannot read the history: {e}"]
     return Report(
         memories=len(memories),
         duplicates=clusters(memories),
@@ -228,6 +250,18 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
         lint=problems,
         index=_index_health(store, len(memories)),
     )
+
+
+def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
+    """`memory` as its history supports it (see `trust.shown`), from its blob sha."""
+    if not trust.needs_history(memory):
+        return memory
+    status, owner = trust.judged(
+        store.trust, store.trust.prefix + rel, memory.status, memory.owner, blob
+    )
+    if (status, owner) == (memory.status, memory.owner):
+        return memory
+    return evolve(memory, status=status, owner=owner)
 
 
 def _index_health(store: Store, files: int) -> str:
