@@ -214,7 +214,6 @@ def add(
     if body is None:
         body = _stdin_text(only_if_piped=True)
     store = _store(ctx)
-    close = steward.similar(store, name, description)
     extra: dict[str, Any] = {
         "files": [f for value in files for f in _split(value) or ()] or None,
         "expires": expires,
@@ -230,6 +229,7 @@ def add(
         extra={k: v for k, v in extra.items() if v is not None},
         allow_secret=allow_secret,
     )
+    close = steward.similar(store, memory.name, memory.description)
     if as_json:
         _echo_json({"memory": _memory_json(memory), "similar": [asdict(c) for c in close]})
         return

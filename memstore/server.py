@@ -155,7 +155,6 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
         correction, a settled decision and why, what prevents a failure recurring, a runbook.
         Not chat, not what the code or git log already says. One fact per memory. A correction
         or warning (a rule) acts at once in session_start and check."""
-        close = steward.similar(store, name, description)
         memory = session.save(
             store,
             name,
@@ -170,7 +169,7 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             files=files or (),
             expires=expires,
         )
-        return _written("saved", memory, close)
+        return _written("saved", memory, steward.similar(store, name, memory.description))
 
     @tool(READ)
     def memory_recall(

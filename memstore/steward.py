@@ -6,7 +6,6 @@ Everything here reads; nothing writes a tracked file.
 
 from __future__ import annotations
 
-import functools
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -46,20 +45,19 @@ class Similar:
 
 
 def words(name: str, description: str) -> frozenset[str]:
-    """The stemmed words of a memory's name and description (the index's stemmer, without
-    its stop words): what duplicates are compared by."""
+    """The words of a memory's name and description, lower-cased, a plural `s` dropped, short
+    and stop words left out: what duplicates are compared by (no stemming: it is what a scan
+    of a large store would spend its time on, and near-duplicates share their words)."""
     text = f"{name.replace('-', ' ')} {description}".lower()
-    return frozenset(_stem(w) for w in _WORD.findall(text) if w not in _STOP)
+    return frozenset(
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in _WORD.findall(text)
+        if w not in _STOP
+    )
 
 
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset("the and for with that this from are was not but you all any can".split())
-
-
-@functools.lru_cache(maxsize=100_000)
-def _stem(word: str) -> str:
-    # Cached: a store's vocabulary repeats, and stemming is what a duplicate scan costs.
-    return index.stem(word)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -118,9 +116,14 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
 
     # Candidates share a rarer word; each candidate pair is then compared on all its words.
     for i, ws in enumerate(sets):
-        candidates = {j for w in ws if len(ids := postings[w]) <= COMMON_WORD for j in ids if j > i}
-        for j in candidates:
-            if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
+        shared: Counter[int] = Counter(
+            j for w in ws if len(ids := postings[w]) <= COMMON_WORD for j in ids if j > i
+        )
+        for j, n in shared.items():
+            # Two memories alike enough share at least two rarer words (or are tiny).
+            if (n >= 2 or min(len(ws), len(sets[j])) <= 3) and jaccard(
+                ws, sets[j]
+            ) >= CLUSTER_SIMILARITY:
                 join(i, j)
     # The same description or the same body (ignoring case and spacing) is a duplicate too.
     for field_name in ("description", "body"):

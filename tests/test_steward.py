@@ -328,3 +328,18 @@ async def test_memory_store_names_near_duplicates_and_recall_notes_expired_ones(
     assert [h["name"] for h in data(recalled)["results"]] == ["use-zod"]
     assert data(recalled)["expired"] == ["zod-input"]
     assert "1 expired memory also matched" in text(recalled)
+
+
+def test_doctor_sees_a_hand_edit_made_since_its_last_run(store: Store) -> None:
+    store.add("a", type="fact", description="first")
+    runner = CliRunner()
+    assert runner.invoke(main, ["doctor"]).exit_code == 0
+    path = store.root / "fact" / "a.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("tags: []\n", "tags: []\nimportance: urgent\n"),
+        encoding="utf-8",
+    )
+    result = runner.invoke(main, ["doctor", "--json"])
+    assert result.exit_code == 1
+    assert any("invalid importance 'urgent'" in p for p in json.loads(result.output)["lint"])
+    assert runner.invoke(main, ["lint"]).exit_code == 1  # lint agrees, replaying everything
