@@ -12,13 +12,12 @@ DEV := $(VENV)/.dev
 $(RUNTIME): pyproject.toml
 	@echo "creating $(VENV) from pyproject.toml (runtime dependencies)" >&2
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
-	@$(BIN)/pip install --quiet --upgrade pip >&2
-	@$(BIN)/pip install --quiet -e . >&2
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e . >&2
 	@touch $(RUNTIME)
 
 $(DEV): $(RUNTIME)
 	@echo "adding the dev tools to $(VENV)" >&2
-	@$(BIN)/pip install --quiet -e '.[dev]' >&2
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' >&2
 	@touch $(DEV)
 
 venv: $(DEV)

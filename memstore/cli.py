@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -17,6 +18,7 @@ from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 if TYPE_CHECKING:
     from memstore import ledger
     from memstore.index import Hit
+    from memstore.lint import Problem
     from memstore.memory import Memory
     from memstore.steward import Figures, Report
     from memstore.store import Store
@@ -136,23 +138,44 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
 
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--git-root",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Outside any git repository: run `git init` here (the project folder above the "
+    "store) rather than in the store itself.",
+)
 @click.pass_context
-def init(ctx: click.Context, directory: str | None) -> None:
+def init(ctx: click.Context, directory: str | None, git_root: str | None) -> None:
     """Make DIRECTORY a store (default: the --store directory, else ./memory).
 
-    Inside a git repository the store lives in it; elsewhere `git init` runs first. Writes the
-    store's .gitignore and .gitattributes and commits them. Safe to run twice.
+    Inside a git repository the store lives in it. Outside one, `git init` runs in the store
+    folder, or with --git-root in the project folder above it, so that the store and the
+    project's code share one repository. Writes the store's .gitignore and .gitattributes and
+    commits them. Safe to run twice.
 
     \b
     Example:
       memstore init memory
+      memstore init memory --git-root .    # a new project: one repository for code and store
     """
+    from memstore import history
+    from memstore.files import shown
     from memstore.store import Store
 
     config = _config(ctx)
     root = Path(directory).absolute() if directory else config.store
-    store = Store.init(root, config.agent)
+    new_repo = history.find_repo(root) is None
+    store = Store.init(root, config.agent, Path(git_root) if git_root else None)
     click.echo(f"store ready at {store.root} (git repository {store.repo.top})")
+    if new_repo and git_root is None:
+        click.echo(
+            f"note: {shown(root)} was in no git repository, so it is now one of its own. "
+            "If it belongs to a project you will put under git later, that project would hold "
+            f"it as an embedded repository: instead `rm -rf {shown(root / '.git')}` and run "
+            "`memstore init --git-root PROJECT_FOLDER`, or `git init` the project first",
+            err=True,
+        )
     if store.identity is None:
         click.echo(
             "note: no identity is set; writes will need --agent NAME, MEMSTORE_AGENT or git's "
@@ -547,7 +570,7 @@ def lint(ctx: click.Context, staged: bool) -> None:
     store = _store(ctx)
     problems = lint_store(store, staged=staged)
     for problem in problems:
-        click.echo(str(problem))
+        click.echo(_where(store, problem))
     if problems:
         files = len({p.path for p in problems})
         raise click.ClickException(f"{len(problems)} problem(s) in {files} file(s)")
@@ -556,6 +579,15 @@ def lint(ctx: click.Context, staged: bool) -> None:
         return
     count = sum(1 for _ in store.memories())
     click.echo(f"ok: {count} memories, no problems")
+
+
+def _where(store: Store, problem: Problem) -> str:
+    """A lint problem with its file as the user would type it from where they stand."""
+    from memstore.files import shown
+
+    path = problem.path if problem.path.startswith("/") else shown(store.root / problem.path)
+    where = f"{path}:{problem.line}" if problem.line else path
+    return f"{where}: {problem.message}"
 
 
 @main.command()
@@ -741,19 +773,33 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 def config_(ctx: click.Context, client: str, grouped: bool) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
-    The identity is --agent (or $MEMSTORE_AGENT), else the client's name.
+    The agent's identity is --agent, else the client's name; never your own $MEMSTORE_AGENT
+    or git user.name, which name you: an agent acting as you could confirm your drafts and
+    you its. A warning says when the two would match.
 
     \b
     Example:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
     """
     from memstore.clients import WHERE, client_config
+    from memstore.memory import check_identity, same_identity
     from memstore.store import Store
 
     config = _config(ctx)
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
+    flag: str | None = ctx.find_root().params.get("agent")
+    agent = check_identity(flag) if flag else client
+    you = os.environ.get("MEMSTORE_AGENT") or store.identity
     click.echo(f"# paste into {WHERE[client]}", err=True)
-    agent = config.agent or client
+    if you and same_identity(agent, you):
+        click.echo(
+            f"# warning: the agent would act as '{agent}', which is you "
+            "($MEMSTORE_AGENT or git user.name): it could confirm your drafts and you its; "
+            "give it a name of its own with --agent NAME",
+            err=True,
+        )
+    elif not flag:
+        click.echo(f"# the agent acts as '{agent}' (choose another with --agent NAME)", err=True)
     click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
 
 
@@ -856,9 +902,10 @@ def search(
         index_view=index_view,
         path=path,
     )
-    found = searching.recall(_store(ctx), query_value)
+    store = _store(ctx)
+    found = searching.recall(store, query_value)
     hits = found.hits
-    if found.expired:
+    if found.expired and hits:
         names = ", ".join(h.name for h in found.expired[:5])
         click.echo(
             f"{len(found.expired)} expired memor{'y' if len(found.expired) == 1 else 'ies'} "
@@ -876,6 +923,15 @@ def search(
             click.echo(f"         {line}")
     if not hits:
         click.echo("no memories match", err=True)
+        for line in searching.hidden(store, query_value).say(_flag):
+            click.echo(f"note: {line}", err=True)
+
+
+def _flag(field: str) -> str:
+    """The search option that sets `Query` field `field`."""
+    return {"tags": "--tag", "type": "--type", "index_view": "--index"}.get(
+        field, "--" + field.replace("_", "-")
+    )
 
 
 @main.command()

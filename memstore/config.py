@@ -4,14 +4,12 @@ store's own settings in its `memstore.yaml`."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memstore.errors import InvalidMemory
-
-if TYPE_CHECKING:
-    from memstore.secrets import Patterns
 
 # yaml and the memory format load when a store's settings are read, not when a CLI command
 # only resolves its flags (`memstore --help` stays fast).
@@ -77,14 +75,13 @@ def store_types(root: Path) -> tuple[str, ...]:
     return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
 
 
-def secret_settings(root: Path) -> tuple[bool, Patterns]:
-    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the patterns.
+def secret_settings(root: Path) -> tuple[bool, dict[str, str]]:
+    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the store's
+    own patterns (name → regex; `secrets.compile_patterns` adds the built-in ones).
 
     Raises:
         InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
     """
-    from memstore import secrets
-
     path, data = _settings(root)
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     policy = mapping.get("secrets", "refuse")
@@ -97,7 +94,14 @@ def secret_settings(root: Path) -> tuple[bool, Patterns]:
     ):
         raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
     patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
-    return policy == "allow", secrets.compile_patterns(patterns)
+    for name, rx in patterns.items():
+        try:
+            re.compile(rx)
+        except re.error as e:
+            raise InvalidMemory(
+                f"{path}: secret pattern {name!r} is not a valid regular expression: {e}"
+            ) from e
+    return policy == "allow", patterns
 
 
 def store_humans(root: Path) -> tuple[str, ...]:

@@ -24,6 +24,15 @@ OUTCOMES_FILE = "outcomes.jsonl"
 """The store's append-only record of correction outcomes, at its root."""
 
 
+def shown(path: Path) -> str:
+    """`path` as the person reading a message would type it from where they stand: relative
+    to the current directory (with `../` where it climbs, as git prints paths), else absolute."""
+    try:
+        return Path(os.path.relpath(path.absolute())).as_posix()
+    except (OSError, ValueError):
+        return str(path)
+
+
 def version_of(data: bytes) -> str:
     """The version of a file's content: the first 12 hex digits of its SHA-256."""
     return hashlib.sha256(data).hexdigest()[:12]
@@ -179,11 +188,11 @@ def read_regular(path: Path) -> bytes | None:
         return None
     except OSError as e:
         if path.is_symlink():
-            raise UnsafePath(f"{path} is a symlink; memstore reads only plain files") from e
+            raise UnsafePath(f"{shown(path)} is a symlink; memstore reads only plain files") from e
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePath(f"{path} is not a regular file (a folder, FIFO or device)")
+            raise UnsafePath(f"{shown(path)} is not a regular file (a folder, FIFO or device)")
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
     finally:

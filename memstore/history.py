@@ -1253,6 +1253,17 @@ def head(repo: Repo) -> str | None:
     return None
 
 
+def branch(repo: Repo) -> str | None:
+    """The branch HEAD is on (`main`), or None when HEAD is detached. Runs no git process."""
+    try:
+        value = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if value.startswith("ref: refs/heads/"):
+        return value.removeprefix("ref: refs/heads/")
+    return None
+
+
 def _packed_ref(repo: Repo, ref: str) -> str | None:
     try:
         text = (repo.common_dir / "packed-refs").read_text(encoding="utf-8")

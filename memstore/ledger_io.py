@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore import history, ledger, secrets, transaction
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
-from memstore.files import atomic_write, read_regular
+from memstore.files import atomic_write, read_regular, shown
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -142,7 +142,7 @@ def view(store: Store) -> ledger.View:
     try:
         data = read_regular(path) or b""
     except UnsafePath as e:
-        raise LedgerCorrupt(f"{store.rel(path)}: the ledger must be a plain file ({e})") from e
+        raise LedgerCorrupt(f"{shown(path)}: the ledger must be a plain file ({e})") from e
     return ledger.view(data, committed, at_head, history.repo_path(store.repo, path))
 
 

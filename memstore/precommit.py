@@ -106,3 +106,36 @@ def uninstall(repo: history.Repo) -> Path | None:
         raise HookInTheWay(f"{hook} is not a hook memstore installed; leaving it alone")
     hook.unlink()
     return hook
+
+
+def state(repo: history.Repo, store_root: Path) -> tuple[bool, str]:
+    """Whether the pre-commit hook checks this store, and a line saying what is there."""
+    hook = hook_path(repo)
+    if not hook.exists() and not hook.is_symlink():
+        return False, "not installed (optional: `memstore install-hook` checks hand edits)"
+    if not ours(hook):
+        return False, f"{hook} is another tool's hook; it does not run `memstore lint --staged`"
+    if not os.access(hook, os.X_OK):
+        return False, f"{hook} is memstore's but not executable: git skips it"
+    values = dict(_assignments(hook.read_text(encoding="utf-8", errors="replace")))
+    python, package = values.get("python", ""), values.get("package", "")
+    if not os.access(python, os.X_OK) or not (Path(package) / "__main__.py").is_file():
+        return False, f"installed, but the memstore it runs ({python}) is gone: install it again"
+    store = history.repo_path(repo, store_root) or "."
+    if values.get("store") != store:
+        return False, f"installed for the store {values.get('store')}, not this one ({store})"
+    return True, f"installed, checks this store on every commit ({hook})"
+
+
+def _assignments(text: str) -> list[tuple[str, str]]:
+    """The hook's `name=value` lines, with shell quoting removed."""
+    found: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        name, eq, value = line.partition("=")
+        if eq and name in ("python", "package", "store"):
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                continue
+            found.append((name, words[0] if words else ""))
+    return found

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import drift
+from memstore import drift, trust
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
-from memstore.index import Hit, Index, Progress, Query, Stamp, Sync, fit_tokens
+from memstore.index import Hit, Index, Progress, Query, Stamp, Sync, approx_tokens, fit_tokens
 from memstore.memory import RULE_TYPES, Memory
 from memstore.trust import UNVERIFIED
 
@@ -269,12 +269,96 @@ def search(store: Store, query: Query) -> list[Hit]:
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
-    pooled = replace(query, limit=query.size + POOL, max_tokens=None)
-    hits = [_shown(store, hit) for hit in up.index.search(pooled)]
+    # A few more than asked, for the upkeep step (`steward`) to re-rank; then the cuts.
+    hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None))
+    if any(_judged(hit) for hit in hits):
+        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+        hits = [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
     hits = steward(store, query, hits)
     if query.max_tokens is not None:
         hits = fit_tokens(hits, query.max_tokens, query.index_view)
     return hits
+
+
+def _judged(hit: Hit) -> bool:
+    """Whether what `hit` claims needs the history's backing (see `trust.needs_history`)."""
+    return hit.status == "confirmed" or hit.type in RULE_TYPES
+
+
+def _shown(store: Store, hit: Hit, at: trust.Trust | None) -> Hit:
+    """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
+    status and owner, which anyone can type."""
+    try:
+        status, owner = store.shown_fields(hit.path, hit.status, hit.owner, at)
+    except (UnsafePath, OSError):
+        return replace(hit, status=UNVERIFIED)
+    if (status, owner) == (hit.status, hit.owner):
+        return hit
+    return replace(hit, status=status, owner=owner)
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """What a search that found nothing would have found with its limits lifted."""
+
+    too_big: int | None = None
+    """The approximate tokens of the best match, when the token cap left out every match."""
+    retired: int = 0
+    """How many deprecated or expired memories match (left out by default)."""
+    filtered: int = 0
+    """How many memories match the words alone, without the filters given."""
+    filters: tuple[str, ...] = ()
+    """The filters given, by their `Query` field names."""
+
+    def say(self, spell: Callable[[str], str]) -> list[str]:
+        """Lines for the reader, with each `Query` field named as `spell` spells it on the
+        reader's face (`--max-tokens` on the CLI, `max_tokens` over MCP)."""
+        lines: list[str] = []
+        if self.too_big is not None:
+            lines.append(
+                f"the best match takes about {self.too_big} tokens, more than "
+                f"{spell('max_tokens')} allows: raise it, or ask for {spell('index_view')}"
+            )
+        if self.retired == 1:
+            lines.append(
+                "1 memory matches but is deprecated or expired: "
+                f"{spell('include_deprecated')} shows it"
+            )
+        elif self.retired:
+            lines.append(
+                f"{self.retired} memories match but are deprecated or expired: "
+                f"{spell('include_deprecated')} shows them"
+            )
+        if self.filtered:
+            named = ", ".join(spell(f) for f in self.filters)
+            verb = "memory matches" if self.filtered == 1 else "memories match"
+            lines.append(f"{self.filtered} {verb} without {named}")
+        return lines
+
+
+FILTERS = ("type", "status", "tags", "owner", "since")
+"""The `Query` fields that narrow a search."""
+
+
+def hidden(store: Store, query: Query) -> Hidden:
+    """For a search that found nothing: what the token cap, the default leaving-out of
+    deprecated and expired memories, and the filters hid. Three searches at most, run only
+    when a search came back empty."""
+    loose = replace(query, max_tokens=None)
+    too_big = None
+    if query.max_tokens is not None:
+        best = search(store, replace(loose, limit=1))
+        if best:
+            too_big = approx_tokens(best[0], query.index_view)
+    retired = 0
+    if too_big is None and not query.include_deprecated:
+        retired = len(search(store, replace(loose, include_deprecated=True)))
+    given = tuple(f for f in FILTERS if getattr(query, f))
+    filtered = 0
+    if too_big is None and given:
+        plain = replace(loose, type=None, status=None, tags=(), owner=None, since=None)
+        filtered = len(search(store, plain))
+    return Hidden(too_big, retired, filtered, given)
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,20 +515,6 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
         if found is not None:
             notes[hit.path] = found.note
     return [replace(h, note=notes[h.path]) if h.path in notes else h for h in ranked]
-
-
-def _shown(store: Store, hit: Hit) -> Hit:
-    """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
-    status and owner, which anyone can type."""
-    if hit.status != "confirmed" and hit.type not in RULE_TYPES:
-        return hit
-    try:
-        status, owner = store.shown_fields(hit.path, hit.status, hit.owner)
-    except (UnsafePath, OSError):
-        return replace(hit, status=UNVERIFIED)
-    if (status, owner) == (hit.status, hit.owner):
-        return hit
-    return replace(hit, status=status, owner=owner)
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

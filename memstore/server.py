@@ -122,6 +122,13 @@ def _versions_result(found: list[Versioned], problems: list[tuple[str, str]]) ->
     return result(_versioned_text(found, [message for _, message in problems]), data)
 
 
+def _param(field: str) -> str:
+    """The memory_recall parameter that sets `Query` field `field`."""
+    return {"index_view": "index=true", "include_deprecated": "include_deprecated=true"}.get(
+        field, field
+    )
+
+
 def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> MCPServer:
     """The memstore MCP server over `store`, acting as the store's identity.
 
@@ -204,10 +211,12 @@ def build_server(store: Store, *, grouped: bool = False, watch: bool = True) -> 
             path=path,
         )
         found = search.recall(store, wanted)
-        shown = render_text.hits_text(found.hits, query=query, index_view=index)
-        if found.expired:
-            shown += "\n" + render_text.expired_text([h.name for h in found.expired])
-        data = {"results": plain(found.hits)}
+        hits = found.hits
+        notes = [] if hits else search.hidden(store, wanted).say(_param)
+        if found.expired and hits:
+            notes.append(render_text.expired_text([h.name for h in found.expired]))
+        shown = render_text.hits_text(hits, query=query, index_view=index, notes=notes)
+        data = {"results": plain(hits)}
         if found.expired:
             data["expired"] = [h.name for h in found.expired]
         return result(shown, data)

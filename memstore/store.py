@@ -10,13 +10,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore import (
     config,
     history,
-    secrets,
-    signing,
     transaction,
     trust,
 )
@@ -39,6 +37,7 @@ from memstore.files import (
     atomic_write,
     memory_files,
     read_regular,
+    shown,
     version_of,
 )
 from memstore.memory import (
@@ -64,6 +63,9 @@ from memstore.memory import (
 from memstore.status import Status, transition, unconfirm
 from memstore.status import verify as verify_memory
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
+
+if TYPE_CHECKING:
+    from memstore.secrets import Patterns
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +186,8 @@ class Store:
         self.trust = trust.Cache(repo, self.root, self.cache)
         """What the history supports, for reads (see `shown`)."""
         self.types = config.store_types(self.root)
-        self.secrets_allowed, self.secret_patterns = config.secret_settings(self.root)
+        self.secrets_allowed, self._secret_extra = config.secret_settings(self.root)
+        self._secret_patterns: Patterns | None = None
         self.signing = config.signing_settings(self.root)
         if self.signing.required:
             # A commit is then by an identity only when that identity's allowed key signed it.
@@ -195,16 +198,30 @@ class Store:
     # -- set-up -------------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, root: Path, agent: str | None = None) -> Store:
+    def init(cls, root: Path, agent: str | None = None, git_root: Path | None = None) -> Store:
         """Make `root` a store (inside its git repository, or a new one) and return it.
 
-        Writes the store's `.gitignore` and `.gitattributes` and commits them when an identity
-        is known. Running it on an existing store changes nothing.
+        Outside any repository, `git init` runs in `git_root` (`root` itself or a folder above
+        it), by default in `root`. Writes the store's `.gitignore` and `.gitattributes` and
+        commits them when an identity is known. Running it on an existing store changes nothing.
+
+        Raises:
+            InvalidMemory: for a `git_root` that does not hold `root`, or that differs from the
+                repository `root` is already in.
         """
         root = root.absolute()
+        top = git_root.absolute() if git_root is not None else None
+        if top is not None and top != root and top not in root.parents:
+            raise InvalidMemory(f"--git-root {shown(top)} must be the store folder or above it")
+        found = history.find_repo(root)
+        if found is not None and top is not None and Path(found.top).resolve() != top.resolve():
+            raise InvalidMemory(
+                f"{shown(root)} is already in the git repository {shown(Path(found.top))}; "
+                "leave out --git-root"
+            )
         root.mkdir(parents=True, exist_ok=True)
-        if history.find_repo(root) is None:
-            history.init_repo(root)
+        if found is None:
+            history.init_repo(top or root)
         store = cls(root, agent)
         changes: list[transaction.Change] = []
         for name, content in (
@@ -282,7 +299,7 @@ class Store:
         if len(found) > 1:
             raise InvalidMemory(
                 f"two files claim the name '{name}': "
-                f"{' and '.join(self.rel(p) for p in found)}; keep one (see `memstore lint`)"
+                f"{' and '.join(shown(p) for p in found)}; keep one (see `memstore lint`)"
             )
         return found[0] if found else None
 
@@ -307,19 +324,19 @@ class Store:
         """
         data = read_regular(path)
         if data is None:
-            raise InvalidMemory(f"{self.rel(path)} does not exist")
+            raise InvalidMemory(f"{shown(path)} does not exist")
         if len(data) > FILE_MAX:
-            raise InvalidMemory(f"{self.rel(path)} is larger than {FILE_MAX} bytes")
+            raise InvalidMemory(f"{shown(path)} is larger than {FILE_MAX} bytes")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InvalidMemory(f"{self.rel(path)} is not UTF-8 text") from e
+            raise InvalidMemory(f"{shown(path)} is not UTF-8 text") from e
         try:
             memory = parse(text)
         except (InvalidMemory, InvalidName) as e:
             # A bad name inside a file is a broken file, not a bad argument: one such file
             # must not stop `list` from serving the others.
-            raise InvalidMemory(f"{self.rel(path)}: {e}") from e
+            raise InvalidMemory(f"{shown(path)}: {e}") from e
         return (memory if raw else self.shown(path, memory, data)), data
 
     def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
@@ -327,14 +344,17 @@ class Store:
         `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
         return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
 
-    def shown_fields(self, rel: str, status: str, owner: str) -> tuple[str, str]:
+    def shown_fields(
+        self, rel: str, status: str, owner: str, at: trust.Trust | None = None
+    ) -> tuple[str, str]:
         """The (status, owner) to show for the file at `rel` (relative to the store) whose
-        front matter says `status` and `owner`, without parsing it (see `trust.judged`)."""
+        front matter says `status` and `owner`, without parsing it (see `trust.judged`);
+        `at` is a `trust.snapshot` taken for several files."""
         data = read_regular(self.root / rel)
         if data is None:
             return trust.UNVERIFIED, owner
         return trust.judged(
-            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data)
+            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data), at
         )
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
@@ -407,11 +427,15 @@ class Store:
             SigningError: signatures are required and there is no usable key.
         """
         if self._signer is None:
+            from memstore import signing  # only stores that sign
+
             self._signer = signing.signer(self.repo, self.signing.required)
         return self._signer
 
     def signers_of(self, commits: list[str]) -> dict[str, str | None]:
         """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
+        from memstore import signing  # only stores that sign
+
         return signing.signers(self.repo, commits, self.allowed_signers)
 
     @property
@@ -510,7 +534,7 @@ class Store:
             existing = self._located(name)
             if existing is not None:
                 raise MemoryExists(
-                    f"a memory named '{name}' already exists at {self.rel(existing)}; "
+                    f"a memory named '{name}' already exists at {shown(existing)}; "
                     "choose another name or edit that one"
                 )
             missing = [link for link in link_list if self._located(link) is None]
@@ -800,15 +824,27 @@ class Store:
 
     # -- reliability --------------------------------------------------------------------------
 
+    @property
+    def secret_patterns(self) -> Patterns:
+        """The credential patterns: built-in and the store's own (compiled on first use, so a
+        read never loads the credential check)."""
+        if self._secret_patterns is None:
+            from memstore import secrets
+
+            self._secret_patterns = secrets.compile_patterns(self._secret_extra)
+        return self._secret_patterns
+
     def refuse_secrets(
         self,
         fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
         allow_secret: bool,
-        because: str = secrets.MEMORIES_SHARED,
+        because: str | None = None,
     ) -> None:
         """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
         if not allow_secret and not self.secrets_allowed:
-            secrets.refuse(fields, self.secret_patterns, because)
+            from memstore import secrets  # its patterns compile on import: writes only
+
+            secrets.refuse(fields, self.secret_patterns, because or secrets.MEMORIES_SHARED)
 
     def pending(self) -> str | None:
         """The commit message of a write a killed process left unfinished, else None."""

@@ -33,7 +33,14 @@ from memstore.errors import (
     StoreLocked,
     UnsafePath,
 )
-from memstore.files import LEDGER_FILE, OUTCOMES_FILE, atomic_write, read_regular, version_of
+from memstore.files import (
+    LEDGER_FILE,
+    OUTCOMES_FILE,
+    atomic_write,
+    read_regular,
+    shown,
+    version_of,
+)
 from memstore.memory import check_identity
 
 log = logging.getLogger(__name__)
@@ -173,20 +180,20 @@ def check_path(site: Site, path: Path) -> Path:
             st = os.lstat(where)
         except FileNotFoundError:
             return path
-        shown = "/".join(parts[: i + 1])
+        here = shown(where)
         if stat.S_ISLNK(st.st_mode):
             raise UnsafePath(
-                f"{shown} in the store is a symlink; memstore does not write through "
+                f"{here} in the store is a symlink; memstore does not write through "
                 "symlinks: replace it with a plain file or folder"
             )
         last = i == len(parts) - 1
         if last and not stat.S_ISREG(st.st_mode):
             raise UnsafePath(
-                f"{shown} in the store is not a regular file (a folder, FIFO or device); "
+                f"{here} in the store is not a regular file (a folder, FIFO or device); "
                 "memstore writes only regular files: remove it"
             )
         if not last and not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(f"{shown} in the store is not a folder; remove or rename it")
+            raise UnsafePath(f"{here} in the store is not a folder; remove or rename it")
     return path
 
 
@@ -198,7 +205,7 @@ def refuse_uncommitted(site: Site, paths: list[Path]) -> None:
     """
     existing = [p for p in paths if p.exists()]
     if existing and history.dirty(site.repo, existing):
-        where = ", ".join(rel(site, p) for p in existing)
+        where = " ".join(shown(p) for p in existing)
         raise Conflict(
             f"{where} has changes that are not committed (a hand edit in progress?); "
             f"commit them (git commit -- {where}) or discard them, then retry"
@@ -334,7 +341,7 @@ def _append(path: Path, text: str) -> None:
     fd = os.open(path, flags, 0o644)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePath(f"{path} is not a regular file; memstore appends only to files")
+            raise UnsafePath(f"{shown(path)} is not a regular file; memstore appends only to files")
         written = os.write(fd, data)
         while written < len(data):  # a regular file takes it whole; this is for odd file systems
             written += os.write(fd, data[written:])

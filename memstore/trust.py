@@ -615,14 +615,28 @@ def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     return evolve(memory, status=status, owner=owner)
 
 
-def judged(cache: Cache, path: str, status: str, owner: str, blob: str) -> tuple[str, str]:
-    """The (status, owner) to show for the version `blob` of the file at `path` whose front
-    matter says `status` and `owner` (see `shown`); no file is parsed."""
+def snapshot(cache: Cache) -> Trust | None:
+    """The verdicts at HEAD, to judge several files against one reading of HEAD (a search's
+    hits); None when git cannot read the history (then `judged` says why, file by file)."""
     try:
-        trust = cache.current()
-    except GitError as e:
-        log.warning("cannot read the history to verify %s: %s", path, e)
-        return UNVERIFIED, owner
+        return cache.current()
+    except GitError:
+        return None
+
+
+def judged(
+    cache: Cache, path: str, status: str, owner: str, blob: str, at: Trust | None = None
+) -> tuple[str, str]:
+    """The (status, owner) to show for the version `blob` of the file at `path` whose front
+    matter says `status` and `owner` (see `shown`); no file is parsed. `at` is a `snapshot`
+    already taken, else HEAD is checked now."""
+    trust = at
+    if trust is None:
+        try:
+            trust = cache.current()
+        except GitError as e:
+            log.warning("cannot read the history to verify %s: %s", path, e)
+            return UNVERIFIED, owner
     creator = trust.owners.get(path)
     if trust.blobs.get(path) == blob:
         verdict = trust.verdicts.get(f"{path}\0{blob}")

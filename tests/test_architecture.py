@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "watch": 4,
     "signers": 4,
     "steward": 4,
+    "orientation": 4,
     # the store: open, read, the memory moves
     "store": 3,
     # the one write path

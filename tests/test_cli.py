@@ -227,6 +227,24 @@ def test_help_imports_no_core_module() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Store) -> None:
+    store.add("port", type="fact", description="The API listens on 8080", body="b")
+    code = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main(['--store', {str(store.root)!r}, 'search', 'port'], prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'memstore.secrets', 'detect_secrets', 'memstore.signing', 'urllib.request',\n"
+        "         'http.client', 'mcp', 'whoosh.lang.morph_en'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "port" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> None:
     import os
     import pty
@@ -253,3 +271,104 @@ def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> Non
             proc.stderr.close()
         os.close(controller)
         os.close(terminal)
+
+
+def test_paths_in_errors_are_relative_to_where_the_user_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    monkeypatch.setenv("MEMSTORE_DIR", str(project / "memory"))
+    assert run("init")[0] == 0
+    assert (
+        run("add", "port", "--type", "fact", "-d", "The API listens on 8080", "--body", "b")[0] == 0
+    )
+    path = project / "memory" / "fact" / "port.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nA hand edit.\n", encoding="utf-8")
+
+    monkeypatch.chdir(project / "memory" / "fact")
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 1
+    assert "git commit -- port.md" in out
+
+    monkeypatch.chdir(project)
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 1
+    assert "git commit -- memory/fact/port.md" in out
+    # The advice works as printed, from where the user stands.
+    git(project, "commit", "-q", "-m", "my hand edit", "--", "memory/fact/port.md")
+    code, out = run("edit", "port", "-d", "The API listens on 9090")
+    assert code == 0, out
+
+
+def test_lint_names_files_relative_to_where_the_user_stands(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (store_dir / "decision").mkdir(exist_ok=True)
+    (store_dir / "decision" / "broken.md").write_text("---\nname: [\n---\n", encoding="utf-8")
+    monkeypatch.chdir(store_dir.parent)
+    code, out = run("lint")
+    assert code == 1
+    assert out.startswith("memory/decision/broken.md")
+
+
+def test_init_outside_a_repository_explains_and_offers_git_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["--agent", "alice", "init", "memory"])
+    assert result.exit_code == 0, result.output
+    assert "was in no git repository" in result.stderr and "--git-root" in result.stderr
+    assert (project / "memory" / ".git").is_dir()
+
+
+def test_init_with_git_root_puts_code_and_store_in_one_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["--agent", "alice", "init", "memory", "--git-root", "."])
+    assert result.exit_code == 0, result.output
+    assert "was in no git repository" not in result.stderr
+    assert (project / ".git").is_dir() and not (project / "memory" / ".git").exists()
+    (project / "app.py").write_text("print(1)\n", encoding="utf-8")
+    git(project, "add", ".")  # no embedded repository: the store's files are plain files
+    assert "memory/.gitignore" in git(project, "ls-files")
+    code, out = run(
+        "--store", "memory", "add", "port", "--type", "fact", "-d", "8080", "--body", "b"
+    )
+    assert code == 0, out
+    assert "memory/fact/port.md" in git(project, "ls-files")
+
+
+@pytest.mark.parametrize("where", ["elsewhere", "inside"])
+def test_init_refuses_a_git_root_that_cannot_hold_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    if where == "inside":  # already in a repository: --git-root must not make another
+        git(project, "init", "-q")
+        args = ["init", "memory", "--git-root", "sub"]
+    else:
+        args = ["init", "memory", "--git-root", str(tmp_path / "other")]
+    result = CliRunner().invoke(main, ["--agent", "alice", *args])
+    assert result.exit_code == 1
+    assert "Error: --git-root" in result.output or "already in the git repository" in result.output
+    assert not (project / "memory").exists()
+
+
+def test_shell_completion_as_the_readme_sets_it_up_completes_commands() -> None:
+    memstore = str(Path(sys.executable).parent / "memstore")
+    script = subprocess.run(
+        [memstore], env={"_MEMSTORE_COMPLETE": "bash_source"}, capture_output=True, text=True
+    )
+    assert "complete -o nosort -F _memstore_completion memstore" in script.stdout
+    env = {"_MEMSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "memstore se", "COMP_CWORD": "1"}
+    done = subprocess.run([memstore], env=env, capture_output=True, text=True)
+    assert done.stdout.splitlines() == ["plain,search", "plain,serve"]

@@ -121,3 +121,28 @@ def test_reindex_reports_progress_on_stderr(store: Store) -> None:
     assert code == 0
     assert out == "reindexed 1 memories\n"
     assert "indexed 2/2 files" in err and "skipped fact/bad.md" in err
+
+
+def test_an_empty_search_says_what_was_hidden_and_how_to_see_it(store: Store) -> None:
+    store.add("old-port", type="fact", description="The API listens on port 8080", body="b")
+    store.deprecate("old-port", "moved to 9090")
+    code, out, err = run(store, "search", "port")
+    assert code == 0 and out == ""
+    assert "no memories match" in err
+    assert "1 memory matches but is deprecated or expired: --include-deprecated shows it" in err
+
+    store.add("api-port", type="fact", description="The API listens on port 9090", body="b")
+    code, out, err = run(store, "search", "port", "--max-tokens", "5")
+    assert out == ""
+    assert "more than --max-tokens allows" in err and "--index" in err
+
+    code, out, err = run(store, "search", "port", "--tag", "k8s", "--type", "fact")
+    assert out == ""
+    assert "1 memory matches without --type, --tag" in err  # the deprecated one stays hidden
+
+
+def test_an_empty_search_with_nothing_hidden_says_only_that(store: Store) -> None:
+    store.add("api-port", type="fact", description="The API listens on port 9090", body="b")
+    code, out, err = run(store, "search", "kubernetes")
+    assert code == 0 and out == ""
+    assert err.strip() == "no memories match"

@@ -35,3 +35,26 @@ def test_codex_gets_toml_and_the_agent_defaults_to_the_clients_name(store: Store
 def test_config_for_a_directory_that_is_no_store_is_an_error(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["--store", str(tmp_path / "none"), "config", "cursor"])
     assert done.exit_code == 1 and "Error: no store at" in done.output
+
+
+def test_the_humans_own_identity_is_never_baked_into_an_agents_config(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTORE_AGENT", "alice")
+    done = CliRunner().invoke(main, ["--store", str(store.root), "config", "cursor"])
+    assert done.exit_code == 0, done.output
+    entry = json.loads(done.stdout)["mcpServers"]["memstore"]
+    assert entry["env"] == {"MEMSTORE_AGENT": "cursor"}
+    assert "acts as 'cursor'" in done.stderr
+
+
+def test_an_agent_named_as_the_human_gets_a_warning(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTORE_AGENT", "Alice")
+    done = CliRunner().invoke(
+        main, ["--store", str(store.root), "--agent", "alice", "config", "claude-code"]
+    )
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["mcpServers"]["memstore"]["env"] == {"MEMSTORE_AGENT": "alice"}
+    assert "warning: the agent would act as 'alice', which is you" in done.stderr

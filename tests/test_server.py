@@ -348,6 +348,18 @@ async def test_recall_index_view_and_budget_cut_the_output(store: Store) -> None
     assert "cache invalidation note" not in text(index)
 
 
+async def test_an_empty_recall_says_what_was_hidden_and_how_to_see_it(store: Store) -> None:
+    store.add("old-port", type="fact", description="The API listens on port 8080", body="b")
+    store.deprecate("old-port", "moved to 9090")
+    result = await call(store, "memory_recall", query="port")
+    assert data(result)["results"] == []
+    assert "1 memory matches but is deprecated or expired: include_deprecated=true" in text(result)
+    store.add("api-port", type="fact", description="The API listens on port 9090", body="b")
+    result = await call(store, "memory_recall", query="port", max_tokens=5)
+    assert data(result)["results"] == []
+    assert "more than max_tokens allows" in text(result)
+
+
 async def test_recall_with_a_bad_option_is_a_tool_error(store: Store) -> None:
     result = await call(store, "memory_recall", query="x", since="last tuesday")
     assert result.is_error and "invalid date" in text(result)

@@ -1,0 +1,96 @@
+"""Where a newcomer or an agent stands: who would act and why, which store, repository and
+branch, whether the pre-commit hook checks hand edits, the index, and the drafts awaiting
+them. One screen, read-only (the index cache may catch up; no tracked file is written)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memstore import history, precommit, search
+from memstore.errors import MemstoreError
+from memstore.files import shown
+from memstore.memory import same_identity
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Orientation:
+    """The set-up, as facts a reader can act on."""
+
+    identity: str | None
+    identity_from: str
+    """`--agent`, `$MEMSTORE_AGENT`, `git user.name` or `nobody`."""
+    store: str
+    repository: str
+    branch: str | None
+    hook_ok: bool
+    hook: str
+    index: str
+    awaiting: int
+    """Drafts the identity may review: other identities' drafts."""
+    own_drafts: int
+
+
+def orient(store: Store, flag: str | None) -> Orientation:
+    """The set-up of `store` as `flag` (the `--agent` given, if any) and the environment
+    make it."""
+    env = os.environ.get("MEMSTORE_AGENT")
+    identity = store.identity
+    if flag:
+        source = "--agent"
+    elif env:
+        source = "$MEMSTORE_AGENT"
+    elif identity:
+        source = "git user.name"
+    else:
+        source = "nobody"
+    hook_ok, hook = precommit.state(store.repo, store.root)
+    try:
+        sync = search.catch_up(store)
+        count = sum(1 for _ in store.memories())
+        what = "rebuilt just now" if sync.rebuilt else "up to date"
+        index = f"{count} memories, {what}"
+        if sync.skipped:
+            index += f"; {len(sync.skipped)} malformed file(s) left out (see `memstore lint`)"
+    except MemstoreError as e:
+        index = f"cannot be read: {e}"
+    drafts = [m for m in store.memories() if m.status == "draft"]
+    own = sum(1 for m in drafts if identity and same_identity(m.owner, identity))
+    return Orientation(
+        identity=identity,
+        identity_from=source,
+        store=shown(store.root),
+        repository=shown(store.repo.top),
+        branch=history.branch(store.repo),
+        hook_ok=hook_ok,
+        hook=hook,
+        index=index,
+        awaiting=len(drafts) - own,
+        own_drafts=own,
+    )
+
+
+def lines(o: Orientation) -> list[str]:
+    """The orientation as one short screen of text."""
+    who = (
+        f"{o.identity} (from {o.identity_from})"
+        if o.identity
+        else "nobody: writes need --agent NAME, $MEMSTORE_AGENT or git's user.name"
+    )
+    review = (
+        f"{o.awaiting} draft(s) by others await review (`memstore list --status draft`)"
+        if o.identity
+        else f"{o.awaiting} draft(s)"
+    )
+    return [
+        f"identity:   {who}",
+        f"store:      {o.store} in the git repository {o.repository}"
+        + (f", branch {o.branch}" if o.branch else ", HEAD detached"),
+        f"hook:       {o.hook}",
+        f"index:      {o.index}",
+        f"review:     {review}; {o.own_drafts} of your own await someone else",
+    ]

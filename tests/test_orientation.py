@@ -1,0 +1,57 @@
+"""Orientation: who would act and why, where the store is, the hook, the index, the queue."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstore import precommit
+from memstore.orientation import lines, orient
+from memstore.store import Store
+from tests.conftest import as_agent, git
+
+
+def test_it_says_who_acts_and_where_that_came_from(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert orient(store, flag="alice").identity_from == "--agent"
+    monkeypatch.setenv("MEMSTORE_AGENT", "alice")
+    assert orient(store, flag=None).identity_from == "$MEMSTORE_AGENT"
+    monkeypatch.delenv("MEMSTORE_AGENT")
+    git(store.root, "config", "user.name", "Carol")
+    by_git = orient(Store(store.root), flag=None)
+    assert (by_git.identity, by_git.identity_from) == ("Carol", "git user.name")
+    git(store.root, "config", "--unset", "user.name")
+    nobody = orient(Store(store.root), flag=None)
+    assert nobody.identity is None and "writes need --agent NAME" in lines(nobody)[0]
+
+
+def test_it_names_store_repository_branch_index_and_queue(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add("mine", type="fact", description="Mine", body="b")
+    as_agent(store, "bob").add("theirs", type="fact", description="Theirs", body="b")
+    as_agent(store, "bob").add("theirs-2", type="fact", description="Theirs too", body="b")
+    monkeypatch.chdir(store.root.parent)
+    o = orient(store, flag="alice")
+    assert (o.store, o.branch) == ("memory", "main")
+    assert (o.awaiting, o.own_drafts) == (2, 1)
+    assert o.index.startswith("3 memories")
+    text = "\n".join(lines(o))
+    assert "2 draft(s) by others await review" in text and "branch main" in text
+
+
+def test_it_tells_whether_the_hook_checks_this_store(store: Store, tmp_path: Path) -> None:
+    assert not orient(store, flag="alice").hook_ok
+    package = Path(precommit.__file__).parent
+    precommit.install(store.repo, store.root, sys.executable, package, force=False)
+    o = orient(store, flag="alice")
+    assert o.hook_ok and "checks this store" in o.hook
+    precommit.install(store.repo, store.root, str(tmp_path / "gone" / "python"), package, True)
+    broken = orient(store, flag="alice")
+    assert not broken.hook_ok and "is gone" in broken.hook
+    hook = precommit.hook_path(store.repo)
+    hook.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    assert "another tool's hook" in orient(store, flag="alice").hook
