@@ -360,6 +360,7 @@ class FileMemo:
         )
         self._old: dict[str, Any] = self._load()
         self._new: dict[str, Any] = {}
+        self._changed = False
 
     def places(self) -> Iterator[Place]:
         """The working tree's files, as `_working_places`, each checked through the memo;
@@ -374,13 +375,15 @@ class FileMemo:
             memory = _memory_from(old[3]) if old[3] is not None else None
             problems: list[str] = list(old[2])
             blob = str(old[1])
+            self._new[rel] = old
         else:
+            self._changed = True
             data = path.read_bytes()
             memory, problems = check_data(data, path.stem, path.parent.name, self.store.types)
             if memory is not None and not self.store.secrets_allowed:
                 problems += _secrets(self.store, memory)
             blob = history.blob_sha(data)
-        if stamp is not None:
+        if stamp is not None and rel not in self._new:
             self._new[rel] = [list(stamp), blob, problems, _memory_data(memory)]
         self.blobs[rel] = blob
         if memory is not None:
@@ -397,6 +400,8 @@ class FileMemo:
             return {}
 
     def _save(self) -> None:
+        if not self._changed and self._new.keys() == self._old.keys():
+            return  # nothing moved: the memo on disk says it all
         data = {"format": _MEMO_FORMAT, "key": self._key, "files": self._new}
         try:
             self.store.cache.mkdir(exist_ok=True)

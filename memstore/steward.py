@@ -29,7 +29,7 @@ HINT_SIMILARITY = 0.5
 CLUSTER_SIMILARITY = 0.6
 """How alike two memories must be for `doctor` to list them as one duplicate cluster."""
 HINT_MAX = 3
-COMMON_WORD = 50
+COMMON_WORD = 30
 """A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
 
 
@@ -115,16 +115,17 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
         parent[root(a)] = root(b)
 
     # Candidates share a rarer word; each candidate pair is then compared on all its words.
+    rare = {w for w, ids in postings.items() if len(ids) <= COMMON_WORD}
     for i, ws in enumerate(sets):
-        shared: Counter[int] = Counter(
-            j for w in ws if len(ids := postings[w]) <= COMMON_WORD for j in ids if j > i
-        )
+        shared: Counter[int] = Counter()
+        for w in ws & rare:
+            shared.update(postings[w])
+        tiny = len(ws) <= 3
         for j, n in shared.items():
             # Two memories alike enough share at least two rarer words (or are tiny).
-            if (n >= 2 or min(len(ws), len(sets[j])) <= 3) and jaccard(
-                ws, sets[j]
-            ) >= CLUSTER_SIMILARITY:
-                join(i, j)
+            if j > i and (n >= 2 or tiny or len(sets[j]) <= 3):
+                if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
+                    join(i, j)
     # The same description or the same body (ignoring case and spacing) is a duplicate too.
     for field_name in ("description", "body"):
         seen: dict[str, int] = {}
