@@ -29,6 +29,8 @@ HINT_SIMILARITY = 0.5
 CLUSTER_SIMILARITY = 0.6
 """How alike two memories must be for `doctor` to list them as one duplicate cluster."""
 HINT_MAX = 3
+HINT_WORDS = 6
+"""How many of a new memory's words the hint looks up."""
 COMMON_WORD = 30
 """A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
 
@@ -77,7 +79,10 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     mine = words(name, description)
     if not mine:
         return []
-    text = " OR ".join(sorted(re.findall(r"\w+", f"{name.replace('-', ' ')} {description}")))
+    # Plain words (OR-ed, scored from the postings without the query parser); the longest
+    # few, which are the rarer ones: common words cost the most to score and say the least.
+    found_words = set(re.findall(r"\w\w+", f"{name.replace('-', ' ')} {description}".lower()))
+    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
     try:
         up = search.upkeep(store)
         if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
