@@ -10,15 +10,25 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memstore import actions, history, ledger, ledger_io, session, stats, when, workflow
+from memstore import actions, history, ledger, ledger_io, session, stats, steward, when, workflow
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.files import atomic_write
 from memstore.history import Change, FileChange
 from memstore.index import Hit
 from memstore.memory import Memory, now
-from memstore.render_text import Bullet, Fence, fence_for, kind, stamp, unshown, word
+from memstore.render_text import (
+    STATUSES,
+    Bullet,
+    Fence,
+    fence_for,
+    kind,
+    stamp,
+    unshown,
+    word,
+)
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -179,6 +189,9 @@ def brief(
     identity = store.identity
     start = history.head(store.repo)
     memories = list(store.memories())
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    expired = [m for m in memories if _expired(m, today)]
+    memories = [m for m in memories if not _expired(m, today)]
     rules = session.rules(store, memories)
     try:
         rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
@@ -192,6 +205,9 @@ def brief(
     # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
     pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
     drafts = _awaiting_review(identity, memories, for_text)
+    knowledge = _knowledge(store, for_text, memories)
+    notes = steward.drift_notes(store, [m for m in knowledge if isinstance(m, Memory)])
+    notes |= {h.name: h.note for h in knowledge if isinstance(h, Hit) and h.note}
     sections = [
         Section(
             "Corrections and warnings that apply",
@@ -203,11 +219,12 @@ def brief(
                 workflow.rule_line(r, r.name in rewrite, short=True) for r in applying[:pinned]
             ),
         ),
+        Section("Pinned and important", 1, tuple(_pinned_lines(store, memories))),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
         Section(
             "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
             3,
-            tuple(_knowledge_bullet(m) for m in _knowledge(store, for_text, memories)),
+            tuple(_knowledge_bullet(m, notes.get(m.name)) for m in knowledge),
         ),
         Section(
             "Changes since your last session",
@@ -225,6 +242,7 @@ def brief(
             6,
             tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
         ),
+        Section("Expired, left out", 5, _expired_lines(expired)),
     ]
     who = identity or "no identity set"
     task = " ".join((for_text or "").split())
@@ -244,9 +262,42 @@ def brief(
     return result
 
 
-def _knowledge_bullet(m: Memory | Hit) -> Bullet:
+def _expired(memory: Memory, today: str) -> bool:
+    expires = memory.extra.get("expires")
+    return isinstance(expires, str) and expires[:10] < today
+
+
+def _expired_lines(expired: list[Memory]) -> tuple[Bullet, ...]:
+    """One line saying expired memories exist (names are slugs), so nobody thinks them lost."""
+    if not expired:
+        return ()
+    names = sorted(m.name for m in expired)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (
+        Bullet(f"- {len(names)} expired: {shown} (`memstore search --include-deprecated`)", ""),
+    )
+
+
+def _pinned_lines(store: Store, memories: list[Memory]) -> list[Bullet]:
+    """Pinned and high-importance memories that are not deprecated: they survive budgets."""
+    chosen = [
+        m
+        for m in memories
+        if m.status != Status.DEPRECATED and (m.pinned or m.extra.get("importance") == "high")
+    ]
+    chosen.sort(key=lambda m: (not m.pinned, m.name))
+    notes = steward.drift_notes(store, chosen)
+    return [_knowledge_bullet(m, notes.get(m.name), status=True) for m in chosen[:LIST_MAX]]
+
+
+def _knowledge_bullet(m: Memory | Hit, note: str | None = None, status: bool = False) -> Bullet:
     hidden = unshown([("type", m.type, kind(m.type))])
-    return Bullet(f"- {kind(m.type)} `{m.name}`", " · ".join([m.description, *hidden]))
+    lead = f"- {kind(m.type)} `{m.name}`"
+    if status:
+        lead += f" [{m.status if m.status in STATUSES else 'unknown status'}]"
+    if note:
+        lead += " · MAY BE OUT OF DATE"
+    return Bullet(lead, " · ".join([m.description, *hidden, *([note] if note else [])]))
 
 
 def _draft_bullet(m: Memory) -> Bullet:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memstore.index import Hit
     from memstore.lint import Problem
     from memstore.memory import Memory
+    from memstore.steward import Figures, Report
     from memstore.store import Store
 
 # Each command imports the core it needs when it runs: `memstore --help` loads click alone.
@@ -190,6 +191,16 @@ def init(ctx: click.Context, directory: str | None, git_root: str | None) -> Non
 @click.option("--tags", metavar="A,B", help="Comma-separated tags.")
 @click.option("--links", metavar="X,Y", help="Comma-separated names of related memories.")
 @click.option("--body", help="Markdown body. Without it, the body is read from stdin if piped.")
+@click.option(
+    "--files",
+    "files",
+    multiple=True,
+    metavar="PATH",
+    help="Repository path or glob it is about (repeat, or A,B; quote globs).",
+)
+@click.option("--expires", metavar="WHEN", help="Leave recall after: 24h, 7d, 2w or 2026-12-31.")
+@click.option("--importance", type=click.Choice(["high", "normal", "low"]))
+@click.option("--json", "as_json", is_flag=True, help="Print the memory and similar ones as JSON.")
 @_allow_secret
 @click.pass_context
 def add(
@@ -200,23 +211,37 @@ def add(
     tags: str | None,
     links: str | None,
     body: str | None,
+    files: tuple[str, ...],
+    expires: str | None,
+    importance: str | None,
+    as_json: bool,
     allow_secret: bool,
 ) -> None:
     """Save a new memory NAME as a draft owned by you, and commit it.
 
-    NAME is a kebab-case slug (a-z, 0-9, '-'), unique in the store.
+    NAME is a kebab-case slug (a-z, 0-9, '-'), unique in the store. Links must name existing
+    memories. A `working` memory expires after the store's `working_expires` (default 30d)
+    unless --expires says otherwise. Existing memories much like this one are named after it
+    is saved (a hint: the memory is saved all the same).
 
     \b
     Example:
       memstore add use-zod --type decision --tags api,validation \\
-          --description "Validate API input with zod schemas" <<'EOF'
+          --files 'src/api/*.py' --description "Validate API input with zod schemas" <<'EOF'
       ## Why
       Hand-written checks drifted from the types.
       EOF
     """
+    from memstore import steward
+
     if body is None:
         body = _stdin_text(only_if_piped=True)
     store = _store(ctx)
+    extra: dict[str, Any] = {
+        "files": [f for value in files for f in _split(value) or ()] or None,
+        "expires": expires,
+        "importance": importance,
+    }
     memory = store.add(
         name,
         type=type_,
@@ -224,9 +249,19 @@ def add(
         body=body,
         tags=_split(tags) or (),
         links=_split(links) or (),
+        extra={k: v for k, v in extra.items() if v is not None},
         allow_secret=allow_secret,
     )
+    close = steward.similar(store, memory.name, memory.description)
+    if as_json:
+        _echo_json({"memory": _memory_json(memory), "similar": [asdict(c) for c in close]})
+        return
     click.echo(f"added {_summary(memory)}")
+    for c in close:
+        click.echo(
+            f"similar: {c.name} ({c.type}, {c.status}, {c.similarity:.0%} alike) — {c.description}",
+            err=True,
+        )
 
 
 @main.command()
@@ -570,6 +605,62 @@ def restore(
     click.echo(f"restored {_summary(memory)}")
 
 
+@main.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@_expect_version
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@_allow_secret
+@click.pass_context
+def verify(
+    ctx: click.Context,
+    name: str,
+    reason: str,
+    expect_version: str | None,
+    as_json: bool,
+    allow_secret: bool,
+) -> None:
+    """Record that confirmed NAME is still true, without changing its content.
+
+    Writes verified_by, verified_at and verified_reason, and commits them. You cannot verify a
+    memory you created. Drift and staleness are measured from the last confirmation or
+    verification.
+
+    \b
+    Example:
+      memstore --agent bob verify use-zod --reason "re-read src/api/validate.py, still so"
+    """
+    memory = _store(ctx).verify(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"verified {_summary(memory)}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--unpin", is_flag=True, help="Remove the pin.")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.pass_context
+def pin(ctx: click.Context, name: str, unpin: bool, as_json: bool) -> None:
+    """Pin NAME: it ranks higher in search and survives briefing budgets.
+
+    Pinning is not content: a confirmed memory stays confirmed.
+
+    \b
+    Example:
+      memstore pin deploy-runbook
+      memstore pin deploy-runbook --unpin
+    """
+    memory = _store(ctx).pin(name, not unpin)
+    if as_json:
+        _echo_json(_memory_json(memory))
+        return
+    click.echo(f"{'unpinned' if unpin else 'pinned'} {_summary(memory)}")
+
+
 @main.command(name="history")
 @click.argument("name")
 @click.pass_context
@@ -753,6 +844,96 @@ def _where(store: Store, problem: Problem) -> str:
     path = problem.path if problem.path.startswith("/") else shown(store.root / problem.path)
     where = f"{path}:{problem.line}" if problem.line else path
     return f"{where}: {problem.message}"
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@click.option("--no-lint", is_flag=True, help="Skip lint (it replays the whole history).")
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool, no_lint: bool) -> None:
+    """Look the store over: duplicates, broken links, expired, stale and drifted memories,
+    lint problems and the search index's health, on one screen.
+
+    Stale: confirmed and not verified within `stale_after` (memstore.yaml, default 90 days).
+    Drifted: confirmed, and a file it names changed in git since. Exits 1 only on lint
+    problems; the rest are for someone to tidy.
+
+    \b
+    Example:
+      memstore doctor
+      memstore doctor --json | jq '.drifted'
+    """
+    from memstore import steward
+
+    report = steward.doctor(_store(ctx), lint=not no_lint)
+    if as_json:
+        _echo_json({**asdict(report), "ok": report.ok})
+    else:
+        for line in _doctor_lines(report):
+            click.echo(line)
+    if not report.ok:
+        ctx.exit(1)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _figure_lines(f: Figures) -> list[str]:
+    age = (
+        f" (median age {f.draft_median_age_days} days)"
+        if f.draft_median_age_days is not None
+        else ""
+    )
+    latency = (
+        f"{f.confirmation_latency_median_days} days (median, creation to confirmation)"
+        if f.confirmation_latency_median_days is not None
+        else "no confirmations yet"
+    )
+    share = (
+        f"{f.recalls_with_confirmed / f.recalls:.0%} of {f.recalls}"
+        if f.recalls
+        else "none counted"
+    )
+    return [
+        f"memories: {f.memories}",
+        f"  by type: {_counts(f.by_type)}",
+        f"  by status: {_counts(f.by_status)}",
+        f"  by owner: {_counts(f.by_owner)}",
+        f"drafts awaiting review: {f.drafts_awaiting_review}{age}",
+        f"confirmation latency: {latency}",
+        f"recalls that returned a confirmed memory: {share}",
+    ]
+
+
+DOCTOR_SHOWN = 5
+"""How many of each kind `doctor` names before `… and N more` (all with --json)."""
+
+
+def _doctor_lines(report: Report) -> list[str]:
+    lines = [f"{report.memories} memories; index: {report.index}"]
+
+    def section(title: str, items: list[str], advice: str) -> None:
+        lines.append(f"{title}: {len(items) or 'none'}" + (f"  ({advice})" if items else ""))
+        lines.extend(f"  {item}" for item in items[:DOCTOR_SHOWN])
+        if len(items) > DOCTOR_SHOWN:
+            lines.append(f"  … and {len(items) - DOCTOR_SHOWN} more (--json lists all)")
+
+    section(
+        "duplicate clusters",
+        [", ".join(c) for c in report.duplicates],
+        "deprecate all but one with --superseded-by",
+    )
+    for title, items, advice in (
+        ("broken links", report.broken_links, "save the missing memory or fix the link"),
+        ("expired", report.expired, "deprecate them, or edit expires"),
+        ("stale", report.stale, "`memstore verify NAME --reason R` if still true"),
+        ("drifted", report.drifted, "re-read the files, then verify or edit"),
+    ):
+        section(title, [f"{f.name}: {f.detail}" for f in items], advice)
+    section("lint problems", report.lint, "`memstore lint` for details")
+    lines.append("ok" if report.ok else "FAIL: lint problems")
+    return lines
 
 
 @main.command(name="install-hook")
@@ -1124,6 +1305,7 @@ def _hit_line(hit: Hit) -> str:
     metavar="WHEN",
     help="Answer from the store as it was then (read from git): 2026-11-01, 7d, a UTC time.",
 )
+@click.option("--path", metavar="PATH", help="Memories about this repository path rank first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
 @click.pass_context
 def search(
@@ -1143,13 +1325,16 @@ def search(
     explain: bool,
     index_view: bool,
     as_of: str | None,
+    path: str | None,
     as_json: bool,
 ) -> None:
     """Find memories by relevance (BM25 over name, description, tags and body), best first.
 
     Every result shows its status: a draft is a hypothesis, only confirmed is a fact.
     Deprecated and expired memories are left out unless --include-deprecated. QUERY may use
-    Whoosh syntax (AND, OR, NOT, "a phrase", field:value).
+    Whoosh syntax (AND, OR, NOT, "a phrase", field:value). Pinned and high-importance
+    memories rank higher; with --path, memories whose `files` cover that path come first. A
+    confirmed memory whose files changed since it was confirmed is marked "may be out of date".
 
     \b
     Example:
@@ -1157,6 +1342,7 @@ def search(
       memstore search deploy --index --max-tokens 200
       memstore search "hpa" --as-of 2026-11-01   # what the team believed then
       memstore search "when did we turn off the HPA?" --feedback
+      memstore search validation --path src/api/users.py
     """
     from memstore import search as searching
     from memstore.index import index_line
@@ -1177,6 +1363,7 @@ def search(
         graph=graph,
         feedback=feedback,
         index_view=index_view,
+        path=path,
     )
     store = _store(ctx)
     if as_of is not None:
@@ -1186,12 +1373,22 @@ def search(
         hits = list(past.hits)
         click.echo(render_text.as_of_line(past.at, past.commit, past.committed), err=True)
     else:
-        hits = searching.search(store, query_value)
+        found = searching.recall(store, query_value)
+        hits = found.hits
+        if found.expired and hits:
+            names = ", ".join(h.name for h in found.expired[:5])
+            click.echo(
+                f"{len(found.expired)} expired memor{'y' if len(found.expired) == 1 else 'ies'} "
+                f"also matched, left out: {names} (--include-deprecated shows them)",
+                err=True,
+            )
     if as_json:
         _echo_json([_hit_json(h) for h in hits])
         return
     for hit in hits:
         click.echo(index_line(hit) if index_view else _hit_line(hit))
+        if hit.note:
+            click.echo(f"         ! {hit.note}")
         for line in hit.explain:
             click.echo(f"         {line}")
     if not hits:
@@ -1221,16 +1418,21 @@ def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     Example:
       memstore get use-zod disable-hpa-checkout --json
     """
+    from memstore import steward
     from memstore.memory import render
 
-    memories = _store(ctx).get_many(list(names))
+    store = _store(ctx)
+    memories = store.get_many(list(names))
+    notes = steward.drift_notes(store, memories)
     if as_json:
-        _echo_json([_memory_json(m) for m in memories])
+        _echo_json([{**_memory_json(m), "note": notes.get(m.name)} for m in memories])
         return
     for i, memory in enumerate(memories):
         if i:
             click.echo("")
         click.echo(f"==> {memory.type}/{memory.name}.md <==")
+        if memory.name in notes:
+            click.echo(f"! {notes[memory.name]}")
         click.echo(render(memory), nl=False)
 
 
@@ -1573,29 +1775,42 @@ def signers_list(ctx: click.Context) -> None:
 
 
 @main.command(name="stats")
-@click.option("--json", "as_json", is_flag=True, help="Print the rates as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures and rates as JSON.")
 @click.pass_context
 def stats_(ctx: click.Context, as_json: bool) -> None:
-    """Heed rate of each correction and overall, with a Wilson 95% interval and n.
+    """The store's figures, then the heed rate of each correction and overall.
 
-    With fewer than 10 observations only the interval is shown. A correction that recurred
-    after it was confirmed is flagged for rewriting.
+    Figures: memories by type, status and owner; drafts awaiting review and their median age;
+    the median time from creation to confirmation; the share of recalls (search, MCP
+    memory_recall) that returned a confirmed memory, counted in the git-ignored `.memstore/`.
+    Heed rates come with a Wilson 95% interval and n; with fewer than 10 observations only the
+    interval is shown. A correction that recurred after it was confirmed is flagged for
+    rewriting.
 
     \b
     Example:
       memstore stats
+      memstore stats --json | jq .store.by_status
     """
-    from memstore import session, stats
+    from memstore import session, stats, steward
 
-    rates, overall = session.heed_rates(_store(ctx))
+    store = _store(ctx)
+    rates, overall = session.heed_rates(store)
+    figures = steward.figures(store)
     if as_json:
         _echo_json(
-            [
-                {**asdict(r), "n": r.n, "rate": r.rate, "summary": stats.describe(r)}
-                for r in [*rates, overall]
-            ]
+            {
+                "store": asdict(figures),
+                "heed_rates": [
+                    {**asdict(r), "n": r.n, "rate": r.rate, "summary": stats.describe(r)}
+                    for r in [*rates, overall]
+                ],
+            }
         )
         return
+    for line in _figure_lines(figures):
+        click.echo(line)
+    click.echo("")
     rows = [*rates, overall]
     name_w = max(len("correction"), *(len(r.name) for r in rows))
     click.echo(f"{'correction':{name_w}} {'heeded':>6} {'recurred':>8}  heed rate")

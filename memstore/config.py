@@ -271,3 +271,44 @@ def disabled_guards(root: Path) -> frozenset[str]:
             f"{', '.join(GUARD_NAMES)}"
         )
     return frozenset(names)
+
+
+WORKING_EXPIRES = "30d"
+"""How long a `working` memory lives when it names no `expires` (`working_expires:`)."""
+STALE_AFTER_DAYS = 90
+"""How long a confirmation holds before `doctor` lists it as stale (`stale_after:`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upkeep:
+    """A store's settings for keeping memories current: expiry and re-verification."""
+
+    working_expires: str | None
+    """`7d`, `2w`, … for new `working` memories; None when they never expire by default."""
+    stale_after_days: int
+
+
+def upkeep_settings(root: Path) -> Upkeep:
+    """`working_expires:` (default 30d; `never` turns it off) and `stale_after:` (days, or
+    `90d`; default 90) from `memstore.yaml`.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML, or a value of the wrong shape.
+    """
+    import re
+
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    working: Any = mapping.get("working_expires", WORKING_EXPIRES)
+    if working in (None, False, "never"):
+        working = None
+    elif not isinstance(working, str) or not re.fullmatch(r"\d{1,4}[hdw]", working):
+        raise InvalidMemory(
+            f"{path}: 'working_expires' must be a time such as 30d, 2w or 24h, or never"
+        )
+    stale: Any = mapping.get("stale_after", STALE_AFTER_DAYS)
+    if isinstance(stale, str) and re.fullmatch(r"\d{1,5}d", stale):
+        stale = int(stale[:-1])
+    if not isinstance(stale, int) or isinstance(stale, bool) or stale < 1:
+        raise InvalidMemory(f"{path}: 'stale_after' must be a number of days, e.g. 90 or 90d")
+    return Upkeep(working, stale)

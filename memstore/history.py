@@ -12,7 +12,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -1322,17 +1322,6 @@ def head(repo: Repo) -> str | None:
     return None
 
 
-def branch(repo: Repo) -> str | None:
-    """The branch HEAD is on (`main`), or None when HEAD is detached. Runs no git process."""
-    try:
-        value = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if value.startswith("ref: refs/heads/"):
-        return value.removeprefix("ref: refs/heads/")
-    return None
-
-
 def _packed_ref(repo: Repo, ref: str) -> str | None:
     try:
         text = (repo.common_dir / "packed-refs").read_text(encoding="utf-8")
@@ -1753,3 +1742,72 @@ def move_to(
     if blobs:
         _sync_index(repo, blobs, deadline, keep)
     return _move_head(repo, new, old, f"sync: {new[:10]}", deadline)
+
+
+def path_log(repo: Repo, pathspecs: list[str], revisions: str = "HEAD") -> Iterator[PathLog]:
+    """The commits in `revisions` (newest first) that changed files matching `pathspecs`
+    (git glob pathspecs, relative to the repository's top), each with the paths it changed.
+
+    Streams: a caller that stops early stops git.
+
+    Raises:
+        GitError: when git cannot run or fails.
+    """
+    if any(spec.startswith("-") for spec in pathspecs) or revisions.startswith("-"):
+        raise GitError("refusing to pass an argument starting with '-' to git")
+    args = [
+        "git",
+        *_PLAIN_PATHS,
+        "log",
+        "--no-renames",
+        f"--format={_REC}%H %ct",
+        "--name-only",
+        revisions,
+        "--",
+        *(f":(glob){spec}" for spec in pathspecs),
+    ]
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=repo.top,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    assert proc.stdout is not None
+    current: tuple[str, int] | None = None
+    paths: list[str] = []
+    finished = False
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith(_REC):
+                if current is not None:
+                    yield PathLog(current[0], current[1], tuple(paths))
+                sha, _, at = line[1:].partition(" ")
+                current, paths = (sha, int(at or 0)), []
+            elif line:
+                paths.append(_unquote(line[1:-1]) if line.startswith('"') else line)
+        if current is not None:
+            yield PathLog(current[0], current[1], tuple(paths))
+        finished = True
+    finally:
+        if not finished:
+            proc.kill()
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        code = proc.wait()
+        _stop(proc)
+    if finished and code != 0:
+        message = err.decode("utf-8", "replace").strip()
+        raise GitError(f"git log failed: {message or f'exit {code}'}")
+
+
+@dataclass(frozen=True, slots=True)
+class PathLog:
+    """One commit of `path_log`: its sha, its commit time (Unix seconds), the paths changed."""
+
+    sha: str
+    at: int
+    paths: tuple[str, ...]

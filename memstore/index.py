@@ -396,6 +396,9 @@ class Hit:
     """`memory`, or `doc` for a section of a project document: then `path` is the document
     (relative to the repository's top), `name` is `path#fragment`, `description` the heading,
     and `type` and `status` are `doc` — read, never reviewed knowledge."""
+    note: str | None = None
+    """A warning for the reader, e.g. "may be out of date: src/x.py changed in <sha> since it
+    was confirmed" (set by `search`, not by the index)."""
 
 
 QUERY_MAX = 2000
@@ -433,6 +436,8 @@ class Query:
     worded unlike the query, at several times the search's own cost (see docs/search.md)."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
+    path: str | None = None
+    """Memories about this repository path (their `files`) rank first (see `search`)."""
 
     @property
     def size(self) -> int:
@@ -911,6 +916,15 @@ class Index:
                         raise
                     self.close()
         return 0
+
+    def expired_count(self, today: str | None = None) -> int:
+        """How many indexed memories are past their `expires` date (deprecated ones too)."""
+        today = today or datetime.now(UTC).strftime("%Y-%m-%d")
+        with self._mutex:
+            if self._searcher is None and not _exists(self.dir):
+                return 0
+            searcher = self._current_searcher()
+            return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
     def search(self, query: Query, today: str | None = None) -> list[Hit]:
         """The best `query.size` memories for `query.text` that pass every filter, best first.

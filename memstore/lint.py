@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.files import LEDGER_FILE, Kind, read_regular, walk
+from memstore.files import LEDGER_FILE, Kind, atomic_write, read_regular, walk
 from memstore.memory import (
     FILE_MAX,
     Memory,
     check_body,
     check_description,
+    check_expires,
+    check_files,
+    check_importance,
     check_tags,
     parse,
     same_identity,
@@ -28,6 +33,8 @@ from memstore.workflow import rule_problems
 
 if TYPE_CHECKING:
     from memstore.store import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +106,47 @@ def check_data(
     if memory.status == Status.DEPRECATED and not memory.deprecated_reason:
         problems.append("deprecated but has no deprecated_reason: say why it is wrong or stale")
     problems.extend(rule_problems(memory))
+    problems.extend(_upkeep_problems(memory))
     return memory, problems
 
 
-def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
+def _upkeep_problems(memory: Memory) -> list[str]:
+    """What is wrong with `expires`, `files`, `importance` and a verification."""
+    problems: list[str] = []
+    expires = memory.extra.get("expires")
+    if expires is not None and not (
+        isinstance(expires, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", expires)
+    ):
+        problems.append(f"expires must be a date YYYY-MM-DD, got {expires!r}")
+    elif expires is not None:
+        try:
+            check_expires(expires)
+        except InvalidMemory as e:
+            problems.append(str(e))
+    for key, check in (("files", check_files), ("importance", check_importance)):
+        if key in memory.extra:
+            try:
+                check(memory.extra[key])
+            except InvalidMemory as e:
+                problems.append(str(e))
+    if memory.verified_by and memory.status != Status.CONFIRMED:
+        problems.append("verified but not confirmed: a verification is of a confirmed memory")
+    elif memory.verified_by and same_identity(memory.verified_by, memory.owner):
+        problems.append(
+            f"verified by its own owner ({memory.owner}): nobody verifies their own memory"
+        )
+    return problems
+
+
+def lint_store(
+    store: Store, *, staged: bool = False, memo: FileMemo | None = None
+) -> list[Problem]:
     """Every problem in `store`, files first, then the history of confirmations.
 
     With `staged`, the files are read from git's index, as the next commit would hold them
-    (what a pre-commit hook must check), instead of from the working tree.
+    (what a pre-commit hook must check), instead of from the working tree. With `memo` (for
+    `doctor`), an unchanged file's checks are taken from it and the history's verdicts from
+    the per-HEAD cache, instead of replaying the whole history (what `memstore lint` does).
     """
     problems: list[Problem] = []
     by_name: dict[str, list[str]] = defaultdict(list)
@@ -117,6 +157,8 @@ def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
             places, outcomes = _staged_places(store)
         except MemstoreError as e:
             return [Problem(".", f"cannot read what is staged: {e}")]
+    elif memo is not None:
+        places = memo.places()
     else:
         places = _working_places(store)
     for rel, kind, read in places:
@@ -137,7 +179,7 @@ def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
             problems.append(Problem(rel, f"cannot be read: {e.strerror or e}"))
             continue
         problems.extend(Problem(rel, message) for message in found)
-        if memory is not None and not store.secrets_allowed:
+        if memory is not None and not store.secrets_allowed and memo is None:
             problems.extend(Problem(rel, message) for message in _secrets(store, memory))
         if memory is not None:
             by_name[memory.name].append(rel)
@@ -155,7 +197,7 @@ def lint_store(store: Store, *, staged: bool = False) -> list[Problem]:
             if target not in memories:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(store.rel(path), message))
-    problems.extend(_history_problems(store, memories, staged))
+    problems.extend(_history_problems(store, memories, staged, memo))
     problems.extend(
         Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root, outcomes, staged)
     )
@@ -232,14 +274,20 @@ def _unread() -> Checked:
 
 
 def _history_problems(
-    store: Store, memories: dict[str, tuple[Path, Memory]], staged: bool = False
+    store: Store,
+    memories: dict[str, tuple[Path, Memory]],
+    staged: bool = False,
+    memo: FileMemo | None = None,
 ) -> list[Problem]:
     """Each memory as its history supports it: owner, confirmation, deprecation (see `trust`).
 
     A file that differs from HEAD is judged as the commit the current identity would make of
     it (lint run by a pre-commit hook checks the commit about to be made)."""
     try:
-        found = trust.full(store.repo, store.root, store.signers_of if store.signed else None)
+        if memo is not None:
+            found = store.trust.current()
+        else:
+            found = trust.full(store.repo, store.root, store.signers_of if store.signed else None)
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []
@@ -256,9 +304,15 @@ def _history_problems(
             return [Problem(".", f"cannot read what is staged: {e}")]
     for path, memory in memories.values():
         rel = store.rel(path)
-        key = history.repo_path(store.repo, path)
+        # The memo's paths are the walk's own: no path resolution per file.
+        key = store.trust.prefix + rel if memo is not None else history.repo_path(store.repo, path)
         try:
-            blob = index[key] if staged else history.blob_sha(path.read_bytes())
+            if staged:
+                blob = index[key]
+            elif memo is not None and rel in memo.blobs:
+                blob = memo.blobs[rel]
+            else:
+                blob = history.blob_sha(path.read_bytes())
         except (OSError, KeyError):
             continue
         committed = found.blobs.get(key)
@@ -279,6 +333,99 @@ def _history_problems(
         if not verdict.ok and verdict.problem:
             problems.append(Problem(rel, verdict.problem))
     return problems
+
+
+MEMO_FILE = "lint-files.json"
+_MEMO_FORMAT = 1
+
+
+class FileMemo:
+    """Each memory file's own checks (`check_file` and the credential scan) and its memory,
+    kept in `.memstore/lint-files.json` by the file's stamp, so an unchanged file is not parsed
+    again: what lets `doctor` look a large store over in seconds. A cache: delete it freely."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.file = store.cache / MEMO_FILE
+        self.blobs: dict[str, str] = {}
+        """Each memory file's blob sha, by store-relative path (after `places`)."""
+        self.memories: dict[str, Memory] = {}
+        """Each valid memory file's memory as written (not as its history shows it)."""
+        self._key = json.dumps(
+            [
+                store.types,
+                store.secrets_allowed,
+                repr(store.secret_patterns.extra),
+            ]
+        )
+        self._old: dict[str, Any] = self._load()
+        self._new: dict[str, Any] = {}
+        self._changed = False
+
+    def places(self) -> Iterator[Place]:
+        """The working tree's files, as `_working_places`, each checked through the memo;
+        the memo file is rewritten when the walk ends."""
+        for entry in walk(self.store.root):
+            yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.path, entry.stamp)
+        self._save()
+
+    def _checked(self, rel: str, path: Path, stamp: tuple[int, int, int] | None) -> Checked:
+        old = self._old.get(rel)
+        if stamp is not None and old is not None and old[0] == list(stamp):
+            memory = _memory_from(old[3]) if old[3] is not None else None
+            problems: list[str] = list(old[2])
+            blob = str(old[1])
+            self._new[rel] = old
+        else:
+            self._changed = True
+            data = path.read_bytes()
+            memory, problems = check_data(data, path.stem, path.parent.name, self.store.types)
+            if memory is not None and not self.store.secrets_allowed:
+                problems += _secrets(self.store, memory)
+            blob = history.blob_sha(data)
+        if stamp is not None and rel not in self._new:
+            self._new[rel] = [list(stamp), blob, problems, _memory_data(memory)]
+        self.blobs[rel] = blob
+        if memory is not None:
+            self.memories[rel] = memory
+        return memory, problems
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data: Any = json.loads(self.file.read_text(encoding="utf-8"))
+            if data.get("format") != _MEMO_FORMAT or data.get("key") != self._key:
+                return {}
+            return dict(data["files"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
+    def _save(self) -> None:
+        if not self._changed and self._new.keys() == self._old.keys():
+            return  # nothing moved: the memo on disk says it all
+        data = {"format": _MEMO_FORMAT, "key": self._key, "files": self._new}
+        try:
+            self.store.cache.mkdir(exist_ok=True)
+            # default=str: a hand-edited file may hold YAML that JSON lacks (`!!binary`).
+            atomic_write(self.file, json.dumps(data, ensure_ascii=False, default=str))
+        except OSError as e:
+            log.info("cannot keep the file checks in %s: %s", self.file, e)
+
+
+def _memory_data(memory: Memory | None) -> dict[str, Any] | None:
+    if memory is None:
+        return None
+    return {f.name: getattr(memory, f.name) for f in fields(memory)}
+
+
+def _memory_from(data: dict[str, Any]) -> Memory | None:
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        items: Any = value
+        values[key] = tuple(items) if isinstance(items, list) else items  # pyright: ignore[reportUnknownArgumentType]
+    try:
+        return Memory(**values)
+    except TypeError:
+        return None
 
 
 def _secrets(store: Store, memory: Memory) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -52,10 +53,14 @@ RULE_TYPES = ("correction", "warning")
 CORE_KEYS = ("name", "description", "type", "status", "owner", "created", "updated", "tags")
 TRAIL_KEYS = (
     "links",
+    "pinned",
     "confirmed_by",
     "confirmed_at",
     "confirmed_reason",
     "confirmed_hash",
+    "verified_by",
+    "verified_at",
+    "verified_reason",
     "deprecated_by",
     "deprecated_at",
     "deprecated_reason",
@@ -119,6 +124,12 @@ class Memory:
     confirmed_reason: str | None = None
     confirmed_hash: str | None = None
     """The `content_hash` of what its confirmer confirmed: a later change shows."""
+    verified_by: str | None = None
+    """Who last re-verified a confirmed memory (still true), when and why: not content."""
+    verified_at: str | None = None
+    verified_reason: str | None = None
+    pinned: bool | None = None
+    """Ranks higher in recall and survives briefing budgets; None when not pinned."""
     deprecated_by: str | None = None
     deprecated_at: str | None = None
     deprecated_reason: str | None = None
@@ -214,10 +225,11 @@ def _plain(value: object, depth: int = 0) -> bool:
 
 def _control(text: str, allowed: str = "") -> bool:
     """Whether `text` holds a control character, or a Unicode line or paragraph separator."""
-    return any(
-        (ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029") and c not in allowed
-        for c in text
-    )
+    # One regex scan instead of a Python loop per character: lint checks every body.
+    return any(c not in allowed for c in _CONTROL_RE.findall(text))
+
+
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def check_line(value: str, what: str) -> str:
@@ -380,6 +392,14 @@ def _tags(value: object) -> tuple[str, ...]:
     return tuple(str(t) for t in items)
 
 
+def _pinned(value: object) -> bool | None:
+    if value is None or value is False:
+        return None
+    if value is not True:
+        raise InvalidMemory(f"front-matter key 'pinned' must be true or false, got {value!r}")
+    return True
+
+
 def split(text: str) -> tuple[dict[str, Any], str]:
     """Split a memory file into its front-matter mapping and its body.
 
@@ -454,6 +474,10 @@ def parse(text: str) -> Memory:
         confirmed_at=_optional_text(data.get("confirmed_at"), "confirmed_at"),
         confirmed_reason=_optional_text(data.get("confirmed_reason"), "confirmed_reason"),
         confirmed_hash=_optional_text(data.get("confirmed_hash"), "confirmed_hash"),
+        verified_by=_optional_text(data.get("verified_by"), "verified_by"),
+        verified_at=_optional_text(data.get("verified_at"), "verified_at"),
+        verified_reason=_optional_text(data.get("verified_reason"), "verified_reason"),
+        pinned=_pinned(data.get("pinned")),
         deprecated_by=_optional_text(data.get("deprecated_by"), "deprecated_by"),
         deprecated_at=_optional_text(data.get("deprecated_at"), "deprecated_at"),
         deprecated_reason=_optional_text(data.get("deprecated_reason"), "deprecated_reason"),
@@ -563,3 +587,83 @@ def renamed(memory: Memory, names: dict[str, str]) -> Memory:
         superseded_by=one(memory.superseded_by),
         body=rename_links(memory.body, names),
     )
+
+
+IMPORTANCE = ("high", "normal", "low")
+"""The values of the `importance` key: `high` ranks higher and survives briefing budgets."""
+FILES_MAX = 32
+_DURATION = re.compile(r"(\d{1,4})([hdw])")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def check_expires(value: object, today: date | None = None) -> str:
+    """The `expires` date (`YYYY-MM-DD`) that `value` gives: a date, or `7d`, `2w`, `24h` from
+    `today` (UTC).
+
+    Raises:
+        InvalidMemory: for anything else, or a date that is not a real day.
+    """
+    today = today or datetime.now(UTC).date()
+    text = str(value).strip() if isinstance(value, str | date) else ""
+    match = _DURATION.fullmatch(text)
+    if match:
+        from datetime import timedelta  # only an expiry needs it
+
+        amount, unit = int(match.group(1)), match.group(2)
+        days = {"h": amount / 24, "d": amount, "w": amount * 7}[unit]
+        return (today + timedelta(days=max(1, math.ceil(days)))).isoformat()
+    if _DAY.fullmatch(text):
+        try:
+            return date.fromisoformat(text).isoformat()
+        except ValueError:
+            pass
+    raise InvalidMemory(
+        f"invalid expiry {value!r}: use a date (2026-12-31) or a time from now (24h, 7d, 2w)"
+    )
+
+
+def check_files(files: object) -> tuple[str, ...]:
+    """Return repository paths or globs (`src/api/*.py`), relative to the repository's top.
+
+    Raises:
+        InvalidMemory: for an absolute path, `..`, a leading `-` or `:`, or more than 32.
+    """
+    if files is None:
+        return ()
+    if isinstance(files, str):
+        files = [files]
+    if not isinstance(files, list | tuple):
+        raise InvalidMemory(f"files must be a list of paths, got {type(files).__name__}")
+    items: list[Any] = list(files)  # pyright: ignore[reportUnknownArgumentType]
+    if len(items) > FILES_MAX:
+        raise InvalidMemory(f"{len(items)} files given; at most {FILES_MAX} are allowed")
+    out: list[str] = []
+    for item in items:
+        text = item.strip().removeprefix("./") if isinstance(item, str) else ""
+        parts = text.split("/")
+        if (
+            not text
+            or len(text) > 200
+            or text.startswith(("/", "-", ":"))
+            or "\\" in text
+            or ".." in parts
+            or _control(text)
+        ):
+            raise InvalidMemory(
+                f"invalid file {item!r}: give a path or glob relative to the repository's top "
+                "(e.g. src/api/*.py), without '..', a leading '/', '-' or ':'"
+            )
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+def check_importance(value: object) -> str:
+    """Return `value` if it is an importance level.
+
+    Raises:
+        InvalidMemory: naming the levels.
+    """
+    if value not in IMPORTANCE:
+        raise InvalidMemory(f"invalid importance {value!r}; use one of: {', '.join(IMPORTANCE)}")
+    return str(value)

@@ -65,7 +65,7 @@ def orient(store: Store, flag: str | None) -> Orientation:
         identity_from=source,
         store=shown(store.root),
         repository=shown(store.repo.top),
-        branch=history.branch(store.repo),
+        branch=history.current_branch(store.repo),
         hook_ok=hook_ok,
         hook=hook,
         index=index,

@@ -328,7 +328,18 @@ def hits_text(
     `notes` are memstore's own lines (e.g. what a budget cut), shown after the results.
     """
     texts = [query] + [
-        t for h in hits for t in (h.name, h.description, h.owner, h.type, h.status, h.updated)
+        t
+        for h in hits
+        for t in (
+            h.name,
+            h.description,
+            h.owner,
+            h.type,
+            h.status,
+            h.updated,
+            getattr(h, "note", ""),
+        )
+        if t
     ]
     fence = fence_for(texts)
     if index_view:  # no agent text but the query: the cheapest view, without the preamble
@@ -337,6 +348,9 @@ def hits_text(
         lines = [f"{len(hits)} result(s) for {fence.inline(query)}, best first. {fence.preamble}"]
     for rank, hit in enumerate(hits, 1):
         flags = " · EXPIRED" if getattr(hit, "expired", False) else ""
+        note: str | None = getattr(hit, "note", None)
+        if note:
+            flags += " · MAY BE OUT OF DATE"
         via: str | None = getattr(hit, "via", None)
         if via:
             flags += f" · linked from {via}"
@@ -363,6 +377,8 @@ def hits_text(
             lines.append(head + (f" · {fence.inline(' · '.join(hidden))}" if hidden else ""))
             continue
         lines.append(f"{head}\n   {fence.inline(' · '.join([hit.description, *hidden]))}")
+        if note:  # it names a path from a memory's `files`: agent text
+            lines.append(f"   {fence.inline(note)}")
         explain: tuple[str, ...] = getattr(hit, "explain", ())
         if explain:  # memstore's own arithmetic; matched terms are index tokens
             lines.append(f"   explain: {'; '.join(one_line(why) for why in explain)}")
@@ -373,6 +389,43 @@ def hits_text(
         lines.append("Read whole memories with memory_get(names).")
     if any(h.status == DOC for h in hits):
         lines.append("Documents are the project's own files: read the section at its path.")
+    return "\n".join(lines)
+
+
+def expired_text(names: Sequence[str]) -> str:
+    """The note that expired memories matched but were left out (names are slugs)."""
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (
+        f"{len(names)} expired memor{'y' if len(names) == 1 else 'ies'} also matched and "
+        f"{'was' if len(names) == 1 else 'were'} left out: {shown} (include_deprecated shows them)."
+    )
+
+
+class SimilarLike(Protocol):
+    """An existing memory close to one just written (`memstore.steward.Similar`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def similarity(self) -> float: ...
+
+
+def similar_text(similar: Sequence[SimilarLike]) -> str:
+    """The near-duplicate hint after a write: saved anyway; merge or supersede if the same."""
+    fence = fence_for([s.description for s in similar])
+    lines = [
+        "Similar memories exist (it was saved anyway; if it says the same, deprecate one with "
+        f"superseded_by): {fence.preamble}"
+    ]
+    for s in similar:
+        status = s.status if s.status in STATUSES else UNSHOWN
+        lines.append(
+            f"- {s.name} · {status} · {s.similarity:.0%} alike · {fence.inline(s.description)}"
+        )
     return "\n".join(lines)
 
 

@@ -21,17 +21,39 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import config, documents, trust, when
-from memstore.errors import StoreLocked, UnsafePath
+from memstore import config, documents, drift, trust, when
+from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
-from memstore.index import DOC, DocSection, Hit, Index, Progress, Query, Stamp, Sync, approx_tokens
+from memstore.index import (
+    DOC,
+    DocSection,
+    Hit,
+    Index,
+    Progress,
+    Query,
+    Stamp,
+    Sync,
+    approx_tokens,
+    fit_tokens,
+)
 from memstore.memory import RULE_TYPES, Memory
 from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
     from memstore.store import Store
 
-__all__ = ["Hit", "Query", "Upkeep", "catch_up", "close", "reindex", "search", "upkeep"]
+__all__ = [
+    "Hit",
+    "Query",
+    "Recall",
+    "Upkeep",
+    "catch_up",
+    "close",
+    "recall",
+    "reindex",
+    "search",
+    "upkeep",
+]
 
 log = logging.getLogger(__name__)
 
@@ -288,12 +310,15 @@ def search(store: Store, query: Query) -> list[Hit]:
     query.check(store.types)
     up = upkeep(store)
     up.fresh(store)
-    hits = up.index.search(query)
-    judged = [hit for hit in hits if _judged(hit)]
-    if not judged:
-        return hits
-    at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
-    return [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
+    # A few more than asked, for the upkeep step (`steward`) to re-rank; then the cuts.
+    hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None))
+    if any(_judged(hit) for hit in hits):
+        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+        hits = [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
+    hits = steward(store, query, hits)
+    if query.max_tokens is not None:
+        hits = fit_tokens(hits, query.max_tokens, query.index_view)
+    return hits
 
 
 def count(store: Store, status: str) -> int:
@@ -398,6 +423,162 @@ def hidden(store: Store, query: Query) -> Hidden:
 def _memories(hits: list[Hit]) -> int:
     """How many of `hits` are memories (project documents are not counted)."""
     return sum(1 for h in hits if h.kind != DOC)
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """What a recall shows: the hits, and the expired memories that matched but are left out
+    (so a reader knows they exist)."""
+
+    hits: list[Hit]
+    expired: list[Hit]
+
+
+def recall(store: Store, query: Query) -> Recall:
+    """`search`, plus the expired memories that would have matched, for a reader's note; counts
+    the recall (and whether it returned a confirmed memory) in `.memstore/`, for `stats`.
+
+    Raises:
+        InvalidQuery: as `search` does.
+    """
+    hits = search(store, query)
+    expired: list[Hit] = []
+    hiding = not query.include_deprecated and query.status != "deprecated"
+    if hiding and upkeep(store).index.expired_count():
+        wider = replace(query, include_deprecated=True, max_tokens=None, explain=False)
+        expired = [
+            h for h in upkeep(store).index.search(wider) if h.expired and h.status != "deprecated"
+        ]
+    _count_recall(store, any(h.status == "confirmed" for h in hits))
+    return Recall(hits, expired)
+
+
+RECALLS_FILE = "recalls.log"
+"""One character per recall in `.memstore/`: `c` when it returned a confirmed memory, else `-`."""
+
+
+def _count_recall(store: Store, confirmed: bool) -> None:
+    # An append of one byte (O_APPEND: concurrent recalls never tear it), in the ignored cache:
+    # counting is no write to the store.
+    try:
+        store.cache.mkdir(exist_ok=True)
+        fd = os.open(
+            store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        )
+        try:
+            os.write(fd, b"c" if confirmed else b"-")
+        finally:
+            os.close(fd)
+    except OSError as e:
+        log.info("cannot count the recall: %s", e)
+
+
+def recall_counts(store: Store) -> tuple[int, int]:
+    """(recalls counted, of which returned a confirmed memory) in this store's cache."""
+    try:
+        data = (store.cache / RECALLS_FILE).read_bytes()
+    except OSError:
+        return 0, 0
+    return len(data), data.count(b"c")
+
+
+# -- stewardship: a step after the engine's ranking -------------------------------------------
+
+POOL = 10
+"""How many more results than asked the engine returns, for `steward` to re-rank."""
+PINNED_BOOST = 1.5
+IMPORTANCE_BOOST = {"high": 1.3, "normal": 1.0, "low": 0.8}
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """What ranking and drift need from a memory file beyond the index's fields."""
+
+    pinned: bool
+    importance: str
+    files: tuple[str, ...]
+    memory: Memory | None
+
+
+_metas: dict[tuple[str, str], tuple[Stamp, Meta]] = {}
+_metas_lock = threading.Lock()
+_NO_META = Meta(False, "normal", (), None)
+
+
+def meta(store: Store, rel: str) -> Meta:
+    """Pin, importance and files of the memory file at `rel`, parsed once per file version."""
+    stamp = _stamp(store.root / rel)
+    if stamp is None:
+        return _NO_META
+    key = (str(store.root), rel)
+    with _metas_lock:
+        found = _metas.get(key)
+    if found is not None and found[0] == stamp:
+        return found[1]
+    try:
+        memory = store.read_file(store.root / rel, raw=True)[0]
+    except (InvalidMemory, OSError, UnsafePath):
+        return _NO_META
+    importance = memory.extra.get("importance")
+    value = Meta(
+        bool(memory.pinned),
+        importance if isinstance(importance, str) else "normal",
+        drift.files_of(memory),
+        memory,
+    )
+    with _metas_lock:
+        if len(_metas) > 20_000:
+            _metas.clear()
+        _metas[key] = (stamp, value)
+    return value
+
+
+def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
+    """The engine's ranking adjusted for the store's upkeep, cut to `query.size`: memories
+    about `query.path` first, pinned and high-importance ones higher, and a confirmed memory
+    whose files changed since it was confirmed marked as maybe out of date."""
+    if not hits:
+        return hits
+    metas = {h.path: meta(store, h.path) for h in hits}
+    about = drift.matcher(query.path.strip().removeprefix("./")) if query.path else None
+
+    def boost(hit: Hit) -> float:
+        m = metas[hit.path]
+        return (PINNED_BOOST if m.pinned else 1.0) * IMPORTANCE_BOOST.get(m.importance, 1.0)
+
+    def is_about(hit: Hit) -> bool:
+        spec = query.path or ""
+        return about is not None and any(
+            about(f) or drift.matcher(f)(spec) for f in metas[hit.path].files
+        )
+
+    boosts = [boost(h) for h in hits]
+    abouts = [is_about(h) for h in hits]
+    if any(abouts) or any(b != 1.0 for b in boosts):
+        order = sorted(
+            range(len(hits)),
+            key=lambda i: (not abouts[i], -hits[i].score * boosts[i], -boosts[i], i),
+        )
+    else:  # nothing to adjust: the engine's order stands
+        order = list(range(len(hits)))
+    ranked = [hits[i] for i in order][: query.size]
+    checked = [
+        h
+        for h in ranked
+        if h.status == "confirmed" and metas[h.path].files and metas[h.path].memory
+    ]
+    if not checked:
+        return ranked
+    newest = drift.changes(store.repo, store.cache).newest(
+        spec for h in checked for spec in metas[h.path].files
+    )
+    notes: dict[str, str] = {}
+    for hit in checked:
+        memory = metas[hit.path].memory
+        found = drift.drift_of(memory, newest) if memory is not None else None
+        if found is not None:
+            notes[hit.path] = found.note
+    return [replace(h, note=notes[h.path]) if h.path in notes else h for h in ranked]
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

@@ -26,6 +26,7 @@ from memstore import (
     render_text,
     search,
     session,
+    steward,
     sync,
     workflow,
 )
@@ -96,11 +97,16 @@ def result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _written(verb: str, memory: Memory) -> CallToolResult:
+def _written(
+    verb: str, memory: Memory, similar: list[steward.Similar] | None = None
+) -> CallToolResult:
     version = version_of(render(memory).encode("utf-8"))
-    return result(
-        render_text.change_text(verb, memory, version), {"memory": memory_data(memory, version)}
-    )
+    text = render_text.change_text(verb, memory, version)
+    data = {"memory": memory_data(memory, version)}
+    if similar:
+        text += "\n" + render_text.similar_text(similar)
+        data["similar"] = plain(similar)
+    return result(text, data)
 
 
 def _event_text(verb: str, event: ledger.Event) -> str:
@@ -154,6 +160,8 @@ def build_server(
             Field(description="rules: keywords or globs of what it applies to"),
         ] = None,
         evidence: Annotated[str | None, Field(description="rules: what the human said")] = None,
+        files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
+        expires: str | None = None,
     ) -> CallToolResult:
         """Save a new memory as a draft (someone else must confirm it). Worth saving: a human's
         correction, a settled decision and why, what prevents a failure recurring, a runbook.
@@ -170,8 +178,10 @@ def build_server(
             severity=severity,
             applies_when=applies_when or (),
             evidence=evidence,
+            files=files or (),
+            expires=expires,
         )
-        return _written("saved", memory)
+        return _written("saved", memory, steward.similar(store, name, memory.description))
 
     @tool(READ)
     def memory_recall(
@@ -189,6 +199,7 @@ def build_server(
         as_of: Annotated[
             str | None, Field(description="as the store was then: 2026-11-01, 7d")
         ] = None,
+        path: Annotated[str | None, Field(description="rank ones on it first")] = None,
     ) -> CallToolResult:
         """Call BEFORE starting work: what the team knows about the task (decisions,
         corrections, warnings, runbooks), best first, each with its status. Then memory_get the
@@ -205,6 +216,7 @@ def build_server(
             explain=explain,
             graph=graph,
             index_view=index,
+            path=path,
         )
         if as_of is not None:
             past = asof.search(store, wanted, as_of)
@@ -212,10 +224,16 @@ def build_server(
             line = render_text.as_of_line(past.at, past.commit, past.committed)
             data = {"at": past.at, "commit": past.commit, "committed": past.committed}
             return result(f"{line}\n{shown}", {"results": plain(past.hits), "as_of": data})
-        hits = search.search(store, wanted)
+        found = search.recall(store, wanted)
+        hits = found.hits
         notes = [] if hits else search.hidden(store, wanted).say(_param)
+        if found.expired and hits:
+            notes.append(render_text.expired_text([h.name for h in found.expired]))
         shown = render_text.hits_text(hits, query=query, index_view=index, notes=notes)
-        return result(shown, {"results": plain(hits)})
+        data = {"results": plain(hits)}
+        if found.expired:
+            data["expired"] = [h.name for h in found.expired]
+        return result(shown, data)
 
     @tool(READ)
     def memory_get(

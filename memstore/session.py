@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore import config, ledger_io, stats, transaction, workflow
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
@@ -36,8 +36,10 @@ def correct(
     tags: tuple[str, ...] | list[str] = (),
     links: tuple[str, ...] | list[str] = (),
     type: str = "correction",
+    extra: dict[str, Any] | None = None,
 ) -> Memory:
     """Record a correction (or warning) as a draft; it acts in `brief` and `check` at once.
+    `extra` adds other front-matter fields (`files`, `expires`).
 
     Raises:
         InvalidMemory (bad severity, pattern or evidence), InvalidName, MemoryExists.
@@ -54,7 +56,7 @@ def correct(
         body=body,
         tags=tags,
         links=links,
-        extra=fields,
+        extra={**(extra or {}), **fields},
     )
 
 
@@ -70,13 +72,18 @@ def save(
     severity: str | None = None,
     applies_when: tuple[str, ...] | list[str] = (),
     evidence: str | None = None,
+    files: tuple[str, ...] | list[str] = (),
+    expires: str | None = None,
 ) -> Memory:
     """Save a new draft: a rule (`correct`) when its type is a rule type or rule fields are
-    given, else a plain memory (`Store.add`).
+    given, else a plain memory (`Store.add`). `files` names the repository paths it is about;
+    `expires` (7d, 2026-12-31) when it leaves recall.
 
     Raises:
         InvalidMemory, InvalidName, MemoryExists, SecretFound, NoIdentity.
     """
+    extra: dict[str, Any] = {"files": list(files) or None, "expires": expires}
+    extra = {k: v for k, v in extra.items() if v is not None}
     if type in workflow.RULE_TYPES or severity or applies_when or evidence:
         return correct(
             store,
@@ -89,8 +96,17 @@ def save(
             severity=severity,
             applies_when=applies_when,
             evidence=evidence,
+            extra=extra,
         )
-    return store.add(name, type=type, description=description, body=body, tags=tags, links=links)
+    return store.add(
+        name,
+        type=type,
+        description=description,
+        body=body,
+        tags=tags,
+        links=links,
+        extra=extra,
+    )
 
 
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:

@@ -21,6 +21,9 @@ MOVES: dict[Status, tuple[Status, ...]] = {
 }
 """The allowed moves; `deprecated → draft` is a restore."""
 
+_UNVERIFIED: dict[str, None] = {"verified_by": None, "verified_at": None, "verified_reason": None}
+"""A new confirmation, a restore or a content change ends the last verification."""
+
 VERBS = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate", Status.DRAFT: "restore"}
 
 
@@ -87,6 +90,7 @@ def transition(
             confirmed_at=at,
             confirmed_reason=reason,
             confirmed_hash=content_hash(memory),
+            **_UNVERIFIED,
         )
     if target is Status.DEPRECATED:
         if superseded_by == memory.name:
@@ -109,6 +113,7 @@ def transition(
         confirmed_at=None,
         confirmed_reason=None,
         confirmed_hash=None,
+        **_UNVERIFIED,
         deprecated_by=None,
         deprecated_at=None,
         deprecated_reason=None,
@@ -131,4 +136,31 @@ def unconfirm(memory: Memory, *, at: str) -> Memory:
         confirmed_at=None,
         confirmed_reason=None,
         confirmed_hash=None,
+        **_UNVERIFIED,
     )
+
+
+def verify(memory: Memory, *, actor: str, owner: str, reason: str, at: str) -> Memory:
+    """Return a confirmed `memory` with a fresh verification by `actor` (still true, checked
+    now): its content and confirmation stay as they are.
+
+    Raises:
+        InvalidTransition: when it is not confirmed, or without a one-line reason.
+        SelfApproval: when `actor` is its owner (who committed its creation).
+    """
+    if memory.status != Status.CONFIRMED:
+        raise InvalidTransition(
+            f"only a confirmed memory can be verified; '{memory.name}' is {memory.status}: "
+            "confirm it instead"
+        )
+    reason = reason.strip()
+    if not reason or "\n" in reason:
+        raise InvalidTransition(
+            f"to verify '{memory.name}' give a one-line reason (what you checked)"
+        )
+    if same_identity(actor, owner) or same_identity(actor, memory.owner):
+        raise SelfApproval(
+            f"cannot verify '{memory.name}': you ({actor}) created it, and nobody verifies "
+            f"their own memory; any identity other than {owner} can verify it"
+        )
+    return evolve(memory, verified_by=actor, verified_at=at, verified_reason=reason)

@@ -46,8 +46,11 @@ from memstore.memory import (
     Memory,
     check_body,
     check_description,
+    check_expires,
     check_extra,
+    check_files,
     check_identity,
+    check_importance,
     check_line,
     check_links,
     check_name,
@@ -61,6 +64,7 @@ from memstore.memory import (
     same_identity,
 )
 from memstore.status import Status, transition, unconfirm
+from memstore.status import verify as verify_memory
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 
 if TYPE_CHECKING:
@@ -528,7 +532,7 @@ class Store:
         body = check_body(body)
         tag_list = check_tags(list(tags))
         link_list = check_links(links)
-        extra = check_extra(extra)
+        extra = self._kept_fields(type, check_extra(extra))
         self.refuse_secrets(
             {"name": name, "description": description, "body": body, "tags": tag_list}
             | {f"extra field {k!r}": _texts(v) for k, v in extra.items()},
@@ -556,11 +560,41 @@ class Store:
                     f"a memory named '{name}' already exists at {shown(existing)}; "
                     "choose another name or edit that one"
                 )
+            missing = [link for link in link_list if self._located(link) is None]
+            if missing:
+                raise InvalidMemory(
+                    f"links name no memory: {', '.join(missing)}; save those first, or leave "
+                    "them out"
+                )
             path = transaction.check_path(self, self.root / type / f"{name}.md")
             self._commit(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
         return memory
+
+    def _kept_fields(self, type: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """`extra` with `expires`, `files` and `importance` checked and written canonically,
+        and a `working` memory given the store's default expiry.
+
+        Raises:
+            InvalidMemory: for a bad expiry, path or importance.
+        """
+        out = dict(extra)
+        if out.get("expires") is None and type == "working":
+            default = config.upkeep_settings(self.root).working_expires
+            if default is not None:
+                out["expires"] = default
+        if out.get("expires") is not None:
+            out["expires"] = check_expires(out["expires"])
+        else:
+            out.pop("expires", None)
+        if out.get("files"):
+            out["files"] = list(check_files(out["files"]))
+        else:
+            out.pop("files", None)
+        if out.get("importance") is not None:
+            out["importance"] = check_importance(out["importance"])
+        return out
 
     def edit(
         self,
@@ -902,6 +936,60 @@ class Store:
             expected_version=expected_version,
             allow_secret=allow_secret,
         )
+
+    def verify(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Record that a confirmed memory is still true (`verified_by`, `verified_at`,
+        `verified_reason`), as anyone but its owner; its content and confirmation stay.
+
+        Raises:
+            SelfApproval, InvalidTransition (not confirmed), MemoryNotFound, Conflict.
+        """
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            check_version(self, name, current, expected_version)
+            path = self.root / current.path
+            transaction.refuse_uncommitted(self, [path])
+            memory = current.memory
+            key = history.repo_path(self.repo, path)
+            data = read_regular(path) or b""
+            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+                memory = evolve(memory, status=trust.UNVERIFIED)
+            owner = self.trust.current().owners.get(key) or memory.owner
+            new = verify_memory(memory, actor=actor, owner=owner, reason=reason, at=now())
+            self._commit(
+                [(path, new)], subject(f"memory: verify {memory.type}/{name}", reason), actor
+            )
+        return new
+
+    def pin(self, name: str, pinned: bool = True) -> Memory:
+        """Pin (or unpin) a memory: it ranks higher in recall and survives briefing budgets.
+        Pinning is not content: a confirmation holds.
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            if bool(old.pinned) == pinned:
+                return old
+            new = evolve(old, pinned=True if pinned else None)
+            verb = "pin" if pinned else "unpin"
+            self._commit(
+                [(self.root / current.path, new)], f"memory: {verb} {old.type}/{name}", actor
+            )
+        return new
 
     # -- reliability --------------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ judges each version of each memory file:
 - a confirmed version stays confirmed while later commits change only its trail, tags or links
   (or rename it, or rewrite its `[[references]]` to a memory renamed in the same commit);
   a change to its content (see `memory.CONTENT_KEYS`) without a new confirmation ends it;
+- a verification (a new `verified_by`) counts when committed by the identity it names, who is
+  not the owner; a forged or self-made one is a problem, as a forged confirmation is;
 - a deprecation or restore must be committed by the identity it names.
 
 A merge's own changes (where its result differs from every parent) are judged as a commit by
@@ -56,7 +58,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "unverified"
 """The status shown for a memory whose file says confirmed but whose history does not."""
 CACHE_FILE = "trust.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: verifications are judged
 _MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
 
 
@@ -201,6 +203,9 @@ def _judge_confirmed(
                 "new confirmation: treat it as a draft until someone confirms it again",
                 by.commit,
             )
+        verified = _trail(new, "verified")
+        if verified[0] is not None and verified != _trail(old, "verified"):
+            return _judge_verification(verified[0], by, owner, old_verdict)
         return old_verdict
     if not confirmer:
         return Verdict(False, "confirmed but has no confirmed_by: who confirmed it?", by.commit)
@@ -242,6 +247,26 @@ def _judge_confirmed(
             by.commit,
         )
     return Verdict(True, None, by.commit)
+
+
+def _judge_verification(verifier: str, by: By, owner: str, old_verdict: Verdict) -> Verdict:
+    """A new `verified_by` on an unchanged confirmed memory: it counts (and becomes the point
+    drift is measured from) when committed by that identity, who is not the owner."""
+    if same_identity(verifier, owner) or same_identity(by.author, owner):
+        return Verdict(
+            False,
+            f"self-verification: verified by its owner ({owner}) in {by.describe()}; nobody "
+            "verifies their own memory",
+            by.commit,
+        )
+    if not by.names(verifier):
+        return Verdict(
+            False,
+            f"forged verification: verified_by says '{verifier}' but it was made in "
+            f"{by.describe()}",
+            by.commit,
+        )
+    return Verdict(True, None, by.commit) if old_verdict.ok else old_verdict
 
 
 # -- replaying history ------------------------------------------------------------------------

@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "timeline": 4,
     "tidy": 4,
     "sync": 4,
+    "steward": 4,
     "orientation": 4,
     "porting": 4,
     "closing": 4,
@@ -38,6 +39,7 @@ LAYERS: dict[str, int] = {
     "transaction": 2,
     # what git history supports
     "trust": 2,
+    "drift": 2,
     # pure modules
     "memory": 1,
     "status": 1,

@@ -153,7 +153,7 @@ def test_cli_outcome_and_stats(store: Store) -> None:
     assert result.exit_code == 0, result.output
     assert "80% heeded (95% CI 49%–94%, n=10)" in result.output
     result = runner.invoke(main, ["stats", "--json"])
-    data = json.loads(result.output)
+    data = json.loads(result.output)["heed_rates"]
     assert data[0]["name"] == "no-publish-on-bump"
     assert data[0]["low"] == pytest.approx(0.4902, abs=5e-4)
     assert data[-1]["name"] == "overall"

@@ -1,0 +1,360 @@
+"""Keeping a store true as the code moves: near-duplicates, broken links, expiry, stale and
+drifted confirmations, and the store's figures (`doctor`, `stats`).
+
+Everything here reads; nothing writes a tracked file.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memstore import config, drift, index, search, trust
+from memstore.errors import GitError, MemstoreError
+from memstore.files import Kind
+from memstore.memory import Memory, evolve, links_in_body
+from memstore.search import Query
+from memstore.status import Status
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+HINT_SIMILARITY = 0.5
+"""How alike (Jaccard over name and description words) a memory must be to be named on write."""
+CLUSTER_SIMILARITY = 0.6
+"""How alike two memories must be for `doctor` to list them as one duplicate cluster."""
+HINT_MAX = 3
+HINT_WORDS = 6
+"""How many of a new memory's words the hint looks up."""
+COMMON_WORD = 30
+"""A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    """An existing memory close to one being written."""
+
+    name: str
+    type: str
+    status: str
+    description: str
+    similarity: float
+
+
+def words(name: str, description: str) -> frozenset[str]:
+    """The words of a memory's name and description, lower-cased, a plural `s` dropped, short
+    and stop words left out: what duplicates are compared by (no stemming: it is what a scan
+    of a large store would spend its time on, and near-duplicates share their words)."""
+    text = f"{name.replace('-', ' ')} {description}".lower()
+    return frozenset(
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in _WORD.findall(text)
+        if w not in _STOP
+    )
+
+
+_WORD = re.compile(r"\w\w+")
+_STOP = frozenset("the and for with that this from are was not but you all any can".split())
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
+
+
+def similar(store: Store, name: str, description: str) -> list[Similar]:
+    """The existing memories (not deprecated) closest to a memory with this name and
+    description, most alike first: a hint on write, never a refusal.
+
+    One query on the search index (brought up to date first, as a search does, unless a
+    watcher keeps it current).
+    """
+    mine = words(name, description)
+    if not mine:
+        return []
+    # Plain words (OR-ed, scored from the postings without the query parser); the longest
+    # few, which are the rarer ones: common words cost the most to score and say the least.
+    found_words = set(re.findall(r"\w\w+", f"{name.replace('-', ' ')} {description}".lower()))
+    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
+    try:
+        up = search.upkeep(store)
+        if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
+            up.fresh(store)
+        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10))
+    except MemstoreError:  # a hint never fails the write it follows
+        return []
+    found = [
+        Similar(h.name, h.type, h.status, h.description, round(score, 2))
+        for h in hits
+        if h.name != name
+        and (score := jaccard(mine, words(h.name, h.description))) >= HINT_SIMILARITY
+    ]
+    return sorted(found, key=lambda s: -s.similarity)[:HINT_MAX]
+
+
+def clusters(memories: Iterable[Memory]) -> list[list[str]]:
+    """Groups of near-duplicate memories (same body, or alike names and descriptions), each
+    sorted by name, largest group first."""
+    items = [m for m in memories if m.status != Status.DEPRECATED]
+    sets = [words(m.name, m.description) for m in items]
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i, ws in enumerate(sets):
+        for w in ws:
+            postings[w].append(i)
+    parent = list(range(len(items)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(a: int, b: int) -> None:
+        parent[root(a)] = root(b)
+
+    # Candidates share a rarer word; each candidate pair is then compared on all its words.
+    rare = {w for w, ids in postings.items() if len(ids) <= COMMON_WORD}
+    for i, ws in enumerate(sets):
+        shared: Counter[int] = Counter()
+        for w in ws & rare:
+            shared.update(postings[w])
+        tiny = len(ws) <= 3
+        for j, n in shared.items():
+            # Two memories alike enough share at least two rarer words (or are tiny).
+            if j > i and (n >= 2 or tiny or len(sets[j]) <= 3):
+                if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
+                    join(i, j)
+    # The same description or the same body (ignoring case and spacing) is a duplicate too.
+    for field_name in ("description", "body"):
+        seen: dict[str, int] = {}
+        for i, m in enumerate(items):
+            text: str = getattr(m, field_name)
+            key = " ".join(text.lower().split())
+            if len(key) >= 20:
+                if key in seen:
+                    join(i, seen[key])
+                else:
+                    seen[key] = i
+    groups: dict[int, list[str]] = defaultdict(list)
+    for i, m in enumerate(items):
+        groups[root(i)].append(m.name)
+    found = [sorted(g) for g in groups.values() if len(g) > 1]
+    return sorted(found, key=lambda g: (-len(g), g))
+
+
+def drift_notes(store: Store, memories: Iterable[Memory]) -> dict[str, str]:
+    """ "may be out of date: …" for each confirmed memory (as its history shows it) whose
+    files changed since it was last confirmed or verified, by name: one git log for all."""
+    checked = [m for m in memories if m.status == Status.CONFIRMED and drift.files_of(m)]
+    if not checked:
+        return {}
+    newest = drift.changes(store.repo, store.cache).newest(
+        spec for m in checked for spec in drift.files_of(m)
+    )
+    return {m.name: d.note for m in checked if (d := drift.drift_of(m, newest)) is not None}
+
+
+# -- doctor -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One memory `doctor` names, and why."""
+
+    name: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What `doctor` found. Only lint problems make it fail."""
+
+    memories: int
+    duplicates: list[list[str]] = field(default_factory=list[list[str]])
+    broken_links: list[Finding] = field(default_factory=list[Finding])
+    expired: list[Finding] = field(default_factory=list[Finding])
+    stale: list[Finding] = field(default_factory=list[Finding])
+    drifted: list[Finding] = field(default_factory=list[Finding])
+    lint: list[str] = field(default_factory=list[str])
+    index: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.lint
+
+
+def _today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def doctor(store: Store, *, lint: bool = True) -> Report:
+    """Look the whole store over: duplicate clusters, broken links (`links` and `[[name]]`),
+    expired memories, stale and drifted confirmations, lint problems and the index's health.
+
+    Each file's checks are kept by its stamp in `.memstore/` and the history's verdicts per
+    HEAD (see `lint.FileMemo`): `memstore lint` is the full replay.
+
+    Raises:
+        StoreLocked: when another process holds the index lock past the timeout.
+    """
+    from memstore.lint import FileMemo, lint_store  # lint's checks: only doctor needs them
+
+    memo = FileMemo(store)
+    problems: list[str] = []
+    if lint:
+        try:
+            problems = [str(p) for p in lint_store(store, memo=memo)]
+        except GitError as e:
+            problems = [f"cannot read the history: {e}"]
+    else:
+        for _, kind, read in memo.places():
+            if kind == Kind.MEMORY:
+                read()
+    memories = [_shown(store, rel, m, memo.blobs[rel]) for rel, m in memo.memories.items()]
+    names = {m.name for m in memories}
+    today = _today()
+    settings = config.upkeep_settings(store.root)
+    stale_before = datetime.now(UTC) - timedelta(days=settings.stale_after_days)
+
+    broken: list[Finding] = []
+    expired: list[Finding] = []
+    stale: list[Finding] = []
+    confirmed_with_files: list[Memory] = []
+    for m in sorted(memories, key=lambda m: m.name):
+        missing = [n for n in (*m.links, *links_in_body(m.body)) if n not in names]
+        if missing:
+            broken.append(Finding(m.name, "links to missing " + ", ".join(dict.fromkeys(missing))))
+        if m.status == Status.DEPRECATED:
+            continue
+        expires = m.extra.get("expires")
+        if isinstance(expires, str) and expires[:10] < today:
+            expired.append(Finding(m.name, f"expired on {expires[:10]}"))
+            continue
+        if m.status != Status.CONFIRMED:
+            continue
+        checked = drift.checked_at(m)
+        if checked is not None and checked < stale_before.timestamp():
+            when = datetime.fromtimestamp(checked, UTC).strftime("%Y-%m-%d")
+            stale.append(Finding(m.name, f"last confirmed or verified {when}"))
+        if drift.files_of(m):
+            confirmed_with_files.append(m)
+
+    notes = drift_notes(store, confirmed_with_files)
+    drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
+
+    return Report(
+        memories=len(memories),
+        duplicates=clusters(memories),
+        broken_links=broken,
+        expired=expired,
+        stale=stale,
+        drifted=drifted,
+        lint=problems,
+        index=_index_health(store, len(memories)),
+    )
+
+
+def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
+    """`memory` as its history supports it (see `trust.shown`), from its blob sha."""
+    if not trust.needs_history(memory):
+        return memory
+    status, owner = trust.judged(
+        store.trust, store.trust.prefix + rel, memory.status, memory.owner, blob
+    )
+    if (status, owner) == (memory.status, memory.owner):
+        return memory
+    return evolve(memory, status=status, owner=owner)
+
+
+def _index_health(store: Store, files: int) -> str:
+    synced = search.catch_up(store)
+    fixed: list[str] = []
+    if synced.rebuilt:
+        fixed.append("rebuilt")
+    if synced.indexed or synced.removed:
+        fixed.append(f"caught up {synced.indexed} changed, {synced.removed} removed")
+    if synced.skipped:
+        fixed.append(f"{len(synced.skipped)} unreadable: {', '.join(synced.skipped[:5])}")
+    return f"{files} memories indexed" + (f" ({'; '.join(fixed)})" if fixed else ", up to date")
+
+
+# -- store figures ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """The store's figures for `stats`."""
+
+    memories: int
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+    by_owner: dict[str, int]
+    drafts_awaiting_review: int
+    draft_median_age_days: float | None
+    confirmation_latency_median_days: float | None
+    """From creation to the confirmation that holds, over confirmed memories."""
+    recalls: int
+    recalls_with_confirmed: int
+    """Recalls (CLI search, MCP memory_recall) counted in `.memstore/`, and how many returned
+    at least one confirmed memory."""
+
+
+def _days(start: str, end: datetime) -> float | None:
+    try:
+        began = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, (end - began).total_seconds() / 86400)
+
+
+def figures(store: Store) -> Figures:
+    """Counts by type, status and owner; drafts awaiting review and their median age; the
+    median time from creation to confirmation; the share of recalls that found a confirmed
+    memory."""
+    memories = list(store.memories())
+    now = datetime.now(UTC)
+    drafts = [m for m in memories if m.status == Status.DRAFT]
+    ages = [d for m in drafts if (d := _days(m.created, now)) is not None]
+    latencies: list[float] = []
+    for m in memories:
+        if m.status == Status.CONFIRMED and m.confirmed_at:
+            try:
+                at = datetime.fromisoformat(m.confirmed_at.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if (d := _days(m.created, at)) is not None:
+                latencies.append(d)
+    recalls, confirmed = search.recall_counts(store)
+    return Figures(
+        memories=len(memories),
+        by_type=dict(Counter(m.type for m in memories).most_common()),
+        by_status=dict(Counter(m.status for m in memories).most_common()),
+        by_owner=dict(Counter(m.owner for m in memories).most_common()),
+        drafts_awaiting_review=len(drafts),
+        draft_median_age_days=round(statistics.median(ages), 1) if ages else None,
+        confirmation_latency_median_days=(
+            round(statistics.median(latencies), 2) if latencies else None
+        ),
+        recalls=recalls,
+        recalls_with_confirmed=confirmed,
+    )
+
+
+__all__ = [
+    "Figures",
+    "Finding",
+    "Report",
+    "Similar",
+    "clusters",
+    "doctor",
+    "drift_notes",
+    "figures",
+    "similar",
+]
