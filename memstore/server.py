@@ -60,7 +60,7 @@ PAST = {Status.CONFIRMED: "confirmed", Status.DEPRECATED: "deprecated", Status.D
 Action = Annotated[str, Field(description="verb, e.g. publish, deploy, migrate")]
 Target = Annotated[str, Field(description="what it acts on, e.g. post-42, api@v1.4.1")]
 
-NewName = Annotated[str, Field(description="kebab-case slug, e.g. use-zod-for-validation")]
+NewName = Annotated[str, Field(description="kebab-case slug, e.g. use-zod")]
 Name = str
 
 
@@ -163,10 +163,9 @@ def build_server(
         files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
         expires: str | None = None,
     ) -> CallToolResult:
-        """Save a new memory as a draft (someone else must confirm it). Worth saving: a human's
-        correction, a settled decision and why, what prevents a failure recurring, a runbook.
-        Not chat, not what the code or git log already says. One fact per memory. A correction
-        or warning (a rule) acts at once in session_start and check."""
+        """Save a draft memory (someone else confirms it): a human's correction, a decision and
+        why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
+        correction or warning acts at once in session_start and check."""
         memory = session.save(
             store,
             name,
@@ -185,7 +184,7 @@ def build_server(
 
     @tool(READ)
     def memory_recall(
-        query: Annotated[str, Field(description="the task's key words; Whoosh syntax allowed")],
+        query: Annotated[str, Field(description="the task's key words")],
         type: str | None = None,
         status: Literal["draft", "confirmed", "deprecated"] | None = None,
         tags: Annotated[list[str] | None, Field(description="all of these")] = None,
@@ -196,9 +195,7 @@ def build_server(
         explain: bool = False,
         graph: Annotated[bool, Field(description="add memories linked to the matches")] = False,
         index: Annotated[bool, Field(description="one line per result, no text")] = False,
-        as_of: Annotated[
-            str | None, Field(description="as the store was then: 2026-11-01, 7d")
-        ] = None,
+        as_of: Annotated[str | None, Field(description="the store then: a date, 7d")] = None,
         path: Annotated[str | None, Field(description="rank ones on it first")] = None,
     ) -> CallToolResult:
         """Call BEFORE starting work: what the team knows about the task (decisions,
@@ -278,17 +275,16 @@ def build_server(
             str | None, Field(description="version you reviewed; refused if it changed since")
         ] = None,
     ) -> CallToolResult:
-        """Review a memory: confirm someone else's draft after checking it, deprecate a wrong or
-        stale one (kept, with the reason), or restore a deprecated one to draft. You cannot
-        confirm your own."""
+        """Confirm someone else's draft after checking it (never your own), deprecate a wrong or
+        stale memory (kept, with the reason), or restore a deprecated one to draft."""
         memory = store.move(name, Status(to), reason, superseded_by, expected_version=version)
         return _written(PAST[Status(to)], memory)
 
     @tool(READ)
     def ledger_check(action: Action, target: Target) -> CallToolResult:
-        """Call before ANY external action (publish, deploy, migrate, paid API call): says
-        NOT_EXECUTED, IN_PROGRESS (claimed by whom, until when) or EXECUTED (by whom, evidence).
-        Never repeat an EXECUTED action."""
+        """Call before ANY external action (publish, deploy, migrate, paid API call):
+        NOT_EXECUTED, IN_PROGRESS (by whom, until when) or EXECUTED (by whom, evidence). Never
+        repeat an EXECUTED action."""
         check = sync.check(store, action, target)
         return result(render_text.check_text(check), {"check": plain(check)})
 
@@ -330,9 +326,8 @@ def build_server(
             int, Field(ge=briefing.MIN_BUDGET, le=20_000)
         ] = briefing.DEFAULT_BUDGET,
     ) -> CallToolResult:
-        """Call FIRST in a session: the corrections and warnings that apply (most severe first),
-        claims in progress, decisions and runbooks for the task, drafts awaiting your review,
-        and what changed since your last session."""
+        """Call FIRST in a session: the rules that apply, claims in progress, knowledge for the
+        task, drafts awaiting your review, and what changed since your last session."""
         brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens, fenced=True)
         return result(brief.text, {"briefing": plain(brief)})
 
@@ -345,8 +340,8 @@ def build_server(
         target: Annotated[str | None, Field(description="ledger target, with action")] = None,
     ) -> CallToolResult:
         """Call BEFORE publish, push, deploy, delete or migrate: allow, warn or block, with the
-        corrections, warnings and ledger records behind it and runbooks to follow. Never go
-        ahead on block; on warn, do what the reasons say."""
+        rules and ledger records behind it. Never go ahead on block; on warn, do as the reasons
+        say."""
         verdict = session.check(store, description, action=action, target=target)
         return result(_check_result_text(verdict), {"check": plain(verdict)})
 

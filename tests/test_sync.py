@@ -358,9 +358,10 @@ def test_eight_claimers_on_three_clones_one_winner_each_time(three: list[Store])
                     assert answer.startswith("held ") and f"claimed by {winners[0]}" in answer
     finally:
         for _, _, proc in claimers:
-            assert proc.stdin is not None
+            assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.close()
             proc.wait(timeout=60)
+            proc.stdout.close()  # else a ResourceWarning, which the suite makes an error
     for store in three:
         sync.sync(store)
     for store in three:

@@ -147,7 +147,7 @@ def test_a_removal_a_killed_writer_left_uncommitted_is_put_back(store_dir: Path)
     journal = {
         "message": "memory: forget fact/kept",
         "actor": "alice",
-        "files": [{"path": "fact/kept.md", "old": text, "gone": 1}],
+        "files": [{"path": "fact/kept.md", "old": text, "new": None}],
     }
     (store_dir / ".memstore" / "pending.json").write_text(json.dumps(journal), encoding="utf-8")
     path.unlink()  # the writer died after removing the file, before its commit
@@ -260,8 +260,8 @@ def test_review_lists_others_drafts_rules_and_most_linked_first(store_dir: Path)
 
 
 def test_review_at_a_terminal_confirms_deprecates_and_skips(store_dir: Path) -> None:
-    ok("add", "first", "--type", "fact", "-d", "First", "--links", "second")
     ok("add", "second", "--type", "fact", "-d", "Second")
+    ok("add", "first", "--type", "fact", "-d", "First", "--links", "second")
     ok("add", "third", "--type", "fact", "-d", "Third")
     answers = "c\nchecked it\nd\nwrong\ns\n"  # second (most linked), then first, then third
     code, out = run("review", "--interactive", agent="bob", input=answers)
