@@ -45,7 +45,7 @@ test: $(DEV) chromium
 	$(BIN)/ruff check .
 	$(BIN)/basedpyright
 	$(BIN)/memstore --store memory lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 ## Static checks: formatting, lint, types.
 check: $(DEV)
