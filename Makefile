@@ -9,15 +9,30 @@ DEV := $(VENV)/.dev
 
 # Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
 # `serve` installs the runtime dependencies only; `test` adds the dev tools.
+# Installs go through uv when it can be had (bootstrapped from the package registry into
+# .venv/.uv: a fresh `make serve` answers in ~15 s instead of ~35 s with pip), else pip. The
+# virtual environment is created without a pip of its own when the system's pip can install
+# into it (`pip --python`, pip 22.3+): seeding a venv with pip costs ~10 s.
+UV := $(VENV)/.uv/bin/uv
+PIP = $(if $(wildcard $(BIN)/pip),$(BIN)/pip,$(PYTHON) -m pip --python $(BIN)/python)
+PIP_FLAGS := --quiet --disable-pip-version-check
+export PIP_22_3 := import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))
+define install
+{ { test -x $(UV) || $(PYTHON) -m pip install $(PIP_FLAGS) --root-user-action=ignore --target $(VENV)/.uv uv; } \
+  && $(UV) pip install --quiet --compile-bytecode --python $(BIN)/python $(1); } \
+  || { echo "installing with pip instead of uv" >&2; $(PIP) install $(PIP_FLAGS) $(1); }
+endef
+
 $(RUNTIME): pyproject.toml
 	@echo "creating $(VENV) from pyproject.toml (runtime dependencies)" >&2
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
-	@$(BIN)/pip install --quiet --disable-pip-version-check -e . >&2
+	@test -x $(BIN)/python || { $(PYTHON) -c "$$PIP_22_3" 2>/dev/null \
+	  && $(PYTHON) -m venv --without-pip $(VENV) || $(PYTHON) -m venv $(VENV); } >&2
+	@$(call install,-e .) >&2
 	@touch $(RUNTIME)
 
 $(DEV): $(RUNTIME)
 	@echo "adding the dev tools to $(VENV)" >&2
-	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' >&2
+	@$(call install,-e '.[dev]') >&2
 	@touch $(DEV)
 
 venv: $(DEV)
