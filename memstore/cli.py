@@ -854,22 +854,26 @@ def doctor(ctx: click.Context, as_json: bool, no_lint: bool) -> None:
     """Look the store over: duplicates, broken links, expired, stale and drifted memories,
     lint problems and the search index's health, on one screen.
 
-    Stale: confirmed and not verified within `stale_after` (memstore.yaml, default 90 days).
-    Drifted: confirmed, and a file it names changed in git since. Exits 1 only on lint
-    problems; the rest are for someone to tidy.
+    It starts with the set-up: who would act and where that identity came from, the store,
+    repository and branch, whether the pre-commit hook checks this store, and the drafts
+    awaiting you. Stale: confirmed and not verified within `stale_after` (memstore.yaml,
+    default 90 days). Drifted: confirmed, and a file it names changed in git since. Exits 1
+    only on lint problems; the rest are for someone to tidy.
 
     \b
     Example:
       memstore doctor
       memstore doctor --json | jq '.drifted'
     """
-    from memstore import steward
+    from memstore import orientation, steward
 
-    report = steward.doctor(_store(ctx), lint=not no_lint)
+    store = _store(ctx)
+    setup = orientation.orient(store, ctx.find_root().params.get("agent"))
+    report = steward.doctor(store, lint=not no_lint)
     if as_json:
-        _echo_json({**asdict(report), "ok": report.ok})
+        _echo_json({"setup": asdict(setup), **asdict(report), "ok": report.ok})
     else:
-        for line in _doctor_lines(report):
+        for line in [*orientation.lines(setup, index=False), *_doctor_lines(report)]:
             click.echo(line)
     if not report.ok:
         ctx.exit(1)

@@ -74,15 +74,16 @@ def orient(store: Store, flag: str | None) -> Orientation:
     )
 
 
-def lines(o: Orientation) -> list[str]:
-    """The orientation as one short screen of text."""
+def lines(o: Orientation, *, index: bool = True) -> list[str]:
+    """The orientation as one short screen of text (without the index line when the caller
+    reports the index itself)."""
     who = (
         f"{o.identity} (from {o.identity_from})"
         if o.identity
         else "nobody: writes need --agent NAME, $MEMSTORE_AGENT or git's user.name"
     )
     review = (
-        f"{o.awaiting} draft(s) by others await review (`memstore list --status draft`)"
+        f"{o.awaiting} draft(s) by others await your review (`memstore review`)"
         if o.identity
         else f"{o.awaiting} draft(s)"
     )
@@ -91,6 +92,6 @@ def lines(o: Orientation) -> list[str]:
         f"store:      {o.store} in the git repository {o.repository}"
         + (f", branch {o.branch}" if o.branch else ", HEAD detached"),
         f"hook:       {o.hook}",
-        f"index:      {o.index}",
+        *([f"index:      {o.index}"] if index else []),
         f"review:     {review}; {o.own_drafts} of your own await someone else",
     ]

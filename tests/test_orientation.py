@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def test_it_names_store_repository_branch_index_and_queue(
     assert (o.awaiting, o.own_drafts) == (2, 1)
     assert o.index.startswith("3 memories")
     text = "\n".join(lines(o))
-    assert "2 draft(s) by others await review" in text and "branch main" in text
+    assert "2 draft(s) by others await your review" in text and "branch main" in text
 
 
 def test_it_tells_whether_the_hook_checks_this_store(store: Store, tmp_path: Path) -> None:
@@ -55,3 +56,27 @@ def test_it_tells_whether_the_hook_checks_this_store(store: Store, tmp_path: Pat
     hook = precommit.hook_path(store.repo)
     hook.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     assert "another tool's hook" in orient(store, flag="alice").hook
+
+
+def test_doctor_starts_with_the_set_up_on_its_one_screen(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memstore.cli import main
+
+    store.add("port", type="fact", description="The API listens on 8080", body="b")
+    monkeypatch.setenv("MEMSTORE_AGENT", "bob")
+    done = CliRunner().invoke(main, ["--store", str(store.root), "doctor"])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert lines[0] == "identity:   bob (from $MEMSTORE_AGENT)"
+    assert "1 draft(s) by others await your review" in done.output
+    assert len(lines) <= 24  # one screen
+    as_json = CliRunner().invoke(main, ["--store", str(store.root), "doctor", "--json"])
+    setup = json.loads(as_json.output)["setup"]
+    assert (setup["identity"], setup["identity_from"], setup["awaiting"]) == (
+        "bob",
+        "$MEMSTORE_AGENT",
+        1,
+    )
