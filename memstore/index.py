@@ -83,6 +83,7 @@ with _without_unused_modules():
     from whoosh.lang import porter2
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
+    from whoosh.reading import ReaderClosed
     from whoosh.searching import Searcher
     from whoosh.writing import CLEAR
 
@@ -612,9 +613,22 @@ class Index:
     def close(self) -> None:
         """Release the open searcher, if any."""
         with self._mutex:
-            if self._searcher is not None:
-                self._searcher.close()
-                self._searcher = None
+            self._drop_searcher()
+
+    def _unavailable(self, e: Exception) -> IndexUnavailable:
+        return IndexUnavailable(
+            f"the search index at {self.dir} could not be read ({e}); run `memstore reindex`"
+        )
+
+    def _drop_searcher(self) -> None:
+        """Forget the searcher; closing it may find its readers closed already (see
+        `_OPEN_ERRORS`), which is what closing wants anyway."""
+        searcher, self._searcher = self._searcher, None
+        if searcher is not None:
+            try:
+                searcher.close()
+            except _OPEN_ERRORS as e:
+                log.debug("closing a searcher whose readers were closed: %s", e)
 
     # -- writing --
 
@@ -887,9 +901,7 @@ class Index:
                 # A concurrent commit can remove a segment between reading the table of
                 # contents and opening it; the next attempt sees the new generation.
                 last = e
-                if self._searcher is not None:
-                    self._searcher.close()
-                self._searcher = None
+                self._drop_searcher()
         raise IndexUnavailable(
             f"the search index at {self.dir} cannot be opened ({last}); run `memstore reindex`"
         )
@@ -911,9 +923,9 @@ class Index:
                         for d in deleted
                         if start + d in found
                     )
-                except _OPEN_ERRORS:
+                except _OPEN_ERRORS as e:
                     if attempt == 2:
-                        raise
+                        raise self._unavailable(e) from e
                     self.close()
         return 0
 
@@ -963,11 +975,11 @@ class Index:
                     break
                 except QueryError as e:
                     raise InvalidQuery(f"cannot search {query.text!r}: {e}") from e
-                except _OPEN_ERRORS:
+                except _OPEN_ERRORS as e:
                     # A segment removed by another process's commit under a searcher that had
                     # not opened it yet: reopen on the new generation and run the query again.
                     if attempt == 2:
-                        raise
+                        raise self._unavailable(e) from e
                     self.close()
         if query.max_tokens is not None:
             hits = fit_tokens(hits, query.max_tokens, query.index_view)
@@ -1017,6 +1029,9 @@ _OPEN_ERRORS = (
     pickle.UnpicklingError,
     struct.error,
     windex.IndexError,
+    # Whoosh's reader refresh, retried after a concurrent commit removed a segment, closes the
+    # old readers it did not reuse a second time and raises this: reopen from scratch.
+    ReaderClosed,
 )
 
 

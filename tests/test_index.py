@@ -349,3 +349,18 @@ def test_a_file_indexed_long_after_its_last_change_is_not_read_again(store: Stor
     assert names(store, "pool") == ["pool-size"]
     manifest = json.loads((store.cache / "index" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["racy"] == []  # its stamp alone is compared from now on: no read
+
+
+def test_a_searcher_whose_readers_whoosh_closed_is_reopened_not_an_error(store: Store) -> None:
+    # Whoosh's reader refresh, retried after a concurrent commit removed a segment, can leave
+    # the searcher's readers closed (then raises ReaderClosed); a search must reopen, and a
+    # write's duplicate hint must never fail the write (seen under `make test` load).
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    assert names(store, "schemas") == ["use-zod"]
+    searcher = search.upkeep(store).index._searcher  # pyright: ignore[reportPrivateUsage]
+    assert searcher is not None
+    searcher.ixreader.close()
+    other = as_agent(store, "bob")
+    other.add("zod-errors", type="fact", description="zod schemas report every error at once")
+    assert sorted(names(other, "schemas")) == ["use-zod", "zod-errors"]
+    assert sorted(names(store, "schemas")) == ["use-zod", "zod-errors"]
