@@ -359,7 +359,7 @@ def test_a_searcher_whose_readers_whoosh_closed_is_reopened_not_an_error(store: 
     assert names(store, "schemas") == ["use-zod"]
     searcher = search.upkeep(store).index._searcher  # pyright: ignore[reportPrivateUsage]
     assert searcher is not None
-    searcher.ixreader.close()
+    searcher.ixreader.close()  # pyright: ignore[reportUnknownMemberType]
     other = as_agent(store, "bob")
     other.add("zod-errors", type="fact", description="zod schemas report every error at once")
     assert sorted(names(other, "schemas")) == ["use-zod", "zod-errors"]
