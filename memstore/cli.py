@@ -868,8 +868,7 @@ def doctor(ctx: click.Context, as_json: bool, no_lint: bool) -> None:
     from memstore import orientation, steward
 
     store = _store(ctx)
-    setup = orientation.orient(store, ctx.find_root().params.get("agent"))
-    report = steward.doctor(store, lint=not no_lint)
+    setup, report = steward.checkup(store, ctx.find_root().params.get("agent"), lint=not no_lint)
     if as_json:
         _echo_json({"setup": asdict(setup), **asdict(report), "ok": report.ok})
     else:

@@ -218,13 +218,19 @@ Stamp = tuple[int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One thing the walker found: its path, `<folder>/<file>` and kind, and for a memory
-    file its stamp."""
+    """One thing the walker found: its path (as a string, `where`), `<folder>/<file>` and
+    kind, and for a memory file its stamp."""
 
-    path: Path
+    where: str
     rel: str
     kind: Kind
     stamp: Stamp = (0, 0, 0)
+
+    @property
+    def path(self) -> Path:
+        # Made on demand: a walk of a large store that needs only `rel` and the stamp (a
+        # cached check) would spend more on path objects than on the walk itself.
+        return Path(self.where)
 
 
 def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
@@ -244,7 +250,7 @@ def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
         tops = [_Place(root / name, name) for name in folders]
     for top in tops:
         if top.is_symlink():
-            yield Entry(Path(top.path), top.name, Kind.SYMLINK)
+            yield Entry(top.path, top.name, Kind.SYMLINK)
             continue
         if not top.is_dir(follow_symlinks=False):
             continue
@@ -257,17 +263,17 @@ def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
             rel = f"{top.name}/{e.name}"
             if e.name.startswith("."):
                 if e.name.endswith(".tmp"):
-                    yield Entry(Path(e.path), rel, Kind.TEMP)
+                    yield Entry(e.path, rel, Kind.TEMP)
                 continue
             if not e.name.endswith(".md"):
                 continue
             if e.is_symlink():
-                yield Entry(Path(e.path), rel, Kind.SYMLINK)
+                yield Entry(e.path, rel, Kind.SYMLINK)
             elif e.is_file(follow_symlinks=False):
                 st = e.stat(follow_symlinks=False)
-                yield Entry(Path(e.path), rel, Kind.MEMORY, (st.st_mtime_ns, st.st_size, st.st_ino))
+                yield Entry(e.path, rel, Kind.MEMORY, (st.st_mtime_ns, st.st_size, st.st_ino))
             else:
-                yield Entry(Path(e.path), rel, Kind.SPECIAL)
+                yield Entry(e.path, rel, Kind.SPECIAL)
 
 
 def memory_files(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:

@@ -150,7 +150,7 @@ def lint_store(
     """
     problems: list[Problem] = []
     by_name: dict[str, list[str]] = defaultdict(list)
-    memories: dict[str, tuple[Path, Memory]] = {}
+    memories: dict[str, tuple[str, Memory]] = {}
     outcomes: str | None = None
     if staged:
         try:
@@ -162,7 +162,6 @@ def lint_store(
     else:
         places = _working_places(store)
     for rel, kind, read in places:
-        path = store.root / rel
         if kind == Kind.TEMP:
             problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
             continue
@@ -183,20 +182,20 @@ def lint_store(
             problems.extend(Problem(rel, message) for message in _secrets(store, memory))
         if memory is not None:
             by_name[memory.name].append(rel)
-            memories[memory.name] = (path, memory)
+            memories[memory.name] = (rel, memory)
     for name, paths in by_name.items():
         if len(paths) > 1:
             for rel in paths:
                 others = ", ".join(p for p in paths if p != rel)
                 problems.append(Problem(rel, f"duplicate name '{name}': also in {others}"))
-    for path, memory in memories.values():
+    for rel, memory in memories.values():
         targets = [("links", t) for t in memory.links]
         if memory.superseded_by:
             targets.append(("superseded_by", memory.superseded_by))
         for key, target in targets:
             if target not in memories:
                 message = f"{key} names '{target}', which is not in the store"
-                problems.append(Problem(store.rel(path), message))
+                problems.append(Problem(rel, message))
     problems.extend(_history_problems(store, memories, staged, memo))
     problems.extend(
         Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root, outcomes, staged)
@@ -275,7 +274,7 @@ def _unread() -> Checked:
 
 def _history_problems(
     store: Store,
-    memories: dict[str, tuple[Path, Memory]],
+    memories: dict[str, tuple[str, Memory]],
     staged: bool = False,
     memo: FileMemo | None = None,
 ) -> list[Problem]:
@@ -302,17 +301,20 @@ def _history_problems(
             }
         except MemstoreError as e:
             return [Problem(".", f"cannot read what is staged: {e}")]
-    for path, memory in memories.values():
-        rel = store.rel(path)
+    for rel, memory in memories.values():
         # The memo's paths are the walk's own: no path resolution per file.
-        key = store.trust.prefix + rel if memo is not None else history.repo_path(store.repo, path)
+        key = (
+            store.trust.prefix + rel
+            if memo is not None
+            else history.repo_path(store.repo, store.root / rel)
+        )
         try:
             if staged:
                 blob = index[key]
             elif memo is not None and rel in memo.blobs:
                 blob = memo.blobs[rel]
             else:
-                blob = history.blob_sha(path.read_bytes())
+                blob = history.blob_sha((store.root / rel).read_bytes())
         except (OSError, KeyError):
             continue
         committed = found.blobs.get(key)
@@ -366,10 +368,10 @@ class FileMemo:
         """The working tree's files, as `_working_places`, each checked through the memo;
         the memo file is rewritten when the walk ends."""
         for entry in walk(self.store.root):
-            yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.path, entry.stamp)
+            yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.where, entry.stamp)
         self._save()
 
-    def _checked(self, rel: str, path: Path, stamp: tuple[int, int, int] | None) -> Checked:
+    def _checked(self, rel: str, where: str, stamp: tuple[int, int, int] | None) -> Checked:
         old = self._old.get(rel)
         if stamp is not None and old is not None and old[0] == list(stamp):
             memory = _memory_from(old[3]) if old[3] is not None else None
@@ -378,6 +380,7 @@ class FileMemo:
             self._new[rel] = old
         else:
             self._changed = True
+            path = Path(where)
             data = path.read_bytes()
             memory, problems = check_data(data, path.stem, path.parent.name, self.store.types)
             if memory is not None and not self.store.secrets_allowed:
@@ -418,10 +421,10 @@ def _memory_data(memory: Memory | None) -> dict[str, Any] | None:
 
 
 def _memory_from(data: dict[str, Any]) -> Memory | None:
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        items: Any = value
-        values[key] = tuple(items) if isinstance(items, list) else items  # pyright: ignore[reportUnknownArgumentType]
+    values: dict[str, Any] = {
+        key: tuple(value) if type(value) is list else value  # pyright: ignore[reportUnknownArgumentType]
+        for key, value in data.items()
+    }
     try:
         return Memory(**values)
     except TypeError:

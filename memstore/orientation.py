@@ -5,13 +5,14 @@ them. One screen, read-only (the index cache may catch up; no tracked file is wr
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstore import history, precommit, search
 from memstore.errors import MemstoreError
 from memstore.files import shown
-from memstore.memory import same_identity
+from memstore.memory import Memory, same_identity
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -35,9 +36,10 @@ class Orientation:
     own_drafts: int
 
 
-def orient(store: Store, flag: str | None) -> Orientation:
+def orient(store: Store, flag: str | None, memories: Iterable[Memory] | None = None) -> Orientation:
     """The set-up of `store` as `flag` (the `--agent` given, if any) and the environment
-    make it."""
+    make it. `memories`: the store's memories as `Store.memories` reads them, when the caller
+    has them already (`doctor`), so no file is read twice."""
     env = os.environ.get("MEMSTORE_AGENT")
     identity = store.identity
     if flag:
@@ -49,16 +51,17 @@ def orient(store: Store, flag: str | None) -> Orientation:
     else:
         source = "nobody"
     hook_ok, hook = precommit.state(store.repo, store.root)
+    every = list(store.memories() if memories is None else memories)
     try:
         sync = search.catch_up(store)
-        count = sum(1 for _ in store.memories())
+        count = len(every)
         what = "rebuilt just now" if sync.rebuilt else "up to date"
         index = f"{count} memories, {what}"
         if sync.skipped:
             index += f"; {len(sync.skipped)} malformed file(s) left out (see `memstore lint`)"
     except MemstoreError as e:
         index = f"cannot be read: {e}"
-    drafts = [m for m in store.memories() if m.status == "draft"]
+    drafts = [m for m in every if m.status == "draft"]
     own = sum(1 for m in drafts if identity and same_identity(m.owner, identity))
     return Orientation(
         identity=identity,

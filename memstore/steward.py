@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstore import config, drift, index, search, trust
+from memstore import config, drift, index, orientation, search, trust
 from memstore.errors import GitError, MemstoreError
 from memstore.files import Kind
 from memstore.memory import Memory, evolve, links_in_body
@@ -194,6 +194,15 @@ def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
+def checkup(
+    store: Store, flag: str | None, *, lint: bool = True
+) -> tuple[orientation.Orientation, Report]:
+    """`doctor`'s report and the set-up it starts with (`orientation.orient`, given the agent
+    `flag`), reading each memory file once for both."""
+    report, memories = _examine(store, lint)
+    return orientation.orient(store, flag, memories), report
+
+
 def doctor(store: Store, *, lint: bool = True) -> Report:
     """Look the whole store over: duplicate clusters, broken links (`links` and `[[name]]`),
     expired memories, stale and drifted confirmations, lint problems and the index's health.
@@ -204,6 +213,11 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
     Raises:
         StoreLocked: when another process holds the index lock past the timeout.
     """
+    return _examine(store, lint)[0]
+
+
+def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory]]:
+    """`doctor`'s report, and the memories it read, as `Store.memories` shows them."""
     from memstore.lint import FileMemo, lint_store  # lint's checks: only doctor needs them
 
     memo = FileMemo(store)
@@ -249,7 +263,7 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
     notes = drift_notes(store, confirmed_with_files)
     drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
 
-    return Report(
+    report = Report(
         memories=len(memories),
         duplicates=clusters(memories),
         broken_links=broken,
@@ -259,6 +273,7 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
         lint=problems,
         index=_index_health(store, len(memories)),
     )
+    return report, memories
 
 
 def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
@@ -352,6 +367,7 @@ __all__ = [
     "Finding",
     "Report",
     "Similar",
+    "checkup",
     "clusters",
     "doctor",
     "drift_notes",
