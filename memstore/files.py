@@ -212,8 +212,9 @@ class Kind(StrEnum):
     """A `.md` name that is not a regular file (a FIFO, a folder, a device)."""
 
 
-Stamp = tuple[int, int, int]
-"""A file's (mtime in ns, size, inode): when it changes, the file may have."""
+Stamp = tuple[int, int, int, int]
+"""A file's (mtime in ns, size, inode, ctime in ns): when it changes, the file may have. The
+ctime moves on every write, so an edit that keeps the size and puts the mtime back shows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +225,7 @@ class Entry:
     where: str
     rel: str
     kind: Kind
-    stamp: Stamp = (0, 0, 0)
+    stamp: Stamp = (0, 0, 0, 0)
 
     @property
     def path(self) -> Path:
@@ -271,7 +272,8 @@ def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
                 yield Entry(e.path, rel, Kind.SYMLINK)
             elif e.is_file(follow_symlinks=False):
                 st = e.stat(follow_symlinks=False)
-                yield Entry(e.path, rel, Kind.MEMORY, (st.st_mtime_ns, st.st_size, st.st_ino))
+                stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+                yield Entry(e.path, rel, Kind.MEMORY, stamp)
             else:
                 yield Entry(e.path, rel, Kind.SPECIAL)
 

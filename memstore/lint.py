@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.files import LEDGER_FILE, Kind, atomic_write, read_regular, walk
+from memstore.files import LEDGER_FILE, Kind, Stamp, atomic_write, read_regular, walk
+from memstore.index import racy_window
 from memstore.memory import (
     FILE_MAX,
     Memory,
@@ -338,7 +340,7 @@ def _history_problems(
 
 
 MEMO_FILE = "lint-files.json"
-_MEMO_FORMAT = 1
+_MEMO_FORMAT = 2
 
 
 class FileMemo:
@@ -371,7 +373,7 @@ class FileMemo:
             yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.where, entry.stamp)
         self._save()
 
-    def _checked(self, rel: str, where: str, stamp: tuple[int, int, int] | None) -> Checked:
+    def _checked(self, rel: str, where: str, stamp: Stamp | None) -> Checked:
         old = self._old.get(rel)
         if stamp is not None and old is not None and old[0] == list(stamp):
             memory = _memory_from(old[3]) if old[3] is not None else None
@@ -386,6 +388,11 @@ class FileMemo:
             if memory is not None and not self.store.secrets_allowed:
                 problems += _secrets(self.store, memory)
             blob = history.blob_sha(data)
+            changed = max(stamp[0], stamp[3]) if stamp is not None else 0
+            if changed + racy_window(changed) > time.time_ns():
+                # Read within its timestamps' tick: a save in that same tick could keep this
+                # stamp, so the file is read again next time rather than trusted by it.
+                stamp = None
         if stamp is not None and rel not in self._new:
             self._new[rel] = [list(stamp), blob, problems, _memory_data(memory)]
         self.blobs[rel] = blob

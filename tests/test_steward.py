@@ -343,3 +343,65 @@ def test_doctor_sees_a_hand_edit_made_since_its_last_run(store: Store) -> None:
     assert result.exit_code == 1
     assert any("invalid importance 'urgent'" in p for p in json.loads(result.output)["lint"])
     assert runner.invoke(main, ["lint"]).exit_code == 1  # lint agrees, replaying everything
+
+
+def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_mtime(
+    repo_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = repo_store
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    store.add("zod-input", type="decision", description="Validate API input with zod schema")
+    store.add("linker", type="fact", description="see the other", body="see [[gone-memory]]")
+    store.add("old", type="fact", description="old note", extra={"expires": "2020-01-01"})
+    store.add("users-api", type="decision", description="users api", extra={"files": ["src/api"]})
+    as_agent(store, "bob").confirm("users-api", "checked")
+    (store.root / "memstore.yaml").write_text("stale_after: 30\n", encoding="utf-8")
+    with monkeypatch.context() as m:
+        m.setattr("memstore.store.now", lambda: "2026-01-01T00:00:00Z")
+        store.add("ancient", type="fact", description="something confirmed long ago")
+        as_agent(store, "bob").confirm("ancient", "checked")
+    change_code(store, "src/api/users.py", later=3600)
+    (store.root / "fact" / "bad.md").write_text("no front matter\n", encoding="utf-8")
+    search.catch_up(store)  # the index's health is not what this compares
+    time.sleep(0.25)  # past the timestamps' tick: the memo may keep every file by its stamp
+    caches = [store.cache / name for name in ("lint-files.json", "trust.json", "drift.json")]
+    runner = CliRunner()
+
+    def doctor(cold: bool) -> dict[str, object]:
+        if cold:
+            for cache in caches:
+                cache.unlink(missing_ok=True)
+        result = runner.invoke(main, ["--store", str(store.root), "doctor", "--json"])
+        assert result.exit_code == 1, result.output  # bad.md
+        return json.loads(result.output)
+
+    cold = doctor(cold=True)
+    assert cold["duplicates"] == [["use-zod", "zod-input"]]
+    assert [f["name"] for f in cold["broken_links"]] == ["linker"]  # pyright: ignore[reportUnknownVariableType]
+    assert [f["name"] for f in cold["expired"]] == ["old"]  # pyright: ignore[reportUnknownVariableType]
+    assert [f["name"] for f in cold["stale"]] == ["ancient"]  # pyright: ignore[reportUnknownVariableType]
+    assert [f["name"] for f in cold["drifted"]] == ["users-api"]  # pyright: ignore[reportUnknownVariableType]
+    assert any(str(p).startswith("fact/bad.md") for p in cold["lint"])  # pyright: ignore[reportGeneralTypeIssues]
+    memo = store.cache / "lint-files.json"
+    kept = memo.stat().st_mtime_ns
+    assert doctor(cold=False) == cold
+    assert memo.stat().st_mtime_ns == kept  # the warm run took every file from the memo
+
+    # A hand edit that keeps the file's size, inode and mtime: only its ctime moves.
+    path = store.root / "fact" / "old.md"
+    before = path.stat()
+    data = path.read_bytes()
+    assert b"expires: '2020-01-01'" in data or b"expires: 2020-01-01" in data
+    with path.open("r+b") as f:  # in place: the same inode
+        f.write(data.replace(b"2020-01-01", b"2999-01-01"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        before.st_mtime_ns,
+        before.st_size,
+        before.st_ino,
+    )
+    time.sleep(0.25)
+    warm = doctor(cold=False)
+    assert warm["expired"] == []
+    assert warm == doctor(cold=True)
