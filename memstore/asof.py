@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from memstore import history, trust, when
-from memstore.errors import InvalidMemory, StoreLocked
+from memstore.errors import InvalidMemory, InvalidQuery, StoreLocked
 from memstore.files import version_of
 from memstore.index import Hit, Index, Loader, Query, Stamp
 from memstore.memory import Memory
@@ -56,40 +57,58 @@ def search(store: Store, query: Query, as_of: str, now: datetime | None = None) 
     shows as confirmed only when the history up to then supported it.
 
     Raises:
-        InvalidQuery: for a moment or query that cannot be read.
+        InvalidQuery: for a moment or query that cannot be read, or feedback (a past tree's
+            index keeps no term vectors).
         GitError: when git cannot read the history.
     """
     at = when.stamp(when.moment(as_of, now, "as-of"))
+    if query.feedback:
+        raise InvalidQuery(
+            "feedback does not work with as-of: a past tree's index keeps no term vectors; "
+            "search that moment without feedback"
+        )
     query = since_read(query)
     query.check(store.types)
     found = history.commit_at(store.repo, at)
     if found is None:
         return AsOf(at, None, None, ())
     commit, committed = found
-    index, blobs = _index_of(store, commit)
+    # The history's verdicts up to the commit are worked out beside the index, so git's
+    # side of that replay runs while this process indexes the tree.
+    with ThreadPoolExecutor(1) as pool:
+        replayed = pool.submit(_verdicts, store, commit)
+        try:
+            index, blobs = _index_of(store, commit)
+        finally:
+            verdicts, kept = replayed.result()
+    if not kept:
+        _keep(store, commit, verdicts)
     try:
         hits = index.search(query, today=at[:10])
     finally:
         index.close()
-    verdicts = _verdicts(store, commit)
     prefix = store.trust.prefix
     shown = tuple(_shown(h, verdicts, prefix + h.path, blobs.get(h.path)) for h in hits)
     return AsOf(at, commit, when.stamp(datetime.fromtimestamp(committed, UTC)), shown)
 
 
-def _verdicts(store: Store, commit: str) -> trust.Trust:
-    """What the history up to `commit` supports, kept beside that commit's index."""
+def _verdicts(store: Store, commit: str) -> tuple[trust.Trust, bool]:
+    """What the history up to `commit` supports, and whether it was read from beside that
+    commit's index (else replayed: `_keep` it there once the index is built)."""
     file = store.cache / FOLDER / commit / trust.CACHE_FILE
-    signed = store.trust.signers is not None
-    cut = history.shallow_commits(store.repo)
-    found = trust.load(file, signed, cut)
+    found = trust.load(file, store.trust.signers is not None, history.shallow_commits(store.repo))
     if found is not None and found.head == commit:
-        return found
-    found = trust.full(store.repo, store.root, store.trust.signers, until=commit)
+        return found, True
+    return trust.full(store.repo, store.root, store.trust.signers, until=commit), False
+
+
+def _keep(store: Store, commit: str, verdicts: trust.Trust) -> None:
+    """Keep `verdicts` beside the index of `commit` (see `_verdicts`)."""
+    file = store.cache / FOLDER / commit / trust.CACHE_FILE
     with _held(store.cache):
         if file.parent.is_dir():  # pruned meanwhile: nothing to keep it beside
-            trust.save(file, found, signed, cut)
-    return found
+            signed = store.trust.signers is not None
+            trust.save(file, verdicts, signed, history.shallow_commits(store.repo))
 
 
 def _shown(hit: Hit, verdicts: trust.Trust, path: str, blob: str | None) -> Hit:
@@ -112,7 +131,8 @@ def _index_of(store: Store, commit: str) -> tuple[Index, dict[str, str]]:
     where = folder / commit
     blobs = history.tree_files(store.repo, commit, store.root)
     # Built only under `_held`, which the index's own writes need not take again.
-    index = Index(where / "index", nullcontext)
+    # Feedback is refused as of a moment: its term vectors would cost a tenth of the build.
+    index = Index(where / "index", nullcontext, vectors=False)
     if (where / READY).exists():
         os.utime(where)  # the most recently used are kept
         return index, blobs
@@ -153,8 +173,14 @@ def _stamp(blob: str) -> Stamp:
 
 
 def _loader(store: Store, blobs: dict[str, str]) -> Loader:
+    read: dict[str, bytes] = {}
+
     def load(rel: str) -> tuple[Memory | None, Stamp, str]:
-        data = history.read_blob(store.repo, blobs[rel])
+        if not read:  # the tree's blobs in one `git cat-file --batch`, not one round trip each
+            read.update(history.read_blobs(store.repo, sorted(set(blobs.values()))))
+        data = read.get(blobs[rel])
+        if data is None:
+            data = history.read_blob(store.repo, blobs[rel])
         memory = trust.parse_bytes(data)
         if memory is None:
             raise InvalidMemory(f"{rel} was not a valid memory then")

@@ -212,9 +212,11 @@ class Kind(StrEnum):
     """A `.md` name that is not a regular file (a FIFO, a folder, a device)."""
 
 
-Stamp = tuple[int, int, int, int]
-"""A file's (mtime in ns, size, inode, ctime in ns): when it changes, the file may have. The
-ctime moves on every write, so an edit that keeps the size and puts the mtime back shows."""
+Stamp = tuple[int, int, int]
+"""A file's (mtime in ns, size, inode): when it changes, the file may have."""
+FullStamp = tuple[int, int, int, int]
+"""A `Stamp` and the ctime in ns, which every write moves: an edit that keeps the size and
+puts the mtime back shows in it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +227,7 @@ class Entry:
     where: str
     rel: str
     kind: Kind
-    stamp: Stamp = (0, 0, 0, 0)
+    stamp: FullStamp = (0, 0, 0, 0)
 
     @property
     def path(self) -> Path:

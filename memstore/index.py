@@ -77,7 +77,7 @@ def _without_unused_modules() -> Generator[None]:
 with _without_unused_modules():
     from whoosh import formats, scoring
     from whoosh import index as windex
-    from whoosh.analysis import Filter, LowercaseFilter, StemFilter, Token, Tokenizer
+    from whoosh.analysis import Analyzer, Filter, LowercaseFilter, StemFilter, Token, Tokenizer
     from whoosh.analysis.filters import STOP_WORDS
     from whoosh.fields import ID, KEYWORD, TEXT, Schema
     from whoosh.lang import porter2
@@ -89,7 +89,7 @@ with _without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
@@ -243,12 +243,108 @@ def stem(word: str) -> str:
 
 def analyzer() -> Any:
     """The analyzer of every text field: words (stemmed) plus bigrams for CJK runs."""
+    return _Analyzer()
+
+
+def _chain() -> Any:  # pyright: ignore[reportUnusedFunction]  (the tests' reference)
+    """`analyzer()` as whoosh's chain of a tokenizer and filters, which `_Analyzer` runs in
+    one pass (the tests hold the two to the same tokens)."""
     return (
         _BigramTokenizer()
         | LowercaseFilter()
         | _LatinStops()
         | StemFilter(stemfn=stem, cachesize=50_000)
     )
+
+
+_STEMS_MAX = 50_000
+
+
+class _Analyzer(Analyzer):
+    """`_BigramTokenizer | LowercaseFilter | _LatinStops | StemFilter(stem)` in one generator
+    with a plain dict of stems: indexing spends most of its time here, and the chain's
+    four generators and whoosh's stem cache (a Python LRU) cost several times the work."""
+
+    def __init__(self) -> None:
+        self._stems: dict[str, str] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return self.__class__ is other.__class__
+
+    def __hash__(self) -> int:
+        return hash(self.__class__)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # the schema is pickled into the index: the stem cache stays out
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        del state
+        self._stems = {}
+
+    def has_morph(self) -> bool:
+        return True
+
+    def __call__(
+        self,
+        value: str,
+        no_morph: bool = False,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        **kwargs: Any,
+    ) -> Iterator[Token]:
+        t: Any = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        stems = self._stems
+        if len(stems) > _STEMS_MAX:
+            stems.clear()
+        if not tokenize:  # the whole value is one token, kept as the original too
+            runs: Iterable[tuple[str, int]] = ((value, 0),)
+            keeporiginal = True
+        else:
+            runs = _runs(value)
+        pos = start_pos
+        for text, at in runs:
+            t.boost = 1.0
+            t.stopped = False
+            if keeporiginal:
+                t.original = text
+            if positions:
+                t.pos = pos
+            if chars:
+                t.startchar = start_char + at
+                t.endchar = t.startchar + len(text)
+            pos += 1
+            low = text.lower()
+            if _CJK_CHAR.match(low) or (len(low) > 1 and low not in STOP_WORDS):
+                if no_morph:
+                    t.text = low
+                else:
+                    found = stems.get(low)
+                    if found is None:
+                        found = stems[low] = stem(low)
+                    t.text = found
+                yield t
+            elif not removestops:
+                t.text = low
+                t.stopped = True
+                yield t
+
+
+def _runs(value: str) -> Iterator[tuple[str, int]]:
+    """`_BigramTokenizer`'s pieces of `value`, each with its offset."""
+    for match in _TOKEN_RE.finditer(value):
+        run = match.group(0)
+        if match.group("cjk") and len(run) > 1:
+            start = match.start()
+            for i in range(len(run) - 1):
+                yield run[i : i + 2], start + i
+        else:
+            yield run, match.start()
 
 
 def tokens(text: str) -> list[str]:
@@ -267,13 +363,14 @@ def _analyzer() -> Any:
     return analyzer()
 
 
-def _schema() -> Schema:
+def _schema(vectors: bool = True) -> Schema:
+    """The index's fields; `vectors`: each document's `text` terms and frequencies too, which
+    only pseudo-relevance feedback reads (and which cost about a tenth of indexing)."""
     text = analyzer()
     return Schema(
         path=ID(stored=True, unique=True),
         name=ID(stored=True),
-        # Each document's terms and frequencies too, for pseudo-relevance feedback.
-        text=TEXT(analyzer=text, vector=formats.Frequency()),
+        text=TEXT(analyzer=text, vector=formats.Frequency() if vectors else None),
         name_text=TEXT(analyzer=text, phrase=False),
         description=TEXT(analyzer=text, phrase=False, stored=True),
         tags=KEYWORD(stored=True, commas=True),
@@ -551,8 +648,15 @@ class Index:
     the index and the manifest happens under it, between a DIRTY marker's creation and removal.
     """
 
-    def __init__(self, directory: Path, lock: Callable[[], AbstractContextManager[None]]):
+    def __init__(
+        self,
+        directory: Path,
+        lock: Callable[[], AbstractContextManager[None]],
+        vectors: bool = True,
+    ):
         self.dir = directory
+        self.vectors = vectors
+        """Whether documents keep their term vectors, for feedback (see `_schema`)."""
         self.manifest_path = directory / "manifest.json"
         self.docs_path = directory / "docs.json"
         """The project documents the index holds: each file's stamp (see `sync_docs`)."""
@@ -637,13 +741,13 @@ class Index:
         if _exists(self.dir):
             try:
                 ix = windex.open_dir(str(self.dir))
-                if ix.schema == _schema():
+                if ix.schema == _schema(self.vectors):
                     return ix
             except _OPEN_ERRORS as e:
                 log.warning(
                     "search index at %s is unreadable (%s); rebuilding it", self.dir, str(e)
                 )
-        return windex.create_in(str(self.dir), _schema())
+        return windex.create_in(str(self.dir), _schema(self.vectors))
 
     def _apply(
         self,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.files import LEDGER_FILE, Kind, Stamp, atomic_write, read_regular, walk
+from memstore.files import LEDGER_FILE, FullStamp, Kind, atomic_write, read_regular, walk
 from memstore.index import racy_window
 from memstore.memory import (
     FILE_MAX,
@@ -373,7 +373,7 @@ class FileMemo:
             yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.where, entry.stamp)
         self._save()
 
-    def _checked(self, rel: str, where: str, stamp: Stamp | None) -> Checked:
+    def _checked(self, rel: str, where: str, stamp: FullStamp | None) -> Checked:
         old = self._old.get(rel)
         if stamp is not None and old is not None and old[0] == list(stamp):
             memory = _memory_from(old[3]) if old[3] is not None else None

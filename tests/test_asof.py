@@ -142,6 +142,14 @@ def test_a_bad_as_of_is_one_error_line(past: Path) -> None:
     assert code == 1 and err.startswith("Error: as-of 'last week' must be")
 
 
+def test_feedback_as_of_a_moment_is_refused_in_one_line(past: Path) -> None:
+    code, out, err = run("search", "hpa", "--as-of", "2026-11-03", "--feedback")
+    assert code == 1 and out == ""
+    assert err.startswith("Error: feedback does not work with as-of")
+    assert len(err.strip().splitlines()) == 1
+    assert not (past / ".memstore" / "asof").exists()  # refused before anything was built
+
+
 async def test_mcp_recall_as_of_says_which_commit_it_read(past: Path) -> None:
     async with serve(past, "carol") as client:
         result = await client.call_tool("memory_recall", {"query": "hpa", "as_of": "2026-10-15"})

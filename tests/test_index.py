@@ -364,3 +364,32 @@ def test_a_searcher_whose_readers_whoosh_closed_is_reopened_not_an_error(store: 
     other.add("zod-errors", type="fact", description="zod schemas report every error at once")
     assert sorted(names(other, "schemas")) == ["use-zod", "zod-errors"]
     assert sorted(names(store, "schemas")) == ["use-zod", "zod-errors"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"positions": True, "chars": True},
+        {"removestops": False},
+        {"no_morph": True},
+        {"tokenize": False},
+        {"keeporiginal": True, "chars": True, "start_char": 5, "start_pos": 3, "mode": "query"},
+    ],
+)
+def test_the_one_pass_analyzer_gives_the_chain_s_tokens(options: dict[str, Any]) -> None:
+    texts = [
+        "The Autoscaler's HPA was DISABLED at 3am; autoscaling autoscaled, see [[foo-bar]]",
+        "naïve café Ünïcödé straße 東京都の天気 한국어 テスト x y I a the of",
+        "e2e_test snake_case CamelCase 42 4.2 東",
+        "",
+    ]
+
+    def seen(analyzer: Any, text: str) -> list[tuple[Any, ...]]:
+        keys = ("text", "pos", "startchar", "endchar", "stopped", "boost", "original")
+        return [tuple(getattr(t, k, None) for k in keys) for t in analyzer(text, **options)]
+
+    one, chain = index.analyzer(), index._chain()  # pyright: ignore[reportPrivateUsage]
+    for text in texts:
+        assert seen(one, text) == seen(chain, text)
+    assert seen(one, texts[0])  # the comparison compared something
