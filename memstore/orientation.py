@@ -15,6 +15,7 @@ from memstore.files import shown
 from memstore.memory import Memory, same_identity
 
 if TYPE_CHECKING:
+    from memstore.index import Sync
     from memstore.store import Store
 
 
@@ -36,10 +37,16 @@ class Orientation:
     own_drafts: int
 
 
-def orient(store: Store, flag: str | None, memories: Iterable[Memory] | None = None) -> Orientation:
+def orient(
+    store: Store,
+    flag: str | None,
+    memories: Iterable[Memory] | None = None,
+    synced: Sync | None = None,
+) -> Orientation:
     """The set-up of `store` as `flag` (the `--agent` given, if any) and the environment
-    make it. `memories`: the store's memories as `Store.memories` reads them, when the caller
-    has them already (`doctor`), so no file is read twice."""
+    make it. `memories` (the store's memories as `Store.memories` reads them) and `synced`
+    (the index's catch-up), when the caller has them already (`doctor`), so nothing is read
+    twice."""
     env = os.environ.get("MEMSTORE_AGENT")
     identity = store.identity
     if flag:
@@ -53,7 +60,7 @@ def orient(store: Store, flag: str | None, memories: Iterable[Memory] | None = N
     hook_ok, hook = precommit.state(store.repo, store.root)
     every = list(store.memories() if memories is None else memories)
     try:
-        sync = search.catch_up(store)
+        sync = search.catch_up(store) if synced is None else synced
         count = len(every)
         what = "rebuilt just now" if sync.rebuilt else "up to date"
         index = f"{count} memories, {what}"

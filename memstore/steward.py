@@ -199,8 +199,8 @@ def checkup(
 ) -> tuple[orientation.Orientation, Report]:
     """`doctor`'s report and the set-up it starts with (`orientation.orient`, given the agent
     `flag`), reading each memory file once for both."""
-    report, memories = _examine(store, lint)
-    return orientation.orient(store, flag, memories), report
+    report, memories, synced = _examine(store, lint)
+    return orientation.orient(store, flag, memories, synced), report
 
 
 def doctor(store: Store, *, lint: bool = True) -> Report:
@@ -216,8 +216,9 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
     return _examine(store, lint)[0]
 
 
-def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory]]:
-    """`doctor`'s report, and the memories it read, as `Store.memories` shows them."""
+def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync]:
+    """`doctor`'s report, the memories it read (as `Store.memories` shows them) and what the
+    index's catch-up did."""
     from memstore.lint import FileMemo, lint_store  # lint's checks: only doctor needs them
 
     memo = FileMemo(store)
@@ -263,6 +264,7 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory]]:
     notes = drift_notes(store, confirmed_with_files)
     drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
 
+    health, synced = _index_health(store, len(memories))
     report = Report(
         memories=len(memories),
         duplicates=clusters(memories),
@@ -271,9 +273,9 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory]]:
         stale=stale,
         drifted=drifted,
         lint=problems,
-        index=_index_health(store, len(memories)),
+        index=health,
     )
-    return report, memories
+    return report, memories, synced
 
 
 def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
@@ -288,7 +290,7 @@ def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
     return evolve(memory, status=status, owner=owner)
 
 
-def _index_health(store: Store, files: int) -> str:
+def _index_health(store: Store, files: int) -> tuple[str, index.Sync]:
     synced = search.catch_up(store)
     fixed: list[str] = []
     if synced.rebuilt:
@@ -297,7 +299,8 @@ def _index_health(store: Store, files: int) -> str:
         fixed.append(f"caught up {synced.indexed} changed, {synced.removed} removed")
     if synced.skipped:
         fixed.append(f"{len(synced.skipped)} unreadable: {', '.join(synced.skipped[:5])}")
-    return f"{files} memories indexed" + (f" ({'; '.join(fixed)})" if fixed else ", up to date")
+    line = f"{files} memories indexed" + (f" ({'; '.join(fixed)})" if fixed else ", up to date")
+    return line, synced
 
 
 # -- store figures ----------------------------------------------------------------------------
