@@ -257,6 +257,9 @@ def _chain() -> Any:  # pyright: ignore[reportUnusedFunction]  (the tests' refer
     )
 
 
+_STEMS: dict[str, str] = {}
+"""Each word's stem, as `stem` gives it (one cache for every analyzer: none holds state, so
+the schema whoosh pickles into an index holds none either)."""
 _STEMS_MAX = 50_000
 
 
@@ -265,21 +268,11 @@ class _Analyzer(Analyzer):
     with a plain dict of stems: indexing spends most of its time here, and the chain's
     four generators and whoosh's stem cache (a Python LRU) cost several times the work."""
 
-    def __init__(self) -> None:
-        self._stems: dict[str, str] = {}
-
     def __eq__(self, other: object) -> bool:
         return self.__class__ is other.__class__
 
     def __hash__(self) -> int:
         return hash(self.__class__)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # the schema is pickled into the index: the stem cache stays out
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        del state
-        self._stems = {}
 
     def has_morph(self) -> bool:
         return True
@@ -299,7 +292,7 @@ class _Analyzer(Analyzer):
         **kwargs: Any,
     ) -> Iterator[Token]:
         t: Any = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        stems = self._stems
+        stems = _STEMS
         if len(stems) > _STEMS_MAX:
             stems.clear()
         if not tokenize:  # the whole value is one token, kept as the original too
