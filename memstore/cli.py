@@ -1072,6 +1072,9 @@ def serve(
             "client (an agent's config starts this command). Press Ctrl-C to stop.",
             err=True,
         )
+    from memstore import sdk
+
+    sdk.load_server()  # the SDK's server half, before anything imports all of it
     from memstore.server import build_server  # only `serve` pays for importing the SDK
 
     build_server(store, grouped=grouped, sync_every=every).run("stdio")

@@ -156,7 +156,15 @@ _CJK = (
     "\uff66-\uff9f"  # half-width Katakana
 )
 _TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
+"""`_CJK`'s ranges as code points: a third regex over them would cost every process ~20 ms
+to compile (`re` expands each range of a character class), for a one-character test."""
+
+
+def _cjk(char: str) -> bool:
+    """Whether `char` is of a script `_CJK` names."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
 
 
 class _BigramTokenizer(Tokenizer):
@@ -225,7 +233,7 @@ class _LatinStops(Filter):
     def __call__(self, tokens: Iterable[Token]) -> Iterator[Token]:
         for t in tokens:
             text: str = t.text  # pyright: ignore[reportAttributeAccessIssue]
-            if _CJK_CHAR.match(text) or (len(text) > 1 and text not in STOP_WORDS):
+            if (len(text) > 1 and text not in STOP_WORDS) or (text and _cjk(text[0])):
                 yield t
             elif not t.removestops:
                 t.stopped = True

@@ -19,8 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
-
 from memstore import config, documents, drift, trust, when
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.files import read_regular, version_of
@@ -91,6 +89,8 @@ class Upkeep:
     def _locked(self) -> Generator[None]:
         # Its own lock, so searches catching up never wait for a git commit; writers take the
         # store lock first, then this one.
+        from filelock import FileLock, Timeout  # here: a search with nothing to index skips it
+
         self.cache.mkdir(exist_ok=True)
         lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
         try:

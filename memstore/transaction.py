@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import FileLock, Timeout
-
 from memstore import history
 from memstore.errors import (
     Conflict,
@@ -130,6 +128,8 @@ def locked(site: Site) -> Generator[None]:
         raise NotAStore(
             f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
         )
+    from filelock import FileLock, Timeout  # here: a read never loads filelock
+
     site.cache.mkdir(exist_ok=True)
     lock = FileLock(site.cache / "lock", timeout=site.lock_timeout)
     try:
@@ -434,6 +434,8 @@ def pending(cache: Path) -> str | None:
     journal = cache / JOURNAL
     if not journal.is_file() or cache.is_symlink():
         return None
+    from filelock import FileLock, Timeout
+
     lock = FileLock(cache / "lock")
     try:
         lock.acquire(blocking=False)

@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "web": 5,
     "console": 5,
     "toolkit": 4,
+    "sdk": 4,
     # plain functions over a store
     "search": 4,
     "session": 4,
