@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import FileLock, Timeout
-
 from memstore import history
 from memstore.errors import (
     Conflict,
@@ -37,6 +35,7 @@ from memstore.files import (
     LEDGER_FILE,
     OUTCOMES_FILE,
     atomic_write,
+    lock_file,
     read_regular,
     shown,
     version_of,
@@ -50,10 +49,9 @@ JOURNAL = "pending.json"
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
-LOCK_POLL = 0.002
-"""How often a waiting writer tries the store lock again (filelock polls; a write holds the
-lock for a few milliseconds, so its default 50 ms wait would idle the store between writers)."""
 """The append-only record files at the store's root."""
+LOCK_POLL = 0.002
+"""How often recovery looks again whether the gits a killed writer started have ended."""
 
 _MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 SETTINGS_FILES = (".gitignore", ".gitattributes")
@@ -131,31 +129,36 @@ def locked(site: Site) -> Generator[None]:
             f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
         )
     site.cache.mkdir(exist_ok=True)
-    lock = FileLock(site.cache / "lock", timeout=site.lock_timeout)
-    try:
-        lock.acquire(blocking=False)
-    except Timeout:
+    path = site.cache / "lock"
+
+    def waiting() -> None:
         # Reported, then bounded: a writer that died released its flock with its process.
         log.warning(
             "store busy: %s is held by %s; retrying for up to %gs",
-            lock.lock_file,
+            path,
             _holder(site),
             site.lock_timeout,
         )
-        try:
-            lock.acquire(timeout=site.lock_timeout, poll_interval=LOCK_POLL)
-        except Timeout as e:
-            raise StoreLocked(
-                f"store busy: could not take {lock.lock_file} within {site.lock_timeout:g}s "
-                f"(held by {_holder(site)}); another memstore process is writing — try again, "
-                "or raise MEMSTORE_LOCK_TIMEOUT"
-            ) from e
+
+    try:
+        fd = lock_file(path, site.lock_timeout, waiting)
+    except OSError as e:  # no flock here (some network mounts), or no access
+        raise StoreLocked(
+            f"cannot lock {path}: {e.strerror or e}; memstore needs a file system with flock "
+            "locks (a local disk) and write access to it"
+        ) from e
+    if fd is None:
+        raise StoreLocked(
+            f"store busy: could not take {path} within {site.lock_timeout:g}s "
+            f"(held by {_holder(site)}); another memstore process is writing — try again, "
+            "or raise MEMSTORE_LOCK_TIMEOUT"
+        )
     try:
         (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", encoding="utf-8")
         recover(site)
         yield
     finally:
-        lock.release()
+        os.close(fd)  # closing the descriptor lets the flock go
 
 
 def _holder(site: Site) -> str:
@@ -462,10 +465,8 @@ def pending(cache: Path) -> str | None:
     journal = cache / JOURNAL
     if not journal.is_file() or cache.is_symlink():
         return None
-    lock = FileLock(cache / "lock")
-    try:
-        lock.acquire(blocking=False)
-    except Timeout:
+    fd = lock_file(cache / "lock", 0)
+    if fd is None:
         return None  # a writer is at work; its journal is not left over
     try:
         data: Any = json.loads(journal.read_text(encoding="utf-8"))
@@ -473,7 +474,7 @@ def pending(cache: Path) -> str | None:
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return "(an unreadable journal)"
     finally:
-        lock.release()
+        os.close(fd)
 
 
 def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
