@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import functools
 import hashlib
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -63,6 +65,66 @@ def _umask() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return umask
+
+
+def lock_file(path: Path, timeout: float, waiting: Callable[[], None] | None = None) -> int | None:
+    """Take the exclusive `flock` of `path` (created if missing, never through a symlink);
+    when another process holds it, call `waiting`, then wait up to `timeout` seconds.
+    Returns the descriptor that holds it (closing it lets go), or None when it stayed taken.
+
+    A waiter sleeps in the kernel until the lock is let go, instead of trying again every
+    few milliseconds: eight waiting processes polling would take the CPU from the holder.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if timeout <= 0:
+        return None
+    if waiting is not None:
+        waiting()
+    return _LockWait(path).within(timeout)
+
+
+class _LockWait:
+    """A thread blocked in `flock` on a descriptor of its own; one given up on closes its
+    descriptor as soon as it gets the lock, so a timed-out wait never keeps it."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        self.guard = threading.Lock()
+        self.done = threading.Event()
+        self.taken = False
+        self.given_up = False
+
+    def within(self, timeout: float) -> int | None:
+        threading.Thread(target=self._wait, name="memstore-lock-wait", daemon=True).start()
+        self.done.wait(max(timeout, 0.0))
+        with self.guard:
+            if self.taken:
+                return self.fd
+            self.given_up = True
+            if self.done.is_set():  # flock failed: the thread has let the descriptor be
+                os.close(self.fd)
+        return None
+
+    def _wait(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            taken = True
+        except OSError:
+            taken = False
+        with self.guard:
+            if not self.given_up:
+                self.taken = taken
+                self.done.set()
+                return
+        os.close(self.fd)
 
 
 def atomic_write(

@@ -134,6 +134,14 @@ RACY_FINE_NS = 100_000_000
 ticks every 1-10 ms, so 100 ms covers it with room."""
 
 
+def _folder_time(folder: Path) -> int:
+    """A folder's modification time in nanoseconds, -1 if it cannot be read."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return -1
+
+
 def racy_window(mtime_ns: int) -> int:
     """How long after its modification a file's stamp may not tell a later edit apart: a
     time with no sub-second part suggests a file system that keeps whole seconds."""
@@ -321,7 +329,7 @@ class _Analyzer(Analyzer):
                 t.endchar = t.startchar + len(text)
             pos += 1
             low = text.lower()
-            if _CJK_CHAR.match(low) or (len(low) > 1 and low not in STOP_WORDS):
+            if (low and _cjk(low[0])) or (len(low) > 1 and low not in STOP_WORDS):
                 if no_morph:
                     t.text = low
                 else:
@@ -665,6 +673,10 @@ class Index:
         self._lock = lock
         self._mutex = threading.RLock()
         self._searcher: Searcher | None = None
+        self._current_at = -1
+        """The index folder's modification time when the searcher was last found current
+        (-1: never): while it stays, and is older than a clock tick, no commit came since
+        and the searcher needs no look at the tables of contents (a folder listing)."""
         self._cache = _Cache()
         """What the current searcher has worked out, replaced with it (keeping what its
         segments hold)."""
@@ -729,6 +741,7 @@ class Index:
         """Forget the searcher; closing it may find its readers closed already (see
         `_OPEN_ERRORS`), which is what closing wants anyway."""
         searcher, self._searcher = self._searcher, None
+        self._current_at = -1
         if searcher is not None:
             try:
                 searcher.close()
@@ -994,13 +1007,21 @@ class Index:
         last: Exception | None = None
         for _ in range(20):
             try:
+                folder = _folder_time(self.dir)
                 if self._searcher is None:
                     ix = windex.open_dir(str(self.dir))
                     self._searcher = ix.searcher(weighting=_weighting())
                     self._cache = _Cache(self._searcher, self._cache.segments)
+                elif (
+                    0 <= folder == self._current_at
+                    and folder + racy_window(folder) < time.time_ns()
+                ):
+                    pass  # no commit since the last look: it would have added a file
                 elif not self._searcher.up_to_date():
                     self._searcher = self._searcher.refresh()
                     self._cache = _Cache(self._searcher, self._cache.segments)
+                # Taken before the look, so a commit during it moves the time past this one.
+                self._current_at = folder
                 return self._searcher
             except _OPEN_ERRORS as e:
                 # A concurrent commit can remove a segment between reading the table of

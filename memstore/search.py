@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memstore import config, documents, drift, trust, when
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
-from memstore.files import read_regular, version_of
+from memstore.files import lock_file, read_regular, version_of
 from memstore.index import (
     DOC,
     DocSection,
@@ -89,18 +89,21 @@ class Upkeep:
     def _locked(self) -> Generator[None]:
         # Its own lock, so searches catching up never wait for a git commit; writers take the
         # store lock first, then this one.
-        from filelock import FileLock, Timeout  # here: a search with nothing to index skips it
-
         self.cache.mkdir(exist_ok=True)
-        lock = FileLock(self.cache / "index.lock", timeout=self.lock_timeout)
+        path = self.cache / "index.lock"
         try:
-            with lock.acquire(poll_interval=0.005):  # not filelock's 50 ms between tries
-                yield
-        except Timeout as e:
+            fd = lock_file(path, self.lock_timeout)
+        except OSError as e:
+            raise StoreLocked(f"cannot lock {path}: {e.strerror or e}") from e
+        if fd is None:
             raise StoreLocked(
-                f"search index busy: could not take {lock.lock_file} within "
+                f"search index busy: could not take {path} within "
                 f"{self.lock_timeout:g}s; another memstore process is indexing — try again"
-            ) from e
+            )
+        try:
+            yield
+        finally:
+            os.close(fd)
 
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder, and the

@@ -166,7 +166,7 @@ def build_server(
         """Save a draft memory (someone else confirms it): a human's correction, a decision and
         why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
         correction or warning acts at once in session_start and check."""
-        memory = session.save(
+        memory, similar = session.save_with_hint(
             store,
             name,
             type=type,
@@ -180,7 +180,7 @@ def build_server(
             files=files or (),
             expires=expires,
         )
-        return _written("saved", memory, steward.similar(store, name, memory.description))
+        return _written("saved", memory, similar)
 
     @tool(READ)
     def memory_recall(

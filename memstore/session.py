@@ -6,6 +6,7 @@ memories, search index and ledger. `Store` delegates its workflow methods here.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,9 @@ from memstore.search import Query, search
 from memstore.status import Status
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memstore.steward import Similar
     from memstore.store import Store
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,32 @@ def save(
         links=links,
         extra=extra,
     )
+
+
+@functools.cache
+def _hints() -> ThreadPoolExecutor:
+    """Looks up the memories like one being saved while its write runs (see `save_with_hint`)."""
+    from concurrent.futures import ThreadPoolExecutor  # only a write needs it
+
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="memstore-hint")
+
+
+def save_with_hint(
+    store: Store, name: str, *, description: str, **fields: Any
+) -> tuple[Memory, list[Similar]]:
+    """`save`, and the existing memories most like the new one (`steward.similar`, a hint).
+
+    The hint is a search: it runs while the write waits for its files and git, so the two
+    take about as long as the write alone. The new memory is never among the hints.
+
+    Raises:
+        As `save` does.
+    """
+    from memstore import steward  # the CLI's other commands never load the duplicate check
+
+    hint = _hints().submit(steward.similar, store, name, description)
+    memory = save(store, name, description=description, **fields)
+    return memory, hint.result()
 
 
 def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:

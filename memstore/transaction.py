@@ -35,6 +35,7 @@ from memstore.files import (
     LEDGER_FILE,
     OUTCOMES_FILE,
     atomic_write,
+    lock_file,
     read_regular,
     shown,
     version_of,
@@ -48,10 +49,9 @@ JOURNAL = "pending.json"
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
 RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
-LOCK_POLL = 0.002
-"""How often a waiting writer tries the store lock again (filelock polls; a write holds the
-lock for a few milliseconds, so its default 50 ms wait would idle the store between writers)."""
 """The append-only record files at the store's root."""
+LOCK_POLL = 0.002
+"""How often recovery looks again whether the gits a killed writer started have ended."""
 
 _MEMORY_PATH = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 SETTINGS_FILES = (".gitignore", ".gitattributes")
@@ -128,34 +128,37 @@ def locked(site: Site) -> Generator[None]:
         raise NotAStore(
             f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
         )
-    from filelock import FileLock, Timeout  # here: a read never loads filelock
-
     site.cache.mkdir(exist_ok=True)
-    lock = FileLock(site.cache / "lock", timeout=site.lock_timeout)
-    try:
-        lock.acquire(blocking=False)
-    except Timeout:
+    path = site.cache / "lock"
+
+    def waiting() -> None:
         # Reported, then bounded: a writer that died released its flock with its process.
         log.warning(
             "store busy: %s is held by %s; retrying for up to %gs",
-            lock.lock_file,
+            path,
             _holder(site),
             site.lock_timeout,
         )
-        try:
-            lock.acquire(timeout=site.lock_timeout, poll_interval=LOCK_POLL)
-        except Timeout as e:
-            raise StoreLocked(
-                f"store busy: could not take {lock.lock_file} within {site.lock_timeout:g}s "
-                f"(held by {_holder(site)}); another memstore process is writing — try again, "
-                "or raise MEMSTORE_LOCK_TIMEOUT"
-            ) from e
+
+    try:
+        fd = lock_file(path, site.lock_timeout, waiting)
+    except OSError as e:  # no flock here (some network mounts), or no access
+        raise StoreLocked(
+            f"cannot lock {path}: {e.strerror or e}; memstore needs a file system with flock "
+            "locks (a local disk) and write access to it"
+        ) from e
+    if fd is None:
+        raise StoreLocked(
+            f"store busy: could not take {path} within {site.lock_timeout:g}s "
+            f"(held by {_holder(site)}); another memstore process is writing — try again, "
+            "or raise MEMSTORE_LOCK_TIMEOUT"
+        )
     try:
         (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", encoding="utf-8")
         recover(site)
         yield
     finally:
-        lock.release()
+        os.close(fd)  # closing the descriptor lets the flock go
 
 
 def _holder(site: Site) -> str:
@@ -239,10 +242,13 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     """
     sign = site.signer
 
-    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
-        return history.commit_files(site.repo, files, message, actor, site.lock_timeout, keep, sign)
+    def finish(
+        files: dict[str, bytes | None], keep: tuple[int, ...], index: history.IndexUpdate | None
+    ) -> str | None:
+        timeout = site.lock_timeout
+        return history.commit_files(site.repo, files, message, actor, timeout, keep, sign, index)
 
-    return _apply(site, changes, message, actor, finish)
+    return _apply(site, changes, message, actor, finish, early=True)
 
 
 def land(
@@ -257,7 +263,9 @@ def land(
         `old`), GitError.
     """
 
-    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
+    def finish(
+        files: dict[str, bytes | None], keep: tuple[int, ...], _: history.IndexUpdate | None
+    ) -> str | None:
         if not history.move_to(site.repo, files, target, old, site.lock_timeout, keep):
             raise Conflict(
                 "HEAD moved while sync was integrating (a git commit at that moment?); "
@@ -273,13 +281,17 @@ def _apply(
     changes: Sequence[Write | Append | Remove],
     message: str,
     actor: str,
-    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+    finish: Callable[
+        [dict[str, bytes | None], tuple[int, ...], history.IndexUpdate | None], str | None
+    ],
     *,
     strict: bool = False,
+    early: bool = False,
 ) -> str | None:
     """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure.
     `strict`: a record file to append to must hold no uncommitted lines either (the commit
-    `finish` lands was built from HEAD's copy)."""
+    `finish` lands was built from HEAD's copy). `early`: when no change appends, start
+    git's index update before writing the files, and hand it to `finish`."""
     for change in changes:
         check_path(site, change.path)
     # Each file's bytes are read before it is compared with HEAD, and compared with what it
@@ -304,30 +316,49 @@ def _apply(
     refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
+    started: history.IndexUpdate | None = None
     try:
-        files: dict[str, bytes | None] = {}
-        for change, entry, old_data in zip(changes, entries, olds, strict=True):
-            if isinstance(change, Write):
-                atomic_write(change.path, change.text, unchanged=old_data)
-                # The bytes written are committed, not the file read back: a hand save just
-                # after the rename stays in the working tree as the person's own change.
-                files[history.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
-            elif isinstance(change, Remove):
-                if old_data is not None:
-                    _unlink_unchanged(change.path, old_data)
-                files[history.repo_path(site.repo, change.path)] = None
-            else:
-                _append(change.path, str(entry["append"]))
-                files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
-            sha = finish(files, keep)
+            if early and not any(isinstance(c, Append) for c in changes):
+                # git starts while the files are written and synced (a fork costs as much as
+                # the rest of the write). Recovery resets the index entries of a cut-short
+                # write's files, written or not (see `undo`).
+                started = history.IndexUpdate(site.repo, _new_bytes(site, changes), keep)
+            files: dict[str, bytes | None] = {}
+            for change, entry, old_data in zip(changes, entries, olds, strict=True):
+                if isinstance(change, Write):
+                    atomic_write(change.path, change.text, unchanged=old_data)
+                    # The bytes written are committed, not the file read back: a hand save
+                    # just after the rename stays in the working tree as the person's change.
+                    files[history.repo_path(site.repo, change.path)] = change.text.encode()
+                elif isinstance(change, Remove):
+                    if old_data is not None:
+                        _unlink_unchanged(change.path, old_data)
+                    files[history.repo_path(site.repo, change.path)] = None
+                else:
+                    _append(change.path, str(entry["append"]))
+                    files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
+            sha = finish(files, keep, started)
     except (MemstoreError, OSError):
+        if started is not None:
+            # Its entries may have landed while a file was refused (a hand save: left as it
+            # is by `undo`): put them back to HEAD, which they matched before the write.
+            started.ended()
+            history.unstage(site.repo, [c.path for c in changes], site.lock_timeout)
         undo(site, entries)
         _clear(site)
         raise
     _clear(site)
     site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
     return sha
+
+
+def _new_bytes(site: Site, changes: Sequence[Change]) -> dict[str, bytes | None]:
+    """What each memory file will hold once written (None: removed), by repository path."""
+    return {
+        history.repo_path(site.repo, c.path): c.text.encode() if isinstance(c, Write) else None
+        for c in changes
+    }
 
 
 def _unlink_unchanged(path: Path, expected: bytes) -> None:
@@ -434,12 +465,8 @@ def pending(cache: Path) -> str | None:
     journal = cache / JOURNAL
     if not journal.is_file() or cache.is_symlink():
         return None
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(cache / "lock")
-    try:
-        lock.acquire(blocking=False)
-    except Timeout:
+    fd = lock_file(cache / "lock", 0)
+    if fd is None:
         return None  # a writer is at work; its journal is not left over
     try:
         data: Any = json.loads(journal.read_text(encoding="utf-8"))
@@ -447,7 +474,7 @@ def pending(cache: Path) -> str | None:
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return "(an unreadable journal)"
     finally:
-        lock.release()
+        os.close(fd)
 
 
 def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:

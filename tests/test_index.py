@@ -393,3 +393,32 @@ def test_the_one_pass_analyzer_gives_the_chain_s_tokens(options: dict[str, Any])
     for text in texts:
         assert seen(one, text) == seen(chain, text)
     assert seen(one, texts[0])  # the comparison compared something
+
+
+def test_a_search_lists_the_index_folder_only_after_it_changed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from whoosh.filedb.filestore import FileStorage
+
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    assert names(store, "schemas") == ["use-zod"]
+    folder = store.cache / "index"
+    old = time.time_ns() - 10 * index.RACY_NS  # past the clock tick in which a commit may hide
+    os.utime(folder, ns=(old, old))
+    assert names(store, "schemas") == ["use-zod"]  # looks once at this folder time
+    listed: list[str] = []
+    real = FileStorage.list
+
+    def counting(self: FileStorage) -> list[str]:
+        listed.append(str(self.folder))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return real(self)
+
+    monkeypatch.setattr(FileStorage, "list", counting)
+    for _ in range(3):
+        assert names(store, "schemas") == ["use-zod"]
+    assert listed == []  # nothing committed since: the searcher is current
+    other = as_agent(store, "bob")  # another process's commit moves the folder's time
+    other.add("zod-errors", type="fact", description="zod schemas report every error at once")
+    assert sorted(names(other, "schemas")) == ["use-zod", "zod-errors"]
+    assert sorted(names(store, "schemas")) == ["use-zod", "zod-errors"]
+    assert listed  # and the next search looked

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import lint
+from memstore import files, lint
 from memstore.errors import GitError, StoreLocked
 from memstore.store import Store
 from tests.conftest import GIT_ENV, as_agent, git
@@ -268,3 +268,43 @@ def test_a_git_lock_is_named_when_git_speaks_another_language(
     with pytest.raises(GitError, match="in the way"):
         Store(store.root, agent="alice", lock_timeout=0.2).add("x", type="fact", description="d")
     assert held.exists()
+
+
+def test_a_waiting_writer_sleeps_until_the_lock_is_let_go_instead_of_polling(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Eight writers trying the lock every few milliseconds take the CPU from the one holding it.
+    tries: list[int] = []
+    real = files.fcntl.flock
+
+    def counting(fd: int, operation: int) -> None:
+        tries.append(operation)
+        real(fd, operation)
+
+    monkeypatch.setattr(files.fcntl, "flock", counting)
+    waiting = Store(store.root, agent="alice", lock_timeout=30)
+    with holder(store) as proc, ThreadPoolExecutor() as pool:
+        writer = pool.submit(waiting.add, "x", type="fact", description="d")
+        wait_for(lambda: len(tries) >= 2)
+        time.sleep(0.5)  # a writer polling every 2 ms would try 250 times meanwhile
+        assert proc.stdin is not None
+        proc.stdin.close()
+        writer.result(timeout=30)
+    assert len(tries) <= 3  # one try, then one wait in the kernel
+    assert store.read("x").memory.owner == "alice"
+
+
+def test_a_writer_that_gave_up_waiting_never_keeps_the_lock(store: Store) -> None:
+    lock = store.cache / "lock"
+    with holder(store) as proc:
+        assert files.lock_file(lock, 0.2) is None  # timed out; its waiting thread stays
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    # The waiting thread gets the lock once the holder exits, and lets it go at once.
+    deadline = time.monotonic() + 10
+    while (fd := files.lock_file(lock, 0)) is None:
+        assert time.monotonic() < deadline, "the abandoned wait kept the lock"
+        time.sleep(0.01)
+    os.close(fd)
+    Store(store.root, agent="alice", lock_timeout=1).add("x", type="fact", description="d")
