@@ -402,11 +402,14 @@ def decide(
     never change the verdict.
     """
     reasons: list[Reason] = []
+    # Only what the text asks to do: not a report, a question, a read-only command or quoted
+    # text it talks about (`actions.acted`).
+    asked = actions.acted(action)
     for rule in sorted(rules, key=lambda r: r.rank):
-        matched = first_match(rule, action, targets)
+        matched = first_match(rule, asked, targets)
         if matched is not None:
             reasons.append(rule_reason(rule, matched))
-    reasons.extend(guard_reasons(" ".join([action, *targets]), disabled_guards))
+    reasons.extend(guard_reasons(" ".join([asked, *targets]).strip(), disabled_guards))
     reasons.extend(extra or [])
     order = {Verdict.BLOCK: 0, Verdict.WARN: 1, Verdict.ALLOW: 2}
     reasons.sort(key=lambda r: order[r.verdict])  # stable: severity order kept within a verdict

@@ -213,6 +213,58 @@ def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_on
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "we deleted the old branch yesterday",
+        "the namespace was deleted by the cleanup job",
+        "terraform destroyed the sandbox stack overnight",
+        "who dropped the sessions table?",
+        "did we force push to main last week?",
+        "git log --grep force-push",
+        "kubectl get namespace payments",
+        "terraform plan -destroy",
+        'grep "DROP TABLE" schema.sql',
+        "man rm",
+        "npm publish --dry-run",
+        "update the runbook section about rotating credentials",
+        "fix the typo in the 'DROP TABLE' warning",
+    ],
+)
+def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> None:
+    from memstore import actions
+
+    assert actions.acted(text) == ""
+    rule = workflow.Rule(
+        name="careful",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("npm publish", "force push", "drop table", "rotate credentials"),
+        description="be careful",
+        binding=True,
+    )
+    assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("text", "guard"),
+    [
+        ("we backed up the db, now drop the users table", "drop-data"),
+        ('execute "DROP TABLE sessions" on the primary', "drop-data"),
+        ("should we force push to main?", "force-push"),
+        ("kubectl delete namespace staging", "kubectl-delete"),
+        ("truncate the events table in prod", "drop-data"),
+        ("UPDATE users SET email = NULL;", "drop-data"),
+    ],
+)
+def test_an_action_asked_for_beside_a_report_or_as_a_question_still_warns(
+    text: str, guard: str
+) -> None:
+    result = workflow.decide(text, [])
+    assert result.verdict is Verdict.WARN and guard in [r.name for r in result.reasons]
+
+
+@pytest.mark.parametrize(
     ("setting", "allowed", "warned"),
     [
         ("guards: false\n", ["terraform destroy", "rm -rf ~"], []),
