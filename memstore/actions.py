@@ -274,7 +274,7 @@ _DOC_NOUNS = frozenset(
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory"
+        "directory runbook script"
     )
 )
 """A concept word right before one of these names a document, not an action: "release
@@ -435,9 +435,13 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
         return None
     for pos in sorted(verbs):
         after = a.words[pos + 1 : pos + 1 + window]
+        if after[:1] in (("me",), ("us",)):
+            continue  # "drop me a line", "remove us from the thread"
         for i, w in enumerate(after):
+            if w in _CODE_NOUNS and not set(after[i + 1 : i + 2]) & objects:
+                break  # "the test file"; but "the test database" is a database
             if w in _CODE_NOUNS:
-                break
+                continue
             if w in objects:
                 if a.words[pos + 2 + i : pos + 3 + i] and a.words[pos + 2 + i] in _CODE_NOUNS:
                     break
@@ -454,7 +458,7 @@ _CODE_NOUNS = frozenset(
     tokens(
         "module file files code test tests class function method doc docs comment import "
         "config fixture mock helper contents dropdown script pr ticket diagram docstring "
-        "typo link section paragraph readme page variable field flag option "
+        "typo link section paragraph readme page variable field flag option line lines "
         "button feature example sample screenshot"
     )
 )
@@ -486,6 +490,14 @@ _EVERYTHING = frozenset(
 )
 
 
+_ALL_OF = re.compile(
+    r"\b(?:delete|remove|wipe|erase|purge|nuke|destroy|clear)\s+(?:all|every)\b"
+    r"(?:\s+(?:the|of|my|our|their))*(?:\s+[\w-]+)?\s+(?:files|data|backups?|records|rows|"
+    r"tables|databases|users|branches|buckets|volumes|objects|snapshots)\b"
+)
+"""A delete of all of something that holds data: "delete all the files in the backups folder"."""
+
+
 def _rm(a: Analysis) -> str | None:
     for command in _commands(a.raw):
         words, name = command.words, command.name
@@ -506,6 +518,9 @@ def _rm(a: Analysis) -> str | None:
         if "--no-preserve-root" in long or any(p in ("/", "/*", "~", "~/", "*") for p in paths):
             return " ".join(words[:6])
     if a.has("delete") and not any(c.name == "rm" for c in _commands(a.raw)):
+        m = None if _is_shell(a.raw) else _ALL_OF.search(a.raw)
+        if m:
+            return " ".join(m.group(0).split())[:60]
         seen = _near(a, _verbs(a), _EVERYTHING, 4)
         if seen:
             return seen
@@ -537,6 +552,10 @@ def _sql(a: Analysis) -> str | None:
     return _near(a, _verbs(a, "empti", "clear", "reset"), _DATA, 4)
 
 
+_OVERWRITE = re.compile(
+    r"\b(?:overwrite|clobber|replace)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
+)
+"""Replacing what a remote holds is a force push, whatever the words for it."""
 _PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
 
 
@@ -556,6 +575,9 @@ def _force_push(a: Analysis) -> str | None:
         shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
         if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
             return " ".join(words[:6])
+    m = _OVERWRITE.search(a.raw)
+    if m:
+        return " ".join(m.group(0).split())
     if a.has("force-push"):
         if "leas" in a.words and not set(a.words) & _PUSH_SHARED:
             return None  # with lease, to a branch of one's own
@@ -795,7 +817,7 @@ _REQUEST = re.compile(
 )
 _EDIT_VERBS = frozenset(
     "write document update edit fix add draft review read explain describe proofread reword "
-    "rephrase mention note comment amend correct".split()
+    "rephrase mention note comment amend correct translate summarise summarize".split()
 )
 _WRITTEN = frozenset(
     """
@@ -824,7 +846,8 @@ def _past(words: list[str]) -> bool:
     rest = words[start:]
     if rest and past(rest[0]):
         return True  # "pushed the tag", "yesterday rotated the keys"
-    if rest and (rest[0] in _SUBJECTS or rest[0] in _PROGRAMS or rest[0].istitle()):
+    first = rest[0].lower() if rest else ""
+    if rest and (first in _SUBJECTS or first in _PROGRAMS or rest[0].istitle()):
         for w in rest[1:6]:
             if w in ("will", "should", "must", "can", "could", "would", "to"):
                 return False

@@ -203,6 +203,24 @@ def test_guards_warn_before_destructive_commands_in_a_store_without_rules(store:
         assert session.check(store, benign).verdict is Verdict.ALLOW, benign
 
 
+def test_idioms_and_code_edits_with_a_risky_verb_are_allowed() -> None:
+    for text in (
+        "drop me a line when the deploy finishes",
+        "remove the debug print from the migration script",
+        "translate the rotate credentials runbook to German",
+    ):
+        rule = workflow.Rule(
+            name="r",
+            type="correction",
+            status="confirmed",
+            severity="p1",
+            applies_when=("run migration", "rotate credentials"),
+            description="d",
+            binding=True,
+        )
+        assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
+
+
 def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_one(
     store: Store,
 ) -> None:
@@ -228,6 +246,7 @@ def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_on
         "npm publish --dry-run",
         "update the runbook section about rotating credentials",
         "fix the typo in the 'DROP TABLE' warning",
+        "CI published 2.0.1 to npm this morning",
     ],
 )
 def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> None:
@@ -255,6 +274,8 @@ def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> Non
         ("kubectl delete namespace staging", "kubectl-delete"),
         ("truncate the events table in prod", "drop-data"),
         ("UPDATE users SET email = NULL;", "drop-data"),
+        ("delete all the files in the backups folder", "rm-rf"),
+        ("overwrite origin/main with my local branch", "force-push"),
     ],
 )
 def test_an_action_asked_for_beside_a_report_or_as_a_question_still_warns(
