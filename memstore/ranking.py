@@ -62,19 +62,25 @@ def fuse(lists: Sequence[Ranked[K]], k: int = RRF_K) -> list[Fused[K]]:
     its better rank (1, 2, 2, 4). Deterministic: equal fused scores keep the order the keys
     were first seen in (the first list's order, then the next list's)."""
     scores: dict[K, float] = {}
-    parts: dict[K, list[Part]] = {}
+    parts: dict[K, list[tuple[str, int, float, float]]] = {}
     for ranked in lists:
-        rank, last = 0, None
+        rank, last, name, weight = 0, None, ranked.ranker, ranked.weight
         for place, (key, score) in enumerate(ranked.entries, 1):
             if score != last:  # equal scores share the better rank: no order among them
                 rank, last = place, score
-            share = ranked.weight * k / (k + rank)
-            scores[key] = scores.get(key, 0.0) + share
-            parts.setdefault(key, []).append(Part(ranked.ranker, rank, score, share))
-    order = {key: i for i, key in enumerate(scores)}  # first seen first
+            share = weight * k / (k + rank)
+            found = parts.get(key)
+            if found is None:
+                scores[key] = share
+                parts[key] = [(name, rank, score, share)]
+            else:
+                scores[key] += share
+                found.append((name, rank, score, share))
+    rounded = {key: round(score, 4) for key, score in scores.items()}
+    # A stable sort of the keys in the order first seen: equal fused scores keep that order.
     return [
-        Fused(key, round(scores[key], 4), tuple(parts[key]))
-        for key in sorted(scores, key=lambda key: (-round(scores[key], 4), order[key]))
+        Fused(key, rounded[key], tuple(Part(*part) for part in parts[key]))
+        for key in sorted(rounded, key=lambda key: -rounded[key])
     ]
 
 
