@@ -780,6 +780,28 @@ def _only_reads(command: _Command) -> bool:
     )
 
 
+def _inert(command: _Command) -> bool:
+    """Whether a command only prints help or rehearses (`man rm`, `--help`, `--dry-run`)."""
+    words = command.words
+    return (
+        command.name in _SHOW_WORDS
+        or command.name == "man"
+        or any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words)
+    )
+
+
+def readers(text: str) -> frozenset[str]:
+    """The programs of a shell line that only reads, for rules that name them: `cat .env`
+    reads, yet a rule "never cat .env" is about exactly that. Help and dry runs name none."""
+    raw = text.strip().lower()
+    if not _is_shell(raw):
+        return frozenset()
+    commands = _commands(raw)
+    if not commands or not all(_only_reads(c) for c in commands):
+        return frozenset()
+    return frozenset(c.name for c in commands if not _inert(c))
+
+
 def _is_shell(raw: str) -> bool:
     """Whether a text is a shell line (it starts with a program), not English that names one
     ("terraform destroyed the stack")."""

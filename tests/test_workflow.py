@@ -203,6 +203,22 @@ def test_guards_warn_before_destructive_commands_in_a_store_without_rules(store:
         assert session.check(store, benign).verdict is Verdict.ALLOW, benign
 
 
+def test_a_rule_that_names_a_reading_program_still_applies_to_that_read() -> None:
+    rule = workflow.Rule(
+        name="no-env",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("cat .env", "kubectl get secret", "npm publish"),
+        description="secrets stay on disk",
+        binding=True,
+    )
+    assert workflow.decide("cat .env", [rule]).verdict is Verdict.BLOCK
+    assert workflow.decide("kubectl get secret db -o yaml", [rule]).verdict is Verdict.BLOCK
+    for text in ('rg "npm publish" .github', "npm publish --dry-run", "cat README.md"):
+        assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
+
+
 def test_idioms_and_code_edits_with_a_risky_verb_are_allowed() -> None:
     for text in (
         "drop me a line when the deploy finishes",
