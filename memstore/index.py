@@ -1499,7 +1499,7 @@ class _Ranker:
         if isinstance(q, Every):  # an empty query lists the newest first
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
-        fused = ranking.fuse(lists)
+        fused = ranking.fuse(lists, parts=self.explain)
         if not every_candidate and len(fused) > limit:
             last = fused[limit - 1].score  # ties with the last: names break them
             fused = [f for f in fused if f.score >= last]
@@ -1586,6 +1586,8 @@ class _Ranker:
             lambda term: self.cache.idf(self.searcher, term),
             exclude={*words, *_QUERY_STOP_TERMS},
             count=FEEDBACK_TERMS,
+            # Whoosh's idf, log(N / (n + 1)) + 1, is largest for a term in one document.
+            idf_max=math.log(max(self.searcher.doc_count_all(), 1) / 2) + 1,
         )
         if not expansion:
             return None
