@@ -1,7 +1,10 @@
 """The paraphrase bank's confusion matrix: how `check` judges risky actions and benign
 look-alikes (tests/check_bank.yaml), with every miss listed.
 
-    .venv/bin/python bench/check_bank.py
+    .venv/bin/python bench/check_bank.py [BANK.yaml] [-v]
+
+BANK defaults to tests/check_bank.yaml; tests/check_bank_fresh*.yaml are banks written later,
+each measured once before any change made for it (docs/workflow.md).
 
 Runs the same verdict `memstore check` gives (`workflow.decide`: the bank's rules, matched
 with the action synonyms, plus the built-in guards) without a store: pure and deterministic.
@@ -22,9 +25,9 @@ from memstore import workflow  # noqa: E402
 BANK = Path(__file__).resolve().parent.parent / "tests" / "check_bank.yaml"
 
 
-def load() -> dict[str, Any]:
-    """The bank: its rules, risky actions and benign look-alikes."""
-    return yaml.safe_load(BANK.read_text(encoding="utf-8"))
+def load(path: Path = BANK) -> dict[str, Any]:
+    """A bank: its rules, risky actions and benign look-alikes."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def rules(bank: dict[str, Any]) -> list[workflow.Rule]:
@@ -44,7 +47,8 @@ def rules(bank: dict[str, Any]) -> list[workflow.Rule]:
 
 
 def main() -> None:
-    bank = load()
+    paths = [Path(a) for a in sys.argv[1:] if not a.startswith("-")]
+    bank = load(paths[0] if paths else BANK)
     pool = rules(bank)
     rows: dict[str, list[tuple[str, workflow.CheckResult]]] = {}
     for kind in ("risky", "benign"):

@@ -251,7 +251,7 @@ def main() -> None:
     n_turns = sum(len(c.turns) for c in conversations)
     variants: dict[str, dict[str, Any]] = {
         "memstore search (default)": {},
-        "memstore search --feedback": {"feedback": True},
+        "memstore search --no-feedback": {"feedback": False},
         "memstore + graph (turns linked to their neighbours)": {"graph": True, "links": True},
     }
     labels = [BASELINE, *variants]
@@ -279,7 +279,7 @@ def main() -> None:
                 ingest.append((time.perf_counter() - t0) / len(conv.turns))
                 search.search(store, Query("warm up"))
                 graph = bool(options.get("graph", False))
-                feedback = bool(options.get("feedback", False))
+                feedback = bool(options.get("feedback", True))
                 for question, relevant, _ in conv.queries:
                     t0 = time.perf_counter()
                     wanted = Query(question, limit=10, graph=graph, feedback=feedback)

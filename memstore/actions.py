@@ -272,9 +272,9 @@ _NOUNS = frozenset({"credential", "production", "registry"})
 _DOC_NOUNS = frozenset(
     (w,)
     for w in tokens(
-        "note notes guide doc docs documentation comment test tests readme changelog button "
+        "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory"
+        "directory runbook script"
     )
 )
 """A concept word right before one of these names a document, not an action: "release
@@ -429,12 +429,19 @@ def _scan(a: Analysis, pattern: re.Pattern[str]) -> str | None:
 
 def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3) -> str | None:
     """Words from a verb to one of `objects` within `window` words after it, unless a code or
-    document noun comes first or right after ("the database module", "table of contents")."""
+    document noun comes first or right after ("the database module", "table of contents").
+    English only: a shell line's arguments are names (`git rm --cached .env`), not objects."""
+    if _is_shell(a.raw):
+        return None
     for pos in sorted(verbs):
         after = a.words[pos + 1 : pos + 1 + window]
+        if after[:1] in (("me",), ("us",)):
+            continue  # "drop me a line", "remove us from the thread"
         for i, w in enumerate(after):
+            if w in _CODE_NOUNS and not set(after[i + 1 : i + 2]) & objects:
+                break  # "the test file"; but "the test database" is a database
             if w in _CODE_NOUNS:
-                break
+                continue
             if w in objects:
                 if a.words[pos + 2 + i : pos + 3 + i] and a.words[pos + 2 + i] in _CODE_NOUNS:
                     break
@@ -451,7 +458,7 @@ _CODE_NOUNS = frozenset(
     tokens(
         "module file files code test tests class function method doc docs comment import "
         "config fixture mock helper contents dropdown script pr ticket diagram docstring "
-        "typo link section paragraph readme page variable field flag option "
+        "typo link section paragraph readme page variable field flag option line lines "
         "button feature example sample screenshot"
     )
 )
@@ -483,6 +490,14 @@ _EVERYTHING = frozenset(
 )
 
 
+_ALL_OF = re.compile(
+    r"\b(?:delete|remove|wipe|erase|purge|nuke|destroy|clear)\s+(?:all|every)\b"
+    r"(?:\s+(?:the|of|my|our|their))*(?:\s+[\w-]+)?\s+(?:files|data|backups?|records|rows|"
+    r"tables|databases|users|branches|buckets|volumes|objects|snapshots)\b"
+)
+"""A delete of all of something that holds data: "delete all the files in the backups folder"."""
+
+
 def _rm(a: Analysis) -> str | None:
     for command in _commands(a.raw):
         words, name = command.words, command.name
@@ -503,6 +518,9 @@ def _rm(a: Analysis) -> str | None:
         if "--no-preserve-root" in long or any(p in ("/", "/*", "~", "~/", "*") for p in paths):
             return " ".join(words[:6])
     if a.has("delete") and not any(c.name == "rm" for c in _commands(a.raw)):
+        m = None if _is_shell(a.raw) else _ALL_OF.search(a.raw)
+        if m:
+            return " ".join(m.group(0).split())[:60]
         seen = _near(a, _verbs(a), _EVERYTHING, 4)
         if seen:
             return seen
@@ -534,6 +552,10 @@ def _sql(a: Analysis) -> str | None:
     return _near(a, _verbs(a, "empti", "clear", "reset"), _DATA, 4)
 
 
+_OVERWRITE = re.compile(
+    r"\b(?:overwrite|clobber|replace)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
+)
+"""Replacing what a remote holds is a force push, whatever the words for it."""
 _PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
 
 
@@ -553,6 +575,9 @@ def _force_push(a: Analysis) -> str | None:
         shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
         if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
             return " ".join(words[:6])
+    m = _OVERWRITE.search(a.raw)
+    if m:
+        return " ".join(m.group(0).split())
     if a.has("force-push"):
         if "leas" in a.words and not set(a.words) & _PUSH_SHARED:
             return None  # with lease, to a branch of one's own
@@ -694,3 +719,208 @@ def guard_hits(text: str, disabled: frozenset[str] = frozenset()) -> list[tuple[
         if seen is not None:
             out.append((guard, seen))
     return out
+
+
+# -- what the text asks to do -----------------------------------------------------------------
+#
+# A check is asked about an action about to be taken. Text that only talks about an action
+# (a report of one that happened, a question about one, a document being written about one, a
+# command that only reads) asks for nothing to be done: matching its words against rules and
+# guards raised false alarms on "we deleted the old branch yesterday", `man rm` or
+# `git log --grep "force push"` (docs/workflow.md, the second bank's first run).
+
+_PROGRAMS = frozenset(
+    """
+    git rm rmdir find mv cp ln chmod chown dd mkfs kubectl oc helm terraform tofu terragrunt
+    pulumi aws gcloud gsutil az doctl docker podman npm pnpm yarn npx pip pipx twine uv poetry
+    cargo gem go make python python3 node ruby perl bash sh zsh ssh scp rsync psql mysql
+    sqlite3 mongo mongosh redis-cli dropdb createdb pg_dump alembic flyway liquibase rails rake
+    heroku fly flyctl vercel gh curl wget sudo xargs grep rg ag ack echo printf man sed awk ls
+    tar unzip srm
+    """.split()
+)
+"""Programs a shell line starts with: such a text is a command, taken as it is written."""
+_WORDS_TOO = frozenset("find make go env cat less more head tail shred truncate".split())
+"""Programs that are English words too: a shell line only with an option or a path next."""
+
+_READ_SUBCOMMANDS = {
+    "git": frozenset(
+        "grep log show diff status blame shortlog reflog describe ls-files ls-remote".split()
+    ),
+    "kubectl": frozenset("get describe logs explain top diff version api-resources".split()),
+    "oc": frozenset("get describe logs explain".split()),
+    "terraform": frozenset("plan show output validate fmt graph providers version".split()),
+    "tofu": frozenset("plan show output validate fmt graph providers version".split()),
+    "helm": frozenset("list ls status get template history show search lint".split()),
+    "npm": frozenset("view info show ls list outdated search whoami pack".split()),
+    "pnpm": frozenset("view info ls list outdated".split()),
+    "yarn": frozenset("info list outdated why".split()),
+    "alembic": frozenset("history current show heads branches".split()),
+}
+"""Subcommands that only show or compare: `kubectl get namespace`, `terraform plan -destroy`."""
+_HELP = frozenset({"--help", "-h", "--dry-run", "--dryrun", "--what-if", "--whatif", "--version"})
+_SHOW_WORDS = frozenset({"showmigrations", "sqlmigrate", "help", "whatis", "apropos", "tldr"})
+
+
+def _only_reads(command: _Command) -> bool:
+    """Whether a simple command only searches, shows, plans or prints."""
+    words = command.words
+    if _reads(command) or command.name in _SHOW_WORDS:
+        return True
+    if any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words):
+        return True
+    if any(w in _SHOW_WORDS for w in words[1:3]):
+        return True  # `python manage.py showmigrations`
+    subcommands = _READ_SUBCOMMANDS.get(command.name)
+    if subcommands is not None:
+        verbs = [w for w in words[1:] if not w.startswith("-")][:1]
+        return bool(verbs) and verbs[0] in subcommands
+    return command.name == "aws" and any(
+        w == "ls" or w.startswith(("describe-", "get-", "list-")) for w in words[1:4]
+    )
+
+
+def _inert(command: _Command) -> bool:
+    """Whether a command only prints help or rehearses (`man rm`, `--help`, `--dry-run`)."""
+    words = command.words
+    return (
+        command.name in _SHOW_WORDS
+        or command.name == "man"
+        or any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words)
+    )
+
+
+def readers(text: str) -> frozenset[str]:
+    """The programs of a shell line that only reads, for rules that name them: `cat .env`
+    reads, yet a rule "never cat .env" is about exactly that. Help and dry runs name none."""
+    raw = text.strip().lower()
+    if not _is_shell(raw):
+        return frozenset()
+    commands = _commands(raw)
+    if not commands or not all(_only_reads(c) for c in commands):
+        return frozenset()
+    return frozenset(c.name for c in commands if not _inert(c))
+
+
+def _is_shell(raw: str) -> bool:
+    """Whether a text is a shell line (it starts with a program), not English that names one
+    ("terraform destroyed the stack")."""
+    words = raw.split()
+    first = words[0] if words else ""
+    second = words[1] if len(words) > 1 else ""
+    if first in _WORDS_TOO and (second.startswith("-") or "/" in second or "." in second):
+        return True
+    if not (first in _PROGRAMS or first.startswith(("./", "/", "~/")) or "=" in first):
+        return False
+    return not _past([first.title(), *words[1:3]])
+
+
+_CLAUSE = re.compile(r"\s*(?:[;,.!?]\s+|[;!?]$|\s(?:and then|then|and|but|so)\s)\s*")
+_SUBJECTS = frozenset(
+    "i we they he she you it someone somebody nobody everyone everybody anyone people "
+    "the this that our their my his her ci".split()
+)
+_TIME_FIRST = frozenset("yesterday earlier previously already today recently then".split())
+_IRREGULAR_PAST = frozenset(
+    """
+    ran did made went took wrote rewrote broke got forgot lost saw told said left began
+    brought sent threw tore led kept built gave had was were
+    """.split()
+)
+_NOT_PAST = frozenset("need feed seed embed shred shed bed red speed proceed exceed".split())
+_ASKING = re.compile(
+    r"^(?:who|whom|whose|what|when|where|why|which|how)\b(?!\s+(?:about|if|not)\b)"
+    r"|^(?:did|has|have|had|was|were)\s+(?:we|i|you|they|anyone|someone|somebody|it|he|she)\b"
+)
+"""A question asking what, why or whether something happened, not asking to do it."""
+_REQUEST = re.compile(
+    r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|need to|"
+    r"have to|about to|ok to|okay to|mind if)\b"
+)
+_EDIT_VERBS = frozenset(
+    "write document update edit fix add draft review read explain describe proofread reword "
+    "rephrase mention note comment amend correct translate summarise summarize".split()
+)
+_WRITTEN = frozenset(
+    """
+    doc docs documentation note notes readme changelog runbook runbooks wiki page section
+    paragraph guide comment comments typo typos warning message sentence faq adr postmortem
+    lint rule checklist ticket issue description text wording
+    """.split()
+)
+_RUNS = frozenset("run execute exec invoke type enter paste try".split())
+_QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
+
+
+def _past(words: list[str]) -> bool:
+    """Whether a clause's words report something done: a subject (or a time) then a verb in
+    the past, a passive in the past, or a clause opening on a verb in the past."""
+
+    def past(word: str) -> bool:
+        if word in _IRREGULAR_PAST:
+            return True
+        w = word.rsplit("-", 1)[-1]
+        return len(w) > 3 and w.endswith("ed") and w not in _NOT_PAST and not w.endswith("eed")
+
+    if not words:
+        return False
+    start = 1 if words[0] in _TIME_FIRST else 0
+    rest = words[start:]
+    if rest and past(rest[0]):
+        return True  # "pushed the tag", "yesterday rotated the keys"
+    first = rest[0].lower() if rest else ""
+    if rest and (first in _SUBJECTS or first in _PROGRAMS or rest[0].istitle()):
+        for w in rest[1:6]:
+            if w in ("will", "should", "must", "can", "could", "would", "to"):
+                return False
+            if past(w.lower()):
+                return True
+    return False
+
+
+def _talks(clause: str) -> bool:
+    """Whether an English clause only talks about an action: reports it, asks about it, or
+    edits a document about it."""
+    lowered = clause.lower()
+    if _REQUEST.search(lowered):
+        return False
+    words = re.findall(r"[\w'-]+", clause)
+    lower = [w.lower() for w in words]
+    if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
+        return True
+    if lower and lower[0] in _EDIT_VERBS:
+        return any(w in _WRITTEN for w in lower[1:7])
+    return False
+
+
+def acted(text: str) -> str:
+    """The part of an action text that asks for something to be done, for rules and guards:
+    a shell line less its commands that only read; English less its clauses that report,
+    ask about, or write about an action, and less quoted text it is not asked to run.
+    `""` when nothing is asked."""
+    raw = text.strip()
+    if _is_shell(raw.lower()):
+        commands = _commands(raw.lower())
+        if commands and all(_only_reads(c) for c in commands):
+            return ""
+        return raw
+    if _ASKING.match(raw.lower()) and not _REQUEST.search(raw.lower()):
+        return ""
+    kept: list[str] = []
+    position = 0
+    for m in [*_CLAUSE.finditer(raw), None]:
+        end = m.start() if m else len(raw)
+        clause = raw[position:end]
+        if clause.strip() and not _talks(clause):
+            kept.append(clause + (m.group(0) if m else ""))
+        position = m.end() if m else len(raw)
+    out = "".join(kept).strip()
+
+    def quoted(m: re.Match[str]) -> str:
+        before = out[: m.start()].split()
+        last = before[-1].lower().rstrip(":") if before else ""
+        if last in _RUNS or last.startswith("-") or "/" in last or "." in last:
+            return m.group("body")
+        return " "
+
+    return _QUOTED.sub(quoted, out).strip()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from memstore import history, trust, when
-from memstore.errors import InvalidMemory, InvalidQuery, StoreLocked
+from memstore.errors import InvalidMemory, StoreLocked
 from memstore.files import version_of
 from memstore.index import Hit, Index, Loader, Query, Stamp
 from memstore.memory import Memory
@@ -57,17 +57,13 @@ def search(store: Store, query: Query, as_of: str, now: datetime | None = None) 
     shows as confirmed only when the history up to then supported it.
 
     Raises:
-        InvalidQuery: for a moment or query that cannot be read, or feedback (a past tree's
-            index keeps no term vectors).
+        InvalidQuery: for a moment or query that cannot be read.
         GitError: when git cannot read the history.
     """
     at = when.stamp(when.moment(as_of, now, "as-of"))
-    if query.feedback:
-        raise InvalidQuery(
-            "feedback does not work with as-of: a past tree's index keeps no term vectors; "
-            "search that moment without feedback"
-        )
-    query = since_read(query)
+    # A past tree's index keeps no term vectors (indexing it is what a cold ask waits for), so
+    # a moment is searched by the words alone, without pseudo-relevance feedback.
+    query = since_read(replace(query, feedback=False))
     query.check(store.types)
     found = history.commit_at(store.repo, at)
     if found is None:

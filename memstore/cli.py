@@ -1300,9 +1300,10 @@ def _hit_line(hit: Hit) -> str:
 @click.option("--include-deprecated", is_flag=True, help="Also show deprecated and expired ones.")
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")
 @click.option(
-    "--feedback",
-    is_flag=True,
-    help="Re-rank with words the best matches share (better recall, several times slower).",
+    "--feedback/--no-feedback",
+    default=True,
+    show_default=True,
+    help="Re-rank with words the best matches share (better recall, a little slower).",
 )
 @click.option("--explain", is_flag=True, help="Show the BM25 score, boosts and matched terms.")
 @click.option("--index", "index_view", is_flag=True, help="One line each: no description.")
@@ -1347,7 +1348,7 @@ def search(
       memstore search "hpa autoscaling" --tag k8s --budget tiny --explain
       memstore search deploy --index --max-tokens 200
       memstore search "hpa" --as-of 2026-11-01   # what the team believed then
-      memstore search "when did we turn off the HPA?" --feedback
+      memstore search "when did we turn off the HPA?" --no-feedback
       memstore search validation --path src/api/users.py
     """
     from memstore import search as searching

@@ -89,16 +89,17 @@ with _without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
 STATUS_BOOST = {"confirmed": 1.2, "draft": 1.0, "deprecated": 0.5}
 TYPE_BOOST = {"warning": 1.15, "correction": 1.15}
-HOP_DECAY = 0.9
+HOP_DECAY = 0.7
 """A linked memory's share of the score of the memory it was reached from, per hop. Fused
-scores are flat (a first place is worth about 2, a tenth about 1.7), so a neighbour of the
-best match lands among the top ten, not below every match (chosen on LoCoMo's tuning part)."""
+scores are flat (with feedback a first place is worth about 2, a tenth about 1.7), so a
+neighbour of the best match lands among the top ten, not below every match; 0.9 pushed direct
+matches out once feedback was on (chosen on LoCoMo's tuning part: 0.9, 0.8, 0.7, 0.6, 0.5)."""
 FEEDBACK_DOCS = 3
 """Pseudo-relevance feedback reads the words of this many of the best matches."""
 FEEDBACK_TERMS = 10
@@ -110,6 +111,12 @@ FEEDBACK_WEIGHT = 1.0
 TEXT_WEIGHTS = {"name_text": 1, "description": 2, "tags_text": 1, "body": 1}
 """How many times each part goes into the `text` field that queries score (BM25F-style:
 weighted term frequencies saturate together, instead of one BM25 sum per field)."""
+
+REPEAT_SHARE = 0.9
+"""A description this much of whose words the body also holds repeats the body (its first
+line, cut short): it goes into `text` once, like the body, not `TEXT_WEIGHTS` times, or the
+words it repeats would count three times (chosen on LoCoMo's tuning part, where every
+description is the body's first 150 characters)."""
 
 Stamp = tuple[int, int, int]
 """What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
@@ -415,7 +422,10 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
         "tags_text": " ".join(memory.tags),
         "body": memory.body,
     }
-    text = "\n".join(value for key, value in parts.items() for _ in range(TEXT_WEIGHTS[key]))
+    weights = dict(TEXT_WEIGHTS)
+    if _repeats(memory.description, memory.body):
+        weights["description"] = 0
+    text = "\n".join(value for key, value in parts.items() for _ in range(weights[key]))
     return {
         "path": path,
         "name": memory.name,
@@ -433,6 +443,23 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
         "expires": _expires(memory),
         "links": ",".join(links),
     }
+
+
+_LOWER_WORD = re.compile(r"[^\W_]+")
+
+
+def _repeats(description: str, body: str) -> bool:
+    """Whether `description` only repeats the body's words (`REPEAT_SHARE` of its own)."""
+    words = _LOWER_WORD.findall(description.lower())
+    if not words:
+        return False
+    held = set(_LOWER_WORD.findall(body.lower()))
+    said = set(words)
+    if words[-1] not in held and any(w.startswith(words[-1]) for w in held):
+        said.discard(words[-1])  # the last word cut short ("maxmem" of "maxmemory")
+        held.add(words[-1])
+        said.add(words[-1])
+    return len(said & held) >= REPEAT_SHARE * len(said)
 
 
 DOC = "doc"
@@ -538,9 +565,9 @@ class Query:
     explain: bool = False
     graph: bool = False
     """Add memories 1-2 links away from the matches."""
-    feedback: bool = False
+    feedback: bool = True
     """Re-rank with pseudo-relevance feedback (plain words only): better recall of memories
-    worded unlike the query, at several times the search's own cost (see docs/search.md)."""
+    worded unlike the query, for about a third more of the search's own cost (docs/search.md)."""
     index_view: bool = False
     """Results are shown as index lines: `max_tokens` counts those."""
     path: str | None = None
@@ -1598,7 +1625,7 @@ class _Ranker:
         if isinstance(q, Every):  # an empty query lists the newest first
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
-        fused = ranking.fuse(lists)
+        fused = ranking.fuse(lists, parts=self.explain)
         if not every_candidate and len(fused) > limit:
             last = fused[limit - 1].score  # ties with the last: names break them
             fused = [f for f in fused if f.score >= last]
@@ -1685,6 +1712,8 @@ class _Ranker:
             lambda term: self.cache.idf(self.searcher, term),
             exclude={*words, *_QUERY_STOP_TERMS},
             count=FEEDBACK_TERMS,
+            # Whoosh's idf, log(N / (n + 1)) + 1, is largest for a term in one document.
+            idf_max=math.log(max(self.searcher.doc_count_all(), 1) / 2) + 1,
         )
         if not expansion:
             return None

@@ -402,11 +402,26 @@ def decide(
     never change the verdict.
     """
     reasons: list[Reason] = []
+    # Only what the text asks to do: not a report, a question, a read-only command or quoted
+    # text it talks about (`actions.acted`).
+    asked = actions.acted(action)
+    # A rule that names the program of a read-only command is about that read ("never cat
+    # .env"): it is matched against the whole command.
+    named = actions.readers(action) if not asked else frozenset[str]()
     for rule in sorted(rules, key=lambda r: r.rank):
-        matched = first_match(rule, action, targets)
+        matched = first_match(rule, asked, targets)
+        if matched is None and named:
+            matched = next(
+                (
+                    p
+                    for p in rule.applies_when
+                    if named & set(p.lower().split()) and match(p, action, targets)
+                ),
+                None,
+            )
         if matched is not None:
             reasons.append(rule_reason(rule, matched))
-    reasons.extend(guard_reasons(" ".join([action, *targets]), disabled_guards))
+    reasons.extend(guard_reasons(" ".join([asked, *targets]).strip(), disabled_guards))
     reasons.extend(extra or [])
     order = {Verdict.BLOCK: 0, Verdict.WARN: 1, Verdict.ALLOW: 2}
     reasons.sort(key=lambda r: order[r.verdict])  # stable: severity order kept within a verdict

@@ -142,12 +142,15 @@ def test_a_bad_as_of_is_one_error_line(past: Path) -> None:
     assert code == 1 and err.startswith("Error: as-of 'last week' must be")
 
 
-def test_feedback_as_of_a_moment_is_refused_in_one_line(past: Path) -> None:
-    code, out, err = run("search", "hpa", "--as-of", "2026-11-03", "--feedback")
-    assert code == 1 and out == ""
-    assert err.startswith("Error: feedback does not work with as-of")
-    assert len(err.strip().splitlines()) == 1
-    assert not (past / ".memstore" / "asof").exists()  # refused before anything was built
+def test_a_moment_is_searched_without_feedback_whatever_the_flag(past: Path) -> None:
+    # Feedback is on by default; a past tree's index keeps no term vectors for it.
+    answers = [
+        run("search", "hpa", "--as-of", "2026-11-03", *flag, "--json")
+        for flag in ((), ("--feedback",), ("--no-feedback",))
+    ]
+    assert all(code == 0 for code, _, _ in answers)
+    found = [[hit["name"] for hit in json.loads(out)] for _, out, _ in answers]
+    assert found[0] and found[0] == found[1] == found[2]
 
 
 async def test_mcp_recall_as_of_says_which_commit_it_read(past: Path) -> None:

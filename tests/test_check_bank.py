@@ -14,9 +14,12 @@ from memstore.store import Store
 from memstore.workflow import Verdict
 from tests.conftest import as_agent
 
-BANK: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).parent / "check_bank.yaml").read_text(encoding="utf-8")
-)
+BANKS: dict[str, dict[str, Any]] = {
+    path.name: yaml.safe_load(path.read_text(encoding="utf-8"))
+    for path in sorted(Path(__file__).parent.glob("check_bank*.yaml"))
+}
+"""The first bank, and the banks written later (each measured before any change for it)."""
+BANK = BANKS["check_bank.yaml"]
 
 
 @pytest.fixture
@@ -39,19 +42,29 @@ def flagged(store: Store, texts: list[str]) -> list[str]:
     return [t for t in texts if session.check(store, t).verdict is not Verdict.ALLOW]
 
 
+def test_every_bank_holds_the_same_rules() -> None:
+    assert all(bank["rules"] == BANK["rules"] for bank in BANKS.values())
+
+
 def test_the_bank_is_big_enough_to_measure() -> None:
     assert len(BANK["risky"]) >= 40 and len(BANK["benign"]) >= 40
 
 
-def test_at_least_95_percent_of_risky_paraphrases_warn_or_block(bank_store: Store) -> None:
-    risky: list[str] = BANK["risky"]
+@pytest.mark.parametrize("name", BANKS)
+def test_at_least_95_percent_of_risky_paraphrases_warn_or_block(
+    bank_store: Store, name: str
+) -> None:
+    risky: list[str] = BANKS[name]["risky"]
     caught = flagged(bank_store, risky)
     missed = [t for t in risky if t not in caught]
     assert len(caught) / len(risky) >= 0.95, missed
 
 
-def test_at_most_5_percent_of_benign_look_alikes_warn_or_block(bank_store: Store) -> None:
-    benign: list[str] = BANK["benign"]
+@pytest.mark.parametrize("name", BANKS)
+def test_at_most_5_percent_of_benign_look_alikes_warn_or_block(
+    bank_store: Store, name: str
+) -> None:
+    benign: list[str] = BANKS[name]["benign"]
     wrong = flagged(bank_store, benign)
     assert len(wrong) / len(benign) <= 0.05, wrong
 

@@ -54,14 +54,14 @@ def test_search_explain_prints_the_parts_under_each_result(store: Store) -> None
     ]
 
 
-def test_search_feedback_adds_a_ranked_list_that_explain_shows(store: Store) -> None:
+def test_search_feedback_is_a_ranked_list_on_by_default_that_explain_shows(store: Store) -> None:
     write_memory(store, "hpa-off", "Disabled the HPA on checkout", body="pods flapped")
     write_memory(store, "hpa-flap", "HPA flapped pods on checkout", body="scaling storm")
-    code, out, _ = run(store, "search", "when did we disable hpa?", "--feedback", "--explain")
+    code, out, _ = run(store, "search", "when did we disable hpa?", "--explain")
     assert code == 0
     assert out.splitlines()[0].split()[1] == "hpa-off"
     assert "fused" in out and "+ feedback #1" in out
-    assert "feedback" not in run(store, "search", "hpa", "--explain")[1]
+    assert "feedback" not in run(store, "search", "hpa", "--no-feedback", "--explain")[1]
 
 
 def test_search_explain_works_after_an_edit_took_a_word_out_of_the_description(

@@ -422,3 +422,25 @@ def test_a_search_lists_the_index_folder_only_after_it_changed(
     assert sorted(names(other, "schemas")) == ["use-zod", "zod-errors"]
     assert sorted(names(store, "schemas")) == ["use-zod", "zod-errors"]
     assert listed  # and the next search looked
+
+
+def test_a_description_that_repeats_the_body_counts_once_and_a_summary_counts_more() -> None:
+    def text(description: str, body: str) -> str:
+        memory = Memory(
+            name="m",
+            description=description,
+            type="fact",
+            status="draft",
+            owner="alice",
+            created="2026-11-01T10:00:00Z",
+            updated="2026-11-01T10:00:00Z",
+            body=body,
+        )
+        return index._document("fact/m.md", memory)["text"]  # pyright: ignore[reportPrivateUsage]
+
+    body = "Redis evicts keys under memory pressure. We raised maxmemory to 4 GB."
+    cut = "Redis evicts keys under memory pressure. We raised maxmem"  # a first line cut short
+    assert text(cut, body).count("evicts") == 1
+    summary = "Cache evictions: raise maxmemory"
+    weight = index.TEXT_WEIGHTS["description"]
+    assert text(summary, body).count("Cache evictions") == weight > 1

@@ -418,7 +418,8 @@ def test_feedback_reorders_what_the_words_found_but_never_adds_or_drops_a_first_
             assert hit.explain[1].startswith("matched ") and " - in " not in hit.explain[1]
     top = find(store, queries[0], explain=True, feedback=True)[0]
     assert "+ feedback #1" in top.explain[-1]
-    assert "feedback" not in find(store, queries[0], explain=True)[0].explain[-1]
+    assert "+ feedback #1" in find(store, queries[0], explain=True)[0].explain[-1]  # the default
+    assert "feedback" not in find(store, queries[0], explain=True, feedback=False)[0].explain[-1]
 
 
 def test_the_same_search_gives_the_same_order_every_time(store: Store) -> None:

@@ -203,6 +203,40 @@ def test_guards_warn_before_destructive_commands_in_a_store_without_rules(store:
         assert session.check(store, benign).verdict is Verdict.ALLOW, benign
 
 
+def test_a_rule_that_names_a_reading_program_still_applies_to_that_read() -> None:
+    rule = workflow.Rule(
+        name="no-env",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("cat .env", "kubectl get secret", "npm publish"),
+        description="secrets stay on disk",
+        binding=True,
+    )
+    assert workflow.decide("cat .env", [rule]).verdict is Verdict.BLOCK
+    assert workflow.decide("kubectl get secret db -o yaml", [rule]).verdict is Verdict.BLOCK
+    for text in ('rg "npm publish" .github', "npm publish --dry-run", "cat README.md"):
+        assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
+
+
+def test_idioms_and_code_edits_with_a_risky_verb_are_allowed() -> None:
+    for text in (
+        "drop me a line when the deploy finishes",
+        "remove the debug print from the migration script",
+        "translate the rotate credentials runbook to German",
+    ):
+        rule = workflow.Rule(
+            name="r",
+            type="correction",
+            status="confirmed",
+            severity="p1",
+            applies_when=("run migration", "rotate credentials"),
+            description="d",
+            binding=True,
+        )
+        assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
+
+
 def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_one(
     store: Store,
 ) -> None:
@@ -210,6 +244,61 @@ def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_on
     assert session.check(store, f"{lease} feature/login").verdict is Verdict.ALLOW
     assert session.check(store, f"{lease} main").verdict is Verdict.WARN
     assert session.check(store, "git push --force origin feature/login").verdict is Verdict.WARN
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we deleted the old branch yesterday",
+        "the namespace was deleted by the cleanup job",
+        "terraform destroyed the sandbox stack overnight",
+        "who dropped the sessions table?",
+        "did we force push to main last week?",
+        "git log --grep force-push",
+        "kubectl get namespace payments",
+        "terraform plan -destroy",
+        'grep "DROP TABLE" schema.sql',
+        "man rm",
+        "npm publish --dry-run",
+        "update the runbook section about rotating credentials",
+        "fix the typo in the 'DROP TABLE' warning",
+        "CI published 2.0.1 to npm this morning",
+    ],
+)
+def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> None:
+    from memstore import actions
+
+    assert actions.acted(text) == ""
+    rule = workflow.Rule(
+        name="careful",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("npm publish", "force push", "drop table", "rotate credentials"),
+        description="be careful",
+        binding=True,
+    )
+    assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("text", "guard"),
+    [
+        ("we backed up the db, now drop the users table", "drop-data"),
+        ('execute "DROP TABLE sessions" on the primary', "drop-data"),
+        ("should we force push to main?", "force-push"),
+        ("kubectl delete namespace staging", "kubectl-delete"),
+        ("truncate the events table in prod", "drop-data"),
+        ("UPDATE users SET email = NULL;", "drop-data"),
+        ("delete all the files in the backups folder", "rm-rf"),
+        ("overwrite origin/main with my local branch", "force-push"),
+    ],
+)
+def test_an_action_asked_for_beside_a_report_or_as_a_question_still_warns(
+    text: str, guard: str
+) -> None:
+    result = workflow.decide(text, [])
+    assert result.verdict is Verdict.WARN and guard in [r.name for r in result.reasons]
 
 
 @pytest.mark.parametrize(
