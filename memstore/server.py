@@ -9,33 +9,33 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import fields, is_dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memstore import (
-    __version__,
-    asof,
-    briefing,
-    closing,
-    ledger,
-    ledger_io,
-    render_text,
-    search,
-    session,
-    steward,
-    sync,
-    workflow,
-)
+from memstore import __version__, render_text, search
 from memstore.memory import Memory, render
 from memstore.search import Query
 from memstore.status import Status
 from memstore.store import Store, Versioned, version_of
 from memstore.toolkit import Tools, resource_reported
 from memstore.watch import Watcher
+
+if TYPE_CHECKING:
+    from memstore import ledger, steward, workflow
+
+# Each tool imports the workflow it runs when it is first called: the first tools/list waits
+# for the SDK, the store and the search index only. The bounds below are the core's
+# (test_server.py keeps them equal), spelled out for the same reason.
+MIN_BUDGET = 100
+"""`briefing.MIN_BUDGET`."""
+DEFAULT_BUDGET = 1500
+"""`briefing.DEFAULT_BUDGET`."""
+TTL_MINUTES = 30
+"""`ledger.TTL_DEFAULT`, in minutes."""
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def result(text: str, data: dict[str, Any]) -> CallToolResult:
 
 
 def _written(
-    verb: str, memory: Memory, similar: list[steward.Similar] | None = None
+    verb: str, memory: Memory, similar: "list[steward.Similar] | None" = None
 ) -> CallToolResult:
     version = version_of(render(memory).encode("utf-8"))
     text = render_text.change_text(verb, memory, version)
@@ -109,7 +109,7 @@ def _written(
     return result(text, data)
 
 
-def _event_text(verb: str, event: ledger.Event) -> str:
+def _event_text(verb: str, event: "ledger.Event") -> str:
     return render_text.events_text([event], f"{verb} this ledger event:")
 
 
@@ -166,6 +166,8 @@ def build_server(
         """Save a draft memory (someone else confirms it): a human's correction, a decision and
         why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
         correction or warning acts at once in session_start and check."""
+        from memstore import session
+
         memory, similar = session.save_with_hint(
             store,
             name,
@@ -216,6 +218,8 @@ def build_server(
             path=path,
         )
         if as_of is not None:
+            from memstore import asof
+
             past = asof.search(store, wanted, as_of)
             shown = render_text.hits_text(past.hits, query=query, index_view=index)
             line = render_text.as_of_line(past.at, past.commit, past.committed)
@@ -285,6 +289,8 @@ def build_server(
         """Call before ANY external action (publish, deploy, migrate, paid API call):
         NOT_EXECUTED, IN_PROGRESS (by whom, until when) or EXECUTED (by whom, evidence). Never
         repeat an EXECUTED action."""
+        from memstore import sync
+
         check = sync.check(store, action, target)
         return result(render_text.check_text(check), {"check": plain(check)})
 
@@ -292,10 +298,12 @@ def build_server(
     def ledger_claim(
         action: Action,
         target: Target,
-        ttl_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = ledger.TTL_DEFAULT // 60,
+        ttl_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = TTL_MINUTES,
     ) -> CallToolResult:
         """Claim an action before doing it, so no other agent does it too; refused if it is
         done or claimed by someone else. Expires after ttl_minutes."""
+        from memstore import sync
+
         event = sync.claim(store, action, target, ttl_minutes * 60)
         return result(_event_text("claimed", event), {"event": plain(event)})
 
@@ -309,6 +317,8 @@ def build_server(
     ) -> CallToolResult:
         """Call right after the action: done (evidence URL required), failed (note required),
         or released (you gave up your claim without acting)."""
+        from memstore import ledger_io
+
         if outcome == "released":
             event = ledger_io.release(store, action, target)
         else:
@@ -322,12 +332,12 @@ def build_server(
     @tool(READ)  # it only moves the caller's "last session" marker in the ignored cache
     def session_start(
         task: Annotated[str | None, Field(description="what you are about to work on")] = None,
-        budget_tokens: Annotated[
-            int, Field(ge=briefing.MIN_BUDGET, le=20_000)
-        ] = briefing.DEFAULT_BUDGET,
+        budget_tokens: Annotated[int, Field(ge=MIN_BUDGET, le=20_000)] = DEFAULT_BUDGET,
     ) -> CallToolResult:
         """Call FIRST in a session: the rules that apply, claims in progress, knowledge for the
         task, drafts awaiting your review, and what changed since your last session."""
+        from memstore import briefing
+
         brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens, fenced=True)
         return result(brief.text, {"briefing": plain(brief)})
 
@@ -342,6 +352,8 @@ def build_server(
         """Call BEFORE publish, push, deploy, delete or migrate: allow, warn or block, with the
         rules and ledger records behind it. Never go ahead on block; on warn, do as the reasons
         say."""
+        from memstore import session
+
         verdict = session.check(store, description, action=action, target=target)
         return result(_check_result_text(verdict), {"check": plain(verdict)})
 
@@ -353,6 +365,8 @@ def build_server(
     ) -> CallToolResult:
         """After a situation a correction or warning applies to: record whether you heeded it
         or the mistake recurred."""
+        from memstore import session
+
         record = session.record_outcome(store, name, outcome, evidence)
         status = record.status if record.status in render_text.STATUSES else "unknown status"
         text = f"recorded {record.outcome.value} for {record.name} ({status})"
@@ -362,6 +376,8 @@ def build_server(
     def session_end(summary: str) -> CallToolResult:
         """Call LAST with what you did: its corrections, decisions and fixes become drafts;
         lists outcomes to record and your open claims."""
+        from memstore import closing
+
         closed = closing.close(store, summary)
         return result(closing.text(closed, fenced=True), {"closing": plain(closed)})
 
@@ -383,7 +399,11 @@ def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[
         # Not waiting for the first catch-up keeps the first tools/list fast on a large store;
         # a search before it ends catches up by itself.
         watcher = Watcher(store).start(timeout=0) if watch else None
-        syncer = sync.Every(store, sync_every).start() if sync_every else None
+        syncer = None
+        if sync_every:
+            from memstore import sync
+
+            syncer = sync.Every(store, sync_every).start()
         try:
             yield
         finally:
@@ -427,6 +447,8 @@ def _add_resources(server: MCPServer, store: Store) -> None:
     )
     @resource_reported
     def ledger_resource() -> str:
+        from memstore import ledger_io
+
         events = ledger_io.events(store)[-RECENT_EVENTS:][::-1]
         return render_text.events_text(events, f"{len(events)} most recent ledger event(s).")
 
@@ -443,13 +465,17 @@ def _add_resources(server: MCPServer, store: Store) -> None:
             "ledger_record right after it with evidence. When a human corrects you or a decision "
             "is settled, save it with memory_store."
         )
+        from memstore import briefing
+
         brief = briefing.brief(store, for_text=task or None, fenced=True)
         return f"{brief.text}\n{habits}"
 
 
-def _check_result_text(verdict: workflow.CheckResult) -> str:
+def _check_result_text(verdict: "workflow.CheckResult") -> str:
     """The verdict in memstore's words first, then each reason's status line with what agents
     or people wrote fenced under it."""
     word = {"allow": "go ahead", "warn": "go ahead only as the reasons say", "block": "do NOT act"}
     lead = f"{verdict.verdict.value.upper()}: {word[verdict.verdict.value]}"
+    from memstore import workflow
+
     return workflow.agent_check_text(verdict, lead)

@@ -439,3 +439,36 @@ async def test_recall_skips_a_malformed_file_and_finds_the_rest(store: Store) ->
     (store.root / "fact" / "broken.md").write_text("---\nname: [quokka\n---\n", encoding="utf-8")
     result = await call(store, "memory_recall", query="quokka")
     assert [h["name"] for h in data(result)["results"]] == ["good-one"]
+
+
+def test_the_bounds_the_server_spells_out_are_the_cores() -> None:
+    # server.py names them itself so that the first tools/list imports no workflow module.
+    from memstore import briefing, ledger, server
+
+    assert (server.MIN_BUDGET, server.DEFAULT_BUDGET) == (
+        briefing.MIN_BUDGET,
+        briefing.DEFAULT_BUDGET,
+    )
+    assert server.TTL_MINUTES * 60 == ledger.TTL_DEFAULT
+
+
+def test_building_the_server_imports_no_workflow_module(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    Store.init(tmp_path / "memory", agent="a")
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from memstore import sdk\n"
+        "sdk.load_server()\n"
+        "from memstore.server import build_server\n"
+        "from memstore.store import Store\n"
+        f"build_server(Store(Path({str(tmp_path / 'memory')!r}), 'a'), watch=False)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('memstore.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    workflow = {"asof", "briefing", "closing", "ledger_io", "session", "steward", "sync"}
+    assert not loaded & {f"memstore.{m}" for m in workflow}
