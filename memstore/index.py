@@ -123,6 +123,19 @@ Raises InvalidMemory or OSError for a file that cannot be indexed."""
 Digest = Callable[[str], str]
 """The content digest of the file at a store-relative path (`""` when it cannot be read)."""
 
+Dense = Callable[[int], Sequence[tuple[str, float]]]
+"""Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
+nearest the query by meaning, with their cosines, best first."""
+DENSE_WEIGHT = 1.0
+"""The dense list's weight in the fusion when the words found something to go by."""
+DENSE_WEIGHT_WEAK = 2.0
+"""Its weight when they did not: the best BM25F score below `DENSE_WEAK_BM25`, so the question
+is probably worded unlike the memory and its meaning is the better guide."""
+DENSE_WEAK_BM25 = 6.0
+DENSE_MIN_COSINE = 0.3
+"""Memories less similar than this to the query are no candidates of the dense list: every
+memory has some cosine with any question, and the nearest of unrelated ones is noise."""
+
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
 timestamp (a file system's clock ticks every few milliseconds, or once a second or two), size
@@ -938,12 +951,24 @@ class Index:
             searcher = self._current_searcher()
             return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
-    def search(self, query: Query, today: str | None = None) -> list[Hit]:
+    def files(self) -> tuple[object, dict[str, str]] | None:
+        """The manifest's state (its file's stamp) and each indexed memory's content digest by
+        store-relative path, as last committed; None when there is no usable index."""
+        with self._mutex:
+            manifest = self._read_manifest()
+            if manifest is None:
+                return None
+            return self._seen_stamp, manifest.digests
+
+    def search(
+        self, query: Query, today: str | None = None, dense: Dense | None = None
+    ) -> list[Hit]:
         """The best `query.size` memories for `query.text` that pass every filter, best first.
 
         Deprecated and expired memories are left out unless `include_deprecated` (or
         `status="deprecated"`). With `graph`, memories linked to the text matches (1-2 hops)
         join with decaying scores. With `max_tokens`, only the leading whole hits that fit.
+        `dense` adds semantic recall's list to the fusion, for a query of plain words.
 
         Raises:
             InvalidQuery: for query text Whoosh cannot run, naming the problem.
@@ -971,7 +996,7 @@ class Index:
             for attempt in range(3):
                 searcher = self._current_searcher()
                 try:
-                    hits = self._ranked(searcher, text, filters, hidden, query, today)
+                    hits = self._ranked(searcher, text, filters, hidden, query, today, dense)
                     break
                 except QueryError as e:
                     raise InvalidQuery(f"cannot search {query.text!r}: {e}") from e
@@ -993,6 +1018,7 @@ class Index:
         hidden: list[Any],
         query: Query,
         today: str,
+        dense: Dense | None = None,
     ) -> list[Hit]:
         cache = self._cache
         allowed = cache.docset(searcher, And(filters)) if filters else None
@@ -1005,6 +1031,7 @@ class Index:
             mask=cache.docset(searcher, Or(hidden)) if hidden else None,
             today=today,
             explain=query.explain,
+            dense=dense,
         )
         # With graph, every candidate's name counts: a memory already found by its text is
         # not offered again as a neighbour.
@@ -1204,6 +1231,8 @@ class _Cache:
         self.idfs: dict[str, float] = {}
         self._norms: dict[int, list[float]] = {}
         self._boosts: dict[int, float] | None = None
+        self.paths: dict[str, int | None] = {}
+        """Memory paths' live document numbers, as looked up (`docnum`)."""
         if searcher is None:
             return
         kept = kept or {}
@@ -1331,6 +1360,24 @@ class _Cache:
             found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
         return found
 
+    def docnum(self, searcher: Searcher, path: str) -> int | None:
+        """The live document of the memory at store-relative `path`, if indexed."""
+        found = self.paths.get(path, -1)
+        if found != -1:
+            return found
+        found = None
+        for sub, start, _, deleted in self.leaves:
+            reader = sub.reader()
+            if ("path", path) not in reader:
+                continue
+            for local in reader.postings("path", path).all_ids():
+                if local not in deleted:
+                    found = start + local
+        if len(self.paths) > STORED_CACHE_MAX:
+            self.paths.clear()
+        self.paths[path] = found
+        return found
+
     def fields(self, docnum: int) -> dict[str, Any]:
         """The stored fields of document `docnum`."""
         sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
@@ -1386,8 +1433,10 @@ class _Ranker:
         mask: Any,
         today: str,
         explain: bool,
+        dense: Dense | None = None,
     ) -> None:
         self.searcher = searcher
+        self.dense = dense
         self.cache = cache
         self.filter = filter
         self.mask = mask
@@ -1513,6 +1562,10 @@ class _Ranker:
             more = self._feedback(first, words, candidates, wanted, boosts)
             if more is not None:
                 lists.append(more)
+        if self.dense is not None and plain is not None:
+            near = self._dense(self.dense, first, wanted, boosts)
+            if near is not None:
+                lists.append(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
 
@@ -1582,6 +1635,32 @@ class _Ranker:
         kept = {docnum for docnum, _ in read}
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
         return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
+
+    def _dense(
+        self, dense: Dense, first: ranking.Ranked[int], wanted: int, boosts: dict[int, float]
+    ) -> ranking.Ranked[int] | None:
+        """Semantic recall's list: the memories nearest the query by meaning that pass the
+        filter and mask, their cosines times each one's boost. Weighted up when the words'
+        best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
+        # The nearest among every memory: with a filter, many more, as most may not pass it.
+        count = wanted * 4 if self.filter is None else wanted * 40
+        allowed, hidden = self.filter, self.mask
+        scored: list[tuple[float, int]] = []
+        for path, cosine in dense(count):
+            if cosine < DENSE_MIN_COSINE:
+                break  # best first: the rest are further still
+            docnum = self.cache.docnum(self.searcher, path)
+            if docnum is None:
+                continue
+            if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
+                scored.append((cosine, docnum))
+                if len(scored) >= wanted:
+                    break
+        if not scored:
+            return None
+        best = first.entries[0][1] if first.entries else 0.0
+        weight = DENSE_WEIGHT if best >= DENSE_WEAK_BM25 else DENSE_WEIGHT_WEAK
+        return self._ranked("dense", weight, scored, boosts)
 
     def _totals(self, words: list[str]) -> dict[int, float]:
         """Every document that holds any of the words and passes the filter and mask, with
