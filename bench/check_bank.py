@@ -2,6 +2,10 @@
 look-alikes (tests/check_bank.yaml), with every miss listed.
 
     .venv/bin/python bench/check_bank.py
+    .venv/bin/python bench/check_bank.py --embedding-model bench/.models/minilm-static
+
+With `--embedding-model`, also the similarity warnings semantic recall adds
+(`workflow.similar_reasons`), at `workflow.SIMILAR_MIN` and, to choose it, at other thresholds.
 
 Runs the same verdict `memstore check` gives (`workflow.decide`: the bank's rules, matched
 with the action synonyms, plus the built-in guards) without a store: pure and deterministic.
@@ -43,12 +47,52 @@ def rules(bank: dict[str, Any]) -> list[workflow.Rule]:
     ]
 
 
+def similarity(folder: str) -> Any:
+    """`cosines(action, patterns)` with the model2vec model in `folder`."""
+    from memstore import embedding
+
+    model = embedding.load(folder, Path.cwd())
+
+    def cosines(action: str, patterns: list[str]) -> list[float]:
+        rows = model.vectors([action, *patterns])
+        return [float(x) for x in rows[1:] @ rows[0]]
+
+    return cosines
+
+
 def main() -> None:
     bank = load()
     pool = rules(bank)
+    cosines = None
+    if "--embedding-model" in sys.argv:
+        cosines = similarity(sys.argv[sys.argv.index("--embedding-model") + 1])
+        print("threshold  risky caught  benign flagged  (words and similarity)")
+        for threshold in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
+            got = {
+                kind: sum(
+                    workflow.decide(
+                        t, pool, extra=workflow.similar_reasons(pool, t, (), cosines, threshold)
+                    ).verdict
+                    is not workflow.Verdict.ALLOW
+                    for t in bank[kind]
+                )
+                for kind in ("risky", "benign")
+            }
+            print(f"{threshold:>9}  {got['risky']:>12}  {got['benign']:>14}")
+        print(f"at workflow.SIMILAR_MIN = {workflow.SIMILAR_MIN}:")
     rows: dict[str, list[tuple[str, workflow.CheckResult]]] = {}
     for kind in ("risky", "benign"):
-        rows[kind] = [(text, workflow.decide(text, pool)) for text in bank[kind]]
+        rows[kind] = [
+            (
+                text,
+                workflow.decide(
+                    text,
+                    pool,
+                    extra=workflow.similar_reasons(pool, text, (), cosines) if cosines else None,
+                ),
+            )
+            for text in bank[kind]
+        ]
     flagged = {
         k: sum(r.verdict is not workflow.Verdict.ALLOW for _, r in v) for k, v in rows.items()
     }

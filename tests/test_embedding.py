@@ -239,3 +239,29 @@ def test_doctor_says_once_how_searches_find_memories(semantic: Store, tmp_path: 
     done = CliRunner().invoke(main, ["--store", str(semantic.root), "doctor"])
     said = [line for line in done.output.splitlines() if line.startswith("search:")]
     assert len(said) == 1 and "semantic recall is off" in said[0]
+
+
+def test_check_warns_never_blocks_on_an_action_similar_in_meaning_to_a_rule(
+    semantic: Store,
+) -> None:
+    from memstore import session, workflow
+
+    session.correct(
+        semantic,
+        "vault-only",
+        description="Keep credentials in Vault only",
+        severity="p0",
+        applies_when=["vault password"],
+    )
+    as_agent(semantic, "bob").confirm("vault-only", "seen it")  # binding: its word match would block
+    assert session.check(semantic, "change the vault password").verdict is workflow.Verdict.BLOCK
+    similar = session.check(semantic, "paste the api token key")
+    assert similar.verdict is workflow.Verdict.WARN
+    (reason,) = similar.reasons
+    assert reason.name == "vault-only" and "similar in meaning to 'vault password'" in (
+        reason.message
+    )
+    assert session.check(semantic, "prune docker images").verdict is workflow.Verdict.ALLOW
+    (semantic.root / "memstore.yaml").unlink()
+    plain = Store(semantic.root, agent="alice")
+    assert session.check(plain, "paste the api token key").verdict is workflow.Verdict.ALLOW
