@@ -69,6 +69,11 @@ class Bert:
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config["layer_norm_eps"])
+        # Dense layers' weights transposed once, contiguous, and every product kept in float32:
+        # a float64 operand sends numpy's matmul down a generic loop a hundred times slower.
+        for k, v in list(self.w.items()):
+            if v.ndim == 2 and k.startswith("encoder."):
+                self.w[k] = np.ascontiguousarray(v.T)
 
     def _ln(self, x: np.ndarray, name: str) -> np.ndarray:
         mean = x.mean(-1, keepdims=True)
@@ -78,7 +83,8 @@ class Bert:
         ]
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
-        return x @ self.w[f"{name}.weight"].T + self.w[f"{name}.bias"]
+        flat = x.reshape(-1, x.shape[-1]) @ self.w[f"{name}.weight"] + self.w[f"{name}.bias"]
+        return flat.reshape(*x.shape[:-1], -1)
 
     def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Last hidden states, (batch, length, hidden), for token `ids` with `mask` (1 = real)."""
@@ -102,7 +108,7 @@ class Bert:
             q = split(self._dense(x, f"{p}.attention.self.query"))
             k = split(self._dense(x, f"{p}.attention.self.key"))
             v = split(self._dense(x, f"{p}.attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size) + bias
+            scores = q @ k.transpose(0, 1, 3, 2) * np.float32(1 / np.sqrt(size)) + bias
             scores -= scores.max(-1, keepdims=True)
             probs = np.exp(scores)
             probs /= probs.sum(-1, keepdims=True)
@@ -112,7 +118,7 @@ class Bert:
                 f"{p}.attention.output.LayerNorm",
             )
             inner = self._dense(x, f"{p}.intermediate.dense")
-            inner = 0.5 * inner * (1.0 + _erf(inner / np.sqrt(2.0)))
+            inner = 0.5 * inner * (1.0 + _erf(inner * np.float32(1 / np.sqrt(2.0))))
             x = self._ln(self._dense(inner, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
         return x
 

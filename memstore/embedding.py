@@ -241,6 +241,10 @@ class Vectors:
             self._synced = state
             return len(texts)
 
+    def current(self, state: object) -> bool:
+        """Whether the rows were last brought in step with this manifest `state`."""
+        return state is not None and state == self._synced
+
     def clear(self) -> None:
         """Forget every row (a rebuild embeds everything again)."""
         with self._mutex:

@@ -951,6 +951,13 @@ class Index:
             searcher = self._current_searcher()
             return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
+    def state(self) -> object:
+        """The manifest file's stamp (None without one): unchanged, so is what it lists."""
+        try:
+            return _file_stamp(self.manifest_path.stat())
+        except OSError:
+            return None
+
     def files(self) -> tuple[object, dict[str, str]] | None:
         """The manifest's state (its file's stamp) and each indexed memory's content digest by
         store-relative path, as last committed; None when there is no usable index."""

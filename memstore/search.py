@@ -170,7 +170,7 @@ class Upkeep:
         """Bring semantic recall's vectors in step with the index (only what changed is
         embedded); returns how many memories were. Nothing when semantic recall is off."""
         vectors = self.semantic(store)
-        if vectors is None:
+        if vectors is None or vectors.current(self.index.state()):
             return 0
         files = self.index.files()
         if files is None:

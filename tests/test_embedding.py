@@ -253,7 +253,9 @@ def test_check_warns_never_blocks_on_an_action_similar_in_meaning_to_a_rule(
         severity="p0",
         applies_when=["vault password"],
     )
-    as_agent(semantic, "bob").confirm("vault-only", "seen it")  # binding: its word match would block
+    as_agent(semantic, "bob").confirm(
+        "vault-only", "seen it"
+    )  # binding: its word match would block
     assert session.check(semantic, "change the vault password").verdict is workflow.Verdict.BLOCK
     similar = session.check(semantic, "paste the api token key")
     assert similar.verdict is workflow.Verdict.WARN
