@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 
 from locomo import DEFAULT_DATA, TUNE, build_store, load  # noqa: E402
 
-from memstore import index, search  # noqa: E402
+from memstore import embedding, index, search  # noqa: E402
 from memstore.search import Query  # noqa: E402
 
 
@@ -32,10 +32,12 @@ def main() -> None:
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
     grid = {
-        "DENSE_WEIGHT": (0.5, 1.0),
-        "DENSE_WEIGHT_WEAK": (1.0, 2.0, 3.0),
-        "DENSE_WEAK_BM25": (0.0, 6.0, 10.0),
-        "DENSE_MIN_COSINE": (0.2, 0.3, 0.4),
+        "CENTER": (False, True),
+        "DENSE_WEIGHT": (0.25, 0.5, 1.0),
+        "DENSE_WEIGHT_WEAK": (2.0,),
+        "DENSE_WEAK_BM25": (0.0, 12.0),
+        "DENSE_MIN_COSINE": (0.2, 0.35),
+        "DENSE_NEW_COSINE": (0.4, 1.1),
     }
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
@@ -49,7 +51,7 @@ def main() -> None:
         for values in [None, *itertools.product(*grid.values())]:
             if values is not None:
                 for name, value in zip(grid, values, strict=True):
-                    setattr(index, name, value)
+                    setattr(embedding if name == "CENTER" else index, name, value)
             r10: list[float] = []
             hit5: list[float] = []
             for store, conv in stores:

@@ -147,6 +147,10 @@ def _ident(folder: Path) -> str:
 
 # -- the vectors cache ------------------------------------------------------------------------
 
+CENTER = True
+"""Compare vectors after taking away the store's mean vector: a static model's vectors share a
+common direction that makes every memory look somewhat like every question."""
+
 VECTORS = "vectors"
 """The cache's folder in `.memstore/`, beside `index/`."""
 
@@ -172,6 +176,7 @@ class Vectors:
         self._synced: object = None
         """The manifest state last brought in step with (see `sync`)."""
         self._stamp: tuple[int, int] | None = None
+        self._centre: tuple[Any, Any, Any] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -287,13 +292,33 @@ class Vectors:
         query = self.model.vectors([text])[0]
         if not query.any():
             return []  # no word of the query is known to the model
-        scores = matrix @ query
+        if CENTER and len(paths) > 1:
+            centred, mean = self._centred()
+            query = query - mean
+            query = query / (np.linalg.norm(query) or 1.0)
+            scores = centred @ query
+        else:
+            scores = matrix @ query
         if count < len(scores):
             top = np.argpartition(-scores, count - 1)[:count]
         else:
             top = np.arange(len(scores))
         order = top[np.lexsort((top, -scores[top]))]
         return [(paths[i], round(float(scores[i]), 4)) for i in order]
+
+    def _centred(self) -> tuple[Any, Any]:
+        """The rows less their mean, each scaled to unit length again, and the mean (worked out
+        once per version of the matrix)."""
+        import numpy as np
+
+        matrix = self.matrix
+        if self._centre is None or self._centre[0] is not matrix:
+            mean = matrix.mean(axis=0)
+            rows = matrix - mean
+            norms = np.linalg.norm(rows, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            self._centre = (matrix, rows / norms, mean)
+        return self._centre[1], self._centre[2]
 
     def __len__(self) -> int:
         return len(self.paths)

@@ -126,13 +126,22 @@ Digest = Callable[[str], str]
 Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
-DENSE_WEIGHT = 1.0
-"""The dense list's weight in the fusion when the words found something to go by."""
+DENSE_WEIGHT = 0.25
+"""The dense list's weight in the fusion. Chosen on LoCoMo's tuning conversations with a static
+model distilled from all-MiniLM-L6-v2 (bench/tune_semantic.py): 0.5 and 1 lowered Recall@10
+and Hit@5 there; at 0.25 the dense list mostly re-orders memories of similar word scores."""
 DENSE_WEIGHT_WEAK = 2.0
-"""Its weight when they did not: the best BM25F score below `DENSE_WEAK_BM25`, so the question
-is probably worded unlike the memory and its meaning is the better guide."""
-DENSE_WEAK_BM25 = 6.0
-DENSE_MIN_COSINE = 0.3
+"""Its weight when the words found little: the best BM25F score below `DENSE_WEAK_BM25`."""
+DENSE_WEAK_BM25 = 0.0
+"""Below this best BM25F score, the question is taken as worded unlike the memories and the
+dense list gets `DENSE_WEIGHT_WEAK`. Off (0): at 12, LoCoMo's tuning Recall@10 fell from 0.644
+to 0.639 (see docs/benchmarks.md)."""
+DENSE_MIN_COSINE = 0.35
+"""Memories less similar than this to the query are no candidates of the dense list: every
+memory has some cosine with any question, and the nearest of unrelated ones is noise."""
+DENSE_NEW_COSINE = 0.4
+"""A memory the words did not find joins through the dense list only at this cosine or more;
+below it, the dense list only re-orders what the words found."""
 """Memories less similar than this to the query are no candidates of the dense list: every
 memory has some cosine with any question, and the nearest of unrelated ones is noise."""
 
@@ -1652,12 +1661,13 @@ class _Ranker:
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
+        found = {docnum for docnum, _ in first.entries}
         scored: list[tuple[float, int]] = []
         for path, cosine in dense(count):
             if cosine < DENSE_MIN_COSINE:
                 break  # best first: the rest are further still
             docnum = self.cache.docnum(self.searcher, path)
-            if docnum is None:
+            if docnum is None or (cosine < DENSE_NEW_COSINE and docnum not in found):
                 continue
             if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
                 scored.append((cosine, docnum))
