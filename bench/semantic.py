@@ -38,8 +38,11 @@ BANK = HERE / "reworded_bank.yaml"
 DEFAULT_MODEL = HERE / ".models" / "minilm-static"
 
 
-def bank_store(root: Path, model: Path | None) -> tuple[Store, list[tuple[str, str]]]:
-    data = yaml.safe_load(BANK.read_text(encoding="utf-8"))
+def bank_store(
+    root: Path, model: Path | None, bank: Path = BANK
+) -> tuple[Store, list[tuple[str, str]]]:
+    """A store of `bank`'s memories (with `model` named, if any), and its questions."""
+    data = yaml.safe_load(bank.read_text(encoding="utf-8"))
     store = Store.init(root, agent="bench")
     if model is not None:
         (root / "memstore.yaml").write_text(f"embedding_model: {model}\n", encoding="utf-8")

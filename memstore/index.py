@@ -127,21 +127,19 @@ Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
 DENSE_WEIGHT = 0.25
-"""The dense list's weight in the fusion. Chosen on LoCoMo's tuning conversations with a static
-model distilled from all-MiniLM-L6-v2 (bench/tune_semantic.py): 0.5 and 1 lowered Recall@10
-and Hit@5 there; at 0.25 the dense list mostly re-orders memories of similar word scores."""
-DENSE_WEIGHT_WEAK = 2.0
-"""Its weight when the words found little: the best BM25F score below `DENSE_WEAK_BM25`."""
-DENSE_WEAK_BM25 = 0.0
-"""Below this best BM25F score, the question is taken as worded unlike the memories and the
-dense list gets `DENSE_WEIGHT_WEAK`. Off (0): at 12, LoCoMo's tuning Recall@10 fell from 0.644
-to 0.639 (see docs/benchmarks.md)."""
-DENSE_MIN_COSINE = 0.35
-"""Memories less similar than this to the query are no candidates of the dense list: every
-memory has some cosine with any question, and the nearest of unrelated ones is noise."""
-DENSE_NEW_COSINE = 0.4
-"""A memory the words did not find joins through the dense list only at this cosine or more;
-below it, the dense list only re-orders what the words found."""
+"""The dense list's weight in the fusion when the words found something to go by: it then
+mostly re-orders memories whose words score alike (0.5 and 1 lowered LoCoMo's Recall@10)."""
+DENSE_WEIGHT_WEAK = 1.0
+"""Its weight when the words found little (their best BM25F score below `DENSE_WEAK_BM25`)."""
+DENSE_WEAK_BM25 = 8.0
+"""Below this best BM25F score, the question is taken as worded unlike the memories: the dense
+list may bring in memories the words did not find (`DENSE_NEW_COSINE`), with its weak weight."""
+DENSE_MIN_COSINE = 0.3
+"""A memory the words found is re-ordered by the dense list only from this cosine up."""
+DENSE_NEW_COSINE = 0.1
+"""A memory the words did not find joins, when they found little, from this cosine up (after
+centring, see `embedding.CENTER`, the memory a reworded question wants has a cosine around
+0.2). All five chosen with bench/tune_semantic.py (see docs/benchmarks.md)."""
 """Memories less similar than this to the query are no candidates of the dense list: every
 memory has some cosine with any question, and the nearest of unrelated ones is noise."""
 
@@ -1656,18 +1654,28 @@ class _Ranker:
         self, dense: Dense, first: ranking.Ranked[int], wanted: int, boosts: dict[int, float]
     ) -> ranking.Ranked[int] | None:
         """Semantic recall's list: the memories nearest the query by meaning that pass the
-        filter and mask, their cosines times each one's boost. Weighted up when the words'
-        best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
+        filter and mask, their cosines times each one's boost; memories the words did not find
+        only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
         found = {docnum for docnum, _ in first.entries}
+        best = first.entries[0][1] if first.entries else 0.0
+        weak = best < DENSE_WEAK_BM25
+        # What the words found, the dense list re-orders; a memory they did not find joins
+        # only when they found little (weak), the question then being worded unlike it.
+        floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE
         scored: list[tuple[float, int]] = []
         for path, cosine in dense(count):
-            if cosine < DENSE_MIN_COSINE:
+            if cosine < floor:
                 break  # best first: the rest are further still
             docnum = self.cache.docnum(self.searcher, path)
-            if docnum is None or (cosine < DENSE_NEW_COSINE and docnum not in found):
+            if docnum is None:
+                continue
+            if docnum in found:
+                if cosine < DENSE_MIN_COSINE:
+                    continue
+            elif not weak or cosine < DENSE_NEW_COSINE:
                 continue
             if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
                 scored.append((cosine, docnum))
@@ -1675,8 +1683,7 @@ class _Ranker:
                     break
         if not scored:
             return None
-        best = first.entries[0][1] if first.entries else 0.0
-        weight = DENSE_WEIGHT if best >= DENSE_WEAK_BM25 else DENSE_WEIGHT_WEAK
+        weight = DENSE_WEIGHT_WEAK if weak else DENSE_WEIGHT
         return self._ranked("dense", weight, scored, boosts)
 
     def _totals(self, words: list[str]) -> dict[int, float]:
