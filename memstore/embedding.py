@@ -151,6 +151,11 @@ CENTER = True
 """Compare vectors after taking away the store's mean vector: a static model's vectors share a
 common direction that makes every memory look somewhat like every question."""
 
+SAVE_ALWAYS = 2000
+"""Up to this many memories, the cache on disk is rewritten at every change."""
+SAVE_CHANGED = 32
+"""Above it, only when at least this many memories were embedded or dropped at once."""
+
 VECTORS = "vectors"
 """The cache's folder in `.memstore/`, beside `index/`."""
 
@@ -242,7 +247,11 @@ class Vectors:
             matrix = np.concatenate(rows, axis=0) if rows else np.zeros((0, 0), np.float32)
             self.paths, self.digests, self.matrix = paths, sums, matrix
             self._row = {p: i for i, p in enumerate(paths)}
-            self._save()
+            # Rewriting the whole matrix for a few rows costs more than embedding them again:
+            # a large store's cache is written when many changed, and a process that reads an
+            # older one embeds the few rows it lacks.
+            if len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
+                self._save()
             self._synced = state
             return len(texts)
 
