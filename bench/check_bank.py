@@ -2,9 +2,12 @@
 look-alikes (tests/check_bank.yaml), with every miss listed.
 
     .venv/bin/python bench/check_bank.py [BANK.yaml] [-v]
+    .venv/bin/python bench/check_bank.py --embedding-model bench/.models/minilm-static
 
 BANK defaults to tests/check_bank.yaml; tests/check_bank_fresh*.yaml are banks written later,
-each measured once before any change made for it (docs/workflow.md).
+each measured once before any change made for it (docs/workflow.md). With `--embedding-model`,
+also the similarity warnings semantic recall adds (`workflow.similar_reasons`), at
+`workflow.SIMILAR_MIN` and, to choose it, at other thresholds.
 
 Runs the same verdict `memstore check` gives (`workflow.decide`: the bank's rules, matched
 with the action synonyms, plus the built-in guards) without a store: pure and deterministic.
@@ -46,13 +49,56 @@ def rules(bank: dict[str, Any]) -> list[workflow.Rule]:
     ]
 
 
+def similarity(folder: str) -> Any:
+    """`cosines(action, patterns)` with the model2vec model in `folder`."""
+    from memstore import embedding
+
+    model = embedding.load(folder, Path.cwd())
+
+    def cosines(action: str, patterns: list[str]) -> list[float]:
+        rows = model.vectors([action, *patterns])
+        return [float(x) for x in rows[1:] @ rows[0]]
+
+    return cosines
+
+
 def main() -> None:
-    paths = [Path(a) for a in sys.argv[1:] if not a.startswith("-")]
+    args = sys.argv[1:]
+    if "--embedding-model" in args[:-1]:  # its value is a model folder, not a bank
+        del args[args.index("--embedding-model") + 1]
+    paths = [Path(a) for a in args if not a.startswith("-")]
     bank = load(paths[0] if paths else BANK)
     pool = rules(bank)
+    cosines = None
+    if "--embedding-model" in sys.argv:
+        cosines = similarity(sys.argv[sys.argv.index("--embedding-model") + 1])
+        print("threshold  risky caught  benign flagged  (words and similarity)")
+        for threshold in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
+            got = {
+                kind: sum(
+                    workflow.decide(
+                        t, pool, extra=workflow.similar_reasons(pool, t, (), cosines, threshold)
+                    ).verdict
+                    is not workflow.Verdict.ALLOW
+                    for t in bank[kind]
+                )
+                for kind in ("risky", "benign")
+            }
+            print(f"{threshold:>9}  {got['risky']:>12}  {got['benign']:>14}")
+        print(f"at workflow.SIMILAR_MIN = {workflow.SIMILAR_MIN}:")
     rows: dict[str, list[tuple[str, workflow.CheckResult]]] = {}
     for kind in ("risky", "benign"):
-        rows[kind] = [(text, workflow.decide(text, pool)) for text in bank[kind]]
+        rows[kind] = [
+            (
+                text,
+                workflow.decide(
+                    text,
+                    pool,
+                    extra=workflow.similar_reasons(pool, text, (), cosines) if cosines else None,
+                ),
+            )
+            for text in bank[kind]
+        ]
     flagged = {
         k: sum(r.verdict is not workflow.Verdict.ALLOW for _, r in v) for k, v in rows.items()
     }

@@ -5,6 +5,11 @@ category != 5 and non-empty evidence is a query, sent verbatim; retrieval is sco
 question's conversation; metrics Hit@5, Recall@5, Recall@10, MRR@10.
 
     .venv/bin/python bench/locomo.py [--data ../shared/eval/locomo-dev.json] [--mcp]
+    .venv/bin/python bench/locomo.py --embedding-model bench/.models/minilm-static
+
+With `--embedding-model FOLDER` (a model2vec model; `bench/distill.py` makes one), semantic
+recall is measured instead of the other variants: memstore's default search with and without
+`embedding_model:` in each store's memstore.yaml.
 
 Every figure is given for the whole split and for its two parts: the conversations ranking
 choices were tuned on (TUNE) and those held out from tuning (the rest), see
@@ -171,9 +176,13 @@ def baseline(conv: Conversation) -> Callable[[str], list[str]]:
     return search
 
 
-def build_store(root: Path, conv: Conversation, *, links: bool, captions: bool) -> Store:
+def build_store(
+    root: Path, conv: Conversation, *, links: bool, captions: bool, model: Path | None = None
+) -> Store:
     """One store per conversation: each turn a memory, as an agent would have saved it."""
     store = Store.init(root, agent="bench")
+    if model is not None:
+        (root / "memstore.yaml").write_text(f"embedding_model: {model}\n", encoding="utf-8")
     folder = root / "fact"
     folder.mkdir()
     by_session: dict[int, list[Turn]] = {}
@@ -245,8 +254,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--mcp", action="store_true", help="also measure through memstore serve")
+    ap.add_argument("--embedding-model", type=Path, help="measure semantic recall with it")
+    ap.add_argument("--only", choices=["tune", "held-out"], help="only these conversations")
     args = ap.parse_args()
     conversations = load(args.data)
+    if args.only:
+        conversations = [c for c in conversations if part_of(c) == args.only]
     n_queries = sum(len(c.queries) for c in conversations)
     n_turns = sum(len(c.turns) for c in conversations)
     variants: dict[str, dict[str, Any]] = {
@@ -254,6 +267,12 @@ def main() -> None:
         "memstore search --no-feedback": {"feedback": False},
         "memstore + graph (turns linked to their neighbours)": {"graph": True, "links": True},
     }
+    if args.embedding_model is not None:
+        model = args.embedding_model.resolve()
+        variants = {
+            "memstore search (default)": {},
+            f"memstore search + semantic recall ({model.name})": {"model": model},
+        }
     labels = [BASELINE, *variants]
     if args.mcp:
         labels.append("memstore memory_recall through MCP (default)")
@@ -274,7 +293,13 @@ def main() -> None:
             for label, options in variants.items():
                 root = Path(tmp) / f"{conv.sample_id}-{len(ingest)}"
                 t0 = time.perf_counter()
-                store = build_store(root, conv, links=options.get("links", False), captions=False)
+                store = build_store(
+                    root,
+                    conv,
+                    links=options.get("links", False),
+                    captions=False,
+                    model=options.get("model"),
+                )
                 search.reindex(store)
                 ingest.append((time.perf_counter() - t0) / len(conv.turns))
                 search.search(store, Query("warm up"))

@@ -160,6 +160,26 @@ def doc_globs(root: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(i) for i in items))
 
 
+def embedding_model(root: Path) -> str | None:
+    """From `memstore.yaml`: `embedding_model:`, the model semantic recall uses (a folder,
+    relative to the store, or a model name in this machine's cache); None turns it off.
+
+    Raises:
+        InvalidMemory: for a setting that is not a string.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    value: Any = mapping.get("embedding_model")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidMemory(
+            f"{path}: 'embedding_model' must be a folder or a model name, e.g. "
+            "embedding_model: models/potion-base-8M"
+        )
+    return value
+
+
 ALLOWED_SIGNERS = "allowed_signers"
 """The default allowed-signers file, at the store's root (git's `principal key-type key`)."""
 SIGNING_KEY_VAR = "MEMSTORE_SIGNING_KEY"

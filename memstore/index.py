@@ -130,6 +130,27 @@ Raises InvalidMemory or OSError for a file that cannot be indexed."""
 Digest = Callable[[str], str]
 """The content digest of the file at a store-relative path (`""` when it cannot be read)."""
 
+Dense = Callable[[int], Sequence[tuple[str, float]]]
+"""Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
+nearest the query by meaning, with their cosines, best first."""
+DENSE_WEIGHT = 0.25
+"""The dense list's weight in the fusion when the words found something to go by: it then
+only re-orders memories whose words score alike (0.5 and 1 lowered LoCoMo's Recall@10)."""
+DENSE_WEIGHT_WEAK = 1.0
+"""Its weight when the words found little (their best BM25F score below `DENSE_WEAK_BM25`)."""
+DENSE_WEAK_BM25 = 8.0
+"""Below this best BM25F score, the question is taken as worded unlike the memories: the dense
+list may bring in memories the words did not find (`DENSE_NEW_COSINE`), with its weak weight."""
+DENSE_MIN_COSINE = 0.5
+"""A memory the words found is re-ordered by the dense list only from this cosine up (at 0.3,
+LoCoMo's tuning Hit@5 fell from 0.632 to 0.593 for +0.004 Recall@10)."""
+DENSE_NEW_COSINE = 0.1
+"""A memory the words did not find joins, when they found little, from this cosine up (after
+centring, see `embedding.CENTER`, the memory a reworded question wants has a cosine around
+0.2). All five chosen with bench/tune_semantic.py (see docs/benchmarks.md)."""
+"""Memories less similar than this to the query are no candidates of the dense list: every
+memory has some cosine with any question, and the nearest of unrelated ones is noise."""
+
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
 timestamp (a file system's clock ticks every few milliseconds, or once a second or two), size
@@ -1091,12 +1112,31 @@ class Index:
             searcher = self._current_searcher()
             return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
-    def search(self, query: Query, today: str | None = None) -> list[Hit]:
+    def state(self) -> object:
+        """The manifest file's stamp (None without one): unchanged, so is what it lists."""
+        try:
+            return _file_stamp(self.manifest_path.stat())
+        except OSError:
+            return None
+
+    def files(self) -> tuple[object, dict[str, str]] | None:
+        """The manifest's state (its file's stamp) and each indexed memory's content digest by
+        store-relative path, as last committed; None when there is no usable index."""
+        with self._mutex:
+            manifest = self._read_manifest()
+            if manifest is None:
+                return None
+            return self._seen_stamp, manifest.digests
+
+    def search(
+        self, query: Query, today: str | None = None, dense: Dense | None = None
+    ) -> list[Hit]:
         """The best `query.size` memories for `query.text` that pass every filter, best first.
 
         Deprecated and expired memories are left out unless `include_deprecated` (or
         `status="deprecated"`). With `graph`, memories linked to the text matches (1-2 hops)
         join with decaying scores. With `max_tokens`, only the leading whole hits that fit.
+        `dense` adds semantic recall's list to the fusion, for a query of plain words.
 
         Raises:
             InvalidQuery: for query text Whoosh cannot run, naming the problem.
@@ -1124,7 +1164,7 @@ class Index:
             for attempt in range(3):
                 searcher = self._current_searcher()
                 try:
-                    hits = self._ranked(searcher, text, filters, hidden, query, today)
+                    hits = self._ranked(searcher, text, filters, hidden, query, today, dense)
                     break
                 except QueryError as e:
                     raise InvalidQuery(f"cannot search {query.text!r}: {e}") from e
@@ -1146,6 +1186,7 @@ class Index:
         hidden: list[Any],
         query: Query,
         today: str,
+        dense: Dense | None = None,
     ) -> list[Hit]:
         cache = self._cache
         allowed = cache.docset(searcher, And(filters)) if filters else None
@@ -1158,6 +1199,7 @@ class Index:
             mask=cache.docset(searcher, Or(hidden)) if hidden else None,
             today=today,
             explain=query.explain,
+            dense=dense,
         )
         # With graph, every candidate's name counts: a memory already found by its text is
         # not offered again as a neighbour.
@@ -1357,6 +1399,8 @@ class _Cache:
         self.idfs: dict[str, float] = {}
         self._norms: dict[int, list[float]] = {}
         self._boosts: dict[int, float] | None = None
+        self.paths: dict[str, int | None] = {}
+        """Memory paths' live document numbers, as looked up (`docnum`)."""
         if searcher is None:
             return
         kept = kept or {}
@@ -1484,6 +1528,24 @@ class _Cache:
             found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
         return found
 
+    def docnum(self, searcher: Searcher, path: str) -> int | None:
+        """The live document of the memory at store-relative `path`, if indexed."""
+        found = self.paths.get(path, -1)
+        if found != -1:
+            return found
+        found = None
+        for sub, start, _, deleted in self.leaves:
+            reader = sub.reader()
+            if ("path", path) not in reader:
+                continue
+            for local in reader.postings("path", path).all_ids():
+                if local not in deleted:
+                    found = start + local
+        if len(self.paths) > STORED_CACHE_MAX:
+            self.paths.clear()
+        self.paths[path] = found
+        return found
+
     def fields(self, docnum: int) -> dict[str, Any]:
         """The stored fields of document `docnum`."""
         sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
@@ -1539,8 +1601,10 @@ class _Ranker:
         mask: Any,
         today: str,
         explain: bool,
+        dense: Dense | None = None,
     ) -> None:
         self.searcher = searcher
+        self.dense = dense
         self.cache = cache
         self.filter = filter
         self.mask = mask
@@ -1666,6 +1730,10 @@ class _Ranker:
             more = self._feedback(first, words, candidates, wanted, boosts)
             if more is not None:
                 lists.append(more)
+        if self.dense is not None and plain is not None:
+            near = self._dense(self.dense, first, wanted, boosts)
+            if near is not None:
+                lists.append(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
 
@@ -1737,6 +1805,42 @@ class _Ranker:
         kept = {docnum for docnum, _ in read}
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
         return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
+
+    def _dense(
+        self, dense: Dense, first: ranking.Ranked[int], wanted: int, boosts: dict[int, float]
+    ) -> ranking.Ranked[int] | None:
+        """Semantic recall's list: the memories nearest the query by meaning that pass the
+        filter and mask, their cosines times each one's boost; memories the words did not find
+        only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
+        # The nearest among every memory: with a filter, many more, as most may not pass it.
+        count = wanted * 4 if self.filter is None else wanted * 40
+        allowed, hidden = self.filter, self.mask
+        found = {docnum for docnum, _ in first.entries}
+        best = first.entries[0][1] if first.entries else 0.0
+        weak = best < DENSE_WEAK_BM25
+        # What the words found, the dense list re-orders; a memory they did not find joins
+        # only when they found little (weak), the question then being worded unlike it.
+        floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE
+        scored: list[tuple[float, int]] = []
+        for path, cosine in dense(count):
+            if cosine < floor:
+                break  # best first: the rest are further still
+            docnum = self.cache.docnum(self.searcher, path)
+            if docnum is None:
+                continue
+            if docnum in found:
+                if cosine < DENSE_MIN_COSINE:
+                    continue
+            elif not weak or cosine < DENSE_NEW_COSINE:
+                continue
+            if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
+                scored.append((cosine, docnum))
+                if len(scored) >= wanted:
+                    break
+        if not scored:
+            return None
+        weight = DENSE_WEIGHT_WEAK if weak else DENSE_WEIGHT
+        return self._ranked("dense", weight, scored, boosts)
 
     def _totals(self, words: list[str]) -> dict[int, float]:
         """Every document that holds any of the words and passes the filter and mask, with

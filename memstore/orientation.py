@@ -32,6 +32,8 @@ class Orientation:
     hook_ok: bool
     hook: str
     index: str
+    search: str
+    """By words only, or by words and meaning (semantic recall), and why."""
     awaiting: int
     """Drafts the identity may review: other identities' drafts."""
     own_drafts: int
@@ -68,6 +70,10 @@ def orient(
             index += f"; {len(sync.skipped)} malformed file(s) left out (see `memstore lint`)"
     except MemstoreError as e:
         index = f"cannot be read: {e}"
+    try:
+        searching = search.semantic_state(store)
+    except MemstoreError as e:
+        searching = f"by words (BM25) only: {e}"
     drafts = [m for m in every if m.status == "draft"]
     own = sum(1 for m in drafts if identity and same_identity(m.owner, identity))
     return Orientation(
@@ -79,6 +85,7 @@ def orient(
         hook_ok=hook_ok,
         hook=hook,
         index=index,
+        search=searching,
         awaiting=len(drafts) - own,
         own_drafts=own,
     )
@@ -103,5 +110,6 @@ def lines(o: Orientation, *, index: bool = True) -> list[str]:
         + (f", branch {o.branch}" if o.branch else ", HEAD detached"),
         f"hook:       {o.hook}",
         *([f"index:      {o.index}"] if index else []),
+        f"search:     {o.search}",
         f"review:     {review}; {o.own_drafts} of your own await someone else",
     ]

@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import config, documents, drift, trust, when
+from memstore import config, documents, drift, embedding, trust, when
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.files import lock_file, read_regular, version_of
 from memstore.index import (
     DOC,
+    Dense,
     DocSection,
     Hit,
     Index,
@@ -36,6 +37,7 @@ from memstore.index import (
     fit_tokens,
 )
 from memstore.memory import RULE_TYPES, Memory
+from memstore.ranking import content_words
 from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
@@ -82,6 +84,10 @@ class Upkeep:
         """The store's `docs:` globs (read on first use)."""
         self.docs_at = 0.0
         """When the project documents were last compared with the index (0: never)."""
+        self.vectors: embedding.Vectors | None = None
+        """Semantic recall's vectors, once its model is loaded (see `semantic`)."""
+        self.semantic_off: str | None = None
+        """Why semantic recall is off, once looked at: "" while it is on."""
         # No lock of its own: searches and a watcher may catch up at once. The index orders
         # its writers, and each records folder times taken before its own scan, so `seen`
         # can only go back to an older, still true view (the next search scans again).
@@ -140,7 +146,51 @@ class Upkeep:
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
+        vectors = self.semantic(store)
+        if vectors is not None:
+            vectors.clear()
+            self.embed(store)
         return result
+
+    def semantic(self, store: Store) -> embedding.Vectors | None:
+        """Semantic recall's vectors for this store, its model loaded on first use; None when
+        it is off: no `embedding_model:` in memstore.yaml, the extra not installed, or the
+        model not on this machine (said once in the log; `doctor` says why)."""
+        if self.semantic_off is None:
+            try:
+                model = semantic_model(store)
+            except InvalidMemory as e:
+                log.warning("searching by words only: %s", e)
+                self.semantic_off = str(e)
+                return None
+            if model is None:
+                self.semantic_off = "no embedding_model in memstore.yaml"
+                return None
+            self.vectors = embedding.Vectors(self.cache / embedding.VECTORS, model)
+            self.semantic_off = ""
+        return self.vectors
+
+    def embed(self, store: Store) -> int:
+        """Bring semantic recall's vectors in step with the index (only what changed is
+        embedded); returns how many memories were. Nothing when semantic recall is off."""
+        vectors = self.semantic(store)
+        if vectors is None or vectors.current(self.index.state()):
+            return 0
+        files = self.index.files()
+        if files is None:
+            return 0
+        state, digests = files
+        return vectors.sync(state, {p: d for p, d in digests.items() if d}, _text(store))
+
+    def dense(self, store: Store, text: str) -> Dense | None:
+        """The dense ranker for the query `text`, its vectors brought in step first; None when
+        semantic recall is off or the text has no words."""
+        vectors = self.semantic(store)
+        words = content_words(text).strip()
+        if vectors is None or not words:
+            return None
+        self.embed(store)
+        return lambda count: vectors.nearest(words, count)
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
         """Index the current content of these files (store-relative paths; a file gone is
@@ -273,6 +323,52 @@ def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp, str]]:
     return load
 
 
+def _text(store: Store) -> Callable[[str], str | None]:
+    def text(rel: str) -> str | None:
+        try:
+            memory = store.read_file(store.root / rel, raw=True)[0]
+        except (InvalidMemory, OSError, UnsafePath):
+            return None
+        return embedding.memory_text(memory.name, memory.description, memory.tags, memory.body)
+
+    return text
+
+
+def semantic_model(store: Store) -> embedding.Model | None:
+    """The embedding model `memstore.yaml` names, loaded from this machine; None when it names
+    none.
+
+    Raises:
+        InvalidMemory: when the model cannot be loaded (not on this machine, the extra not
+            installed), saying why.
+    """
+    spec = config.embedding_model(store.root)
+    return None if spec is None else embedding.load(spec, store.root)
+
+
+def semantic_state(store: Store) -> str:
+    """How searches find memories in `store`, in a line for `doctor`: by words only (and why
+    semantic recall is off), or by words and meaning (the model, the memories embedded).
+
+    Raises:
+        InvalidMemory: for a memstore.yaml that cannot be read.
+    """
+    spec = config.embedding_model(store.root)
+    if spec is None:
+        how = "by words (BM25) only; semantic recall is off (no embedding_model in memstore.yaml"
+        if not embedding.available():
+            how += f", and it needs pip install 'memstore[{embedding.EXTRA}]'"
+        return how + ")"
+    up = upkeep(store)
+    if up.semantic(store) is None:
+        return f"by words (BM25) only; semantic recall is off: {up.semantic_off}"
+    up.fresh(store)
+    up.embed(store)
+    vectors = up.vectors
+    count = len(vectors) if vectors is not None else 0
+    return f"by words (BM25) and meaning: {spec} ({count} memories embedded)"
+
+
 def _digest(store: Store) -> Callable[[str], str]:
     def digest(rel: str) -> str:
         try:
@@ -315,7 +411,8 @@ def search(store: Store, query: Query) -> list[Hit]:
     up = upkeep(store)
     up.fresh(store)
     # A few more than asked, for the upkeep step (`steward`) to re-rank; then the cuts.
-    hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None))
+    dense = up.dense(store, query.text)
+    hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None), dense=dense)
     if any(_judged(hit) for hit in hits):
         at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
         hits = [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]

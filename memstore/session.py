@@ -16,7 +16,7 @@ from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.files import read_regular
 from memstore.index import QUERY_MAX, Hit
 from memstore.memory import Memory, now
-from memstore.search import Query, search
+from memstore.search import Query, search, upkeep
 from memstore.status import Status
 
 if TYPE_CHECKING:
@@ -187,6 +187,8 @@ def check(
             extra.append(
                 workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
             )
+    pool = rules(store)
+    extra += _similar(store, text, pool, targets)
     runbooks = [
         workflow.Reason(
             kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
@@ -195,12 +197,31 @@ def check(
     ]
     return workflow.decide(
         text,
-        rules(store),
+        pool,
         targets,
         extra=extra,
         runbooks=runbooks,
         disabled_guards=config.disabled_guards(store.root),
     )
+
+
+def _similar(
+    store: Store, text: str, pool: list[workflow.Rule], targets: tuple[str, ...]
+) -> list[workflow.Reason]:
+    """With semantic recall on, warnings from the rules whose `applies_when` the action
+    resembles in meaning though no pattern matches its words (see `workflow.similar_reasons`)."""
+    if not pool:
+        return []
+    vectors = upkeep(store).semantic(store)
+    if vectors is None:
+        return []
+    model = vectors.model
+
+    def cosines(action: str, patterns: list[str]) -> list[float]:
+        rows = model.vectors([action, *patterns])
+        return [float(x) for x in rows[1:] @ rows[0]]
+
+    return workflow.similar_reasons(pool, text, targets, cosines)
 
 
 def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:

@@ -136,6 +136,8 @@ class Watcher:
                 result = search.catch_up(self.store)
             else:
                 result = search.upkeep(self.store).changed(self.store, rels)
+            # Embedded here, off any query's path: the next recall finds the vectors current.
+            search.upkeep(self.store).embed(self.store)
         except (MemstoreError, OSError) as e:
             log.warning("could not re-index after a change: %s", e)
             return

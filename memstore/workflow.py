@@ -9,8 +9,8 @@ identity confirms it, so no agent can stop every `check` on its own say-so.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -347,6 +347,51 @@ def rule_reason(rule: Rule, matched: str) -> Reason:
         matched=matched,
         binding=rule.binding,
     )
+
+
+SIMILAR_MIN = 0.8
+"""With semantic recall on, an action this similar in meaning (cosine) to a rule's
+`applies_when` pattern, that no pattern matched by its words, gets the rule's warning. Chosen on
+tests/check_bank.yaml (bench/check_bank.py --embedding-model): the words already catch every
+risky action there, and 0.8 is the lowest threshold that flags no more benign ones (0.7 adds
+one, 0.6 eight)."""
+
+
+def similar_reasons(
+    rules: list[Rule],
+    action: str,
+    targets: tuple[str, ...],
+    cosines: Callable[[str, list[str]], list[float]],
+    threshold: float = SIMILAR_MIN,
+) -> list[Reason]:
+    """Warnings, never blocks, for the rules whose patterns the action resembles in meaning
+    though none matches its words: `cosines(action, patterns)` gives each pattern's cosine."""
+    unmatched = [
+        r for r in rules if first_match(r, action, targets) is None and _plain(r.applies_when)
+    ]
+    if not unmatched:
+        return []
+    patterns = [p for r in unmatched for p in _plain(r.applies_when)]
+    scores = dict(zip(patterns, cosines(action, patterns), strict=True))
+    reasons: list[Reason] = []
+    for rule in unmatched:
+        best = max(_plain(rule.applies_when), key=lambda p: scores[p])
+        if scores[best] >= threshold:
+            reason = rule_reason(rule, best)
+            reasons.append(
+                replace(
+                    reason,
+                    verdict=Verdict.WARN,
+                    message=f"{reason.message} (similar in meaning to '{best}': "
+                    f"cosine {scores[best]:.2f})",
+                )
+            )
+    return reasons
+
+
+def _plain(patterns: tuple[str, ...]) -> list[str]:
+    """The patterns that are words (globs name files and commands exactly: no similarity)."""
+    return [p for p in patterns if not is_glob(p)]
 
 
 def ledger_reason(check: ledger.Check, identity: str | None) -> Reason:

@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "history": 1,
     "index": 1,
     "ranking": 1,
+    "embedding": 1,
     "ledger": 1,
     "stats": 1,
     "workflow": 1,

@@ -1,0 +1,195 @@
+"""Semantic recall's benchmark: quality on the reworded bank, and what it costs, side by side
+with search by words alone in the same run.
+
+    .venv/bin/python bench/distill.py      # once: bench/.models/minilm-static
+    .venv/bin/python bench/semantic.py [--model bench/.models/minilm-static] [--size 10000]
+
+1. The reworded bank (bench/reworded_bank.yaml, written before any tuning and never tuned
+   against): Hit@5 and MRR@10 with the extra off, on, and the dense list alone.
+2. At `--size` generated memories (bench/latency.py's generator): in-process search p50/p95
+   by words and with semantic recall, the first search's embedding of the whole store, a
+   write (`Store.add`: file and git commit) with and without a model configured, and the CLI's
+   `memstore search` start to finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from memstore import search
+from memstore.memory import Memory, render
+from memstore.search import Query
+from memstore.store import Store
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from latency import generate, pct, timed  # noqa: E402
+
+BANK = HERE / "reworded_bank.yaml"
+DEFAULT_MODEL = HERE / ".models" / "minilm-static"
+
+
+def bank_store(
+    root: Path, model: Path | None, bank: Path = BANK
+) -> tuple[Store, list[tuple[str, str]]]:
+    """A store of `bank`'s memories (with `model` named, if any), and its questions."""
+    data = yaml.safe_load(bank.read_text(encoding="utf-8"))
+    store = Store.init(root, agent="bench")
+    if model is not None:
+        (root / "memstore.yaml").write_text(f"embedding_model: {model}\n", encoding="utf-8")
+    for m in data["memories"]:
+        memory = Memory(
+            name=m["name"],
+            description=m["description"],
+            type=m["type"],
+            status="draft",
+            owner="bench",
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            body=m.get("body", ""),
+        )
+        path = root / m["type"] / f"{m['name']}.md"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(render(memory), encoding="utf-8", newline="\n")
+    search.reindex(store)
+    return store, [(q["q"], q["expect"]) for q in data["questions"]]
+
+
+def quality(tmp: Path, model: Path) -> None:
+    rows = []
+    for label, with_model in (("words only (extra off)", None), ("words + meaning", model)):
+        store, questions = bank_store(tmp / f"bank-{len(rows)}", with_model)
+        ranks = []
+        for question, expect in questions:
+            names = [h.name for h in search.search(store, Query(question, limit=10))]
+            ranks.append(names.index(expect) + 1 if expect in names else None)
+        rows.append((label, ranks))
+        if with_model is not None:
+            vectors = search.upkeep(store).vectors
+            assert vectors is not None
+            dense = []
+            for question, expect in questions:
+                names = [p.split("/")[-1][:-3] for p, _ in vectors.nearest(question, 10)]
+                dense.append(names.index(expect) + 1 if expect in names else None)
+            rows.append(("meaning alone (dense list, for reference)", dense))
+            misses = [q for (q, _), r in zip(questions, ranks, strict=True) if not r or r > 5]
+            print(f"# missed at 5 with meaning: {misses}")
+    n = len(rows[0][1])
+    print(f"# reworded bank: {n} questions, {BANK.name}")
+    print("| search | Hit@5 | MRR@10 |")
+    print("|---|---|---|")
+    for label, ranks in rows:
+        hit5 = sum(1 for r in ranks if r and r <= 5) / n
+        mrr = sum(1 / r for r in ranks if r) / n
+        print(f"| {label} | {hit5:.2f} | {mrr:.3f} |")
+
+
+def costs(tmp: Path, model: Path, size: int, queries: int, cli_runs: int) -> None:
+    import random
+
+    root = tmp / "big"
+    store, text = generate(root, size)
+    search.reindex(store)
+    rng = random.Random(11)
+    qs = [text.sample(rng.randint(1, 4)) for _ in range(queries)]
+    rows: list[tuple[str, str]] = []
+
+    def lat(s: Store) -> list[float]:
+        search.search(s, Query("warm up"))
+        return [timed(lambda q=q: search.search(s, Query(q))) for q in qs]
+
+    def cli() -> list[float]:
+        command = [sys.executable, "-m", "memstore", "--store", str(root), "search"]
+        return [
+            timed(lambda q=q: subprocess.run([*command, q], capture_output=True, check=True))
+            for q in qs[:cli_runs]
+        ]
+
+    def writes(s: Store, tag: str) -> list[float]:
+        return [
+            timed(lambda i=i: s.add(f"w-{tag}-{i}", type="fact", description=text.sample(8)))
+            for i in range(15)
+        ]
+
+    words = Store(root, agent="bench")
+    words_lat = lat(words)
+    words_cli = cli()
+    words_add = writes(words, "off")
+    (root / "memstore.yaml").write_text(f"embedding_model: {model}\n", encoding="utf-8")
+    meaning = Store(root, agent="bench")
+    first = timed(lambda: search.search(meaning, Query("warm up")))
+    meaning_lat = lat(meaning)
+    meaning_add = writes(meaning, "on")
+    after = timed(lambda: search.search(meaning, Query("first search after the writes")))
+    meaning_cli = cli()
+    # The same again by words, interleaved: the load on a shared machine moves.
+    (root / "memstore.yaml").unlink()
+    words2 = Store(root, agent="bench")
+    words_lat2 = lat(words2)
+    rows += [
+        (
+            "search by words, in-process p50 / p95 (two runs)",
+            f"{pct(words_lat, 0.5):.1f} / {pct(words_lat, 0.95):.1f} ms; "
+            f"{pct(words_lat2, 0.5):.1f} / {pct(words_lat2, 0.95):.1f} ms",
+        ),
+        (
+            "search with semantic recall, in-process p50 / p95",
+            f"{pct(meaning_lat, 0.5):.1f} / {pct(meaning_lat, 0.95):.1f} ms",
+        ),
+        (
+            "p50 difference (semantic − words, mean of the two word runs)",
+            f"{pct(meaning_lat, 0.5) - (pct(words_lat, 0.5) + pct(words_lat2, 0.5)) / 2:+.1f} ms",
+        ),
+        (f"first search with a model: load it, embed all {size} memories", f"{first:.1f} s"),
+        ("search after 15 writes (embeds them)", f"{after * 1000:.0f} ms"),
+        (
+            "write (Store.add: file + git commit), median: without / with a model",
+            f"{statistics.median(words_add) * 1000:.0f} / "
+            f"{statistics.median(meaning_add) * 1000:.0f} ms",
+        ),
+        (
+            "CLI `memstore search`, p50: words / semantic",
+            f"{pct(words_cli, 0.5):.0f} / {pct(meaning_cli, 0.5):.0f} ms",
+        ),
+    ]
+    vectors = root / ".memstore" / "vectors" / "vectors.npy"
+    rows.append(("vectors cache on disk", f"{vectors.stat().st_size / 1e6:.1f} MB"))
+    print(
+        f"# {size} generated memories, {queries} queries, {cli_runs} CLI runs; model {model.name}"
+    )
+    print("| measure | value |")
+    print("|---|---|")
+    for label, value in rows:
+        print(f"| {label} | {value} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--size", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--cli-runs", type=int, default=10)
+    ap.add_argument("--skip-costs", action="store_true")
+    args = ap.parse_args()
+    model = args.model.resolve()
+    print(
+        f"# machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        quality(Path(tmp), model)
+        if not args.skip_costs:
+            costs(Path(tmp), model, args.size, args.queries, args.cli_runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""Semantic recall's parts: a static embedding model (model2vec) loaded from this machine only,
+and the memories' vectors, a derived cache beside the search index (see docs/search.md).
+
+Both are optional: numpy and model2vec come with `pip install 'memstore[semantic]'`, and are
+imported only when a store names a model (`embedding_model:` in memstore.yaml). Nothing here
+ever downloads: a model is a local folder or one already in the machine's model cache.
+"""
+
+# numpy's and model2vec's types are only partly known to pyright (and optional at run time):
+# the arrays are handled as `Any` here, behind typed functions.
+# pyright: reportUnknownMemberType=false, reportUnknownVariableType=false
+# pyright: reportUnknownArgumentType=false, reportMissingImports=false
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from memstore.errors import InvalidMemory
+
+log = logging.getLogger(__name__)
+
+EXTRA = "semantic"
+"""The optional extra that brings the libraries: `pip install 'memstore[semantic]'`."""
+
+TEXT_MAX = 2000
+"""How many characters of a memory are embedded: a static model averages its tokens, so a
+long body only dilutes what the name and description say."""
+
+
+class Embedder(Protocol):
+    """What semantic recall needs of a model: texts in, one vector (a row) per text out."""
+
+    def encode(self, sentences: Sequence[str]) -> Any: ...
+
+
+def available() -> bool:
+    """Whether the semantic extra's libraries are installed (nothing is imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("numpy", "model2vec"))
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A loaded embedding model and what identifies it (its vectors are only comparable with
+    vectors of the same `ident`)."""
+
+    spec: str
+    """As `memstore.yaml` names it."""
+    folder: Path
+    ident: str
+    """The folder and its weights file's size and modification time."""
+    embedder: Embedder
+
+    def vectors(self, texts: Sequence[str]) -> Any:
+        """Unit-length float32 rows, one per text (a zero row for a text with no known token)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        rows = np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        if rows.ndim == 1:
+            rows = rows.reshape(1, -1)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return rows / norms
+
+
+def resolve(spec: str, root: Path) -> Path:
+    """The local folder `spec` names: a path (relative to the store `root`, or absolute, or
+    `~`) or a model name (`owner/name`) already in this machine's Hugging Face cache.
+
+    Raises:
+        InvalidMemory: when no such folder is on this machine (nothing is downloaded).
+    """
+    path = Path(spec).expanduser()
+    if not path.is_absolute():
+        path = root / path
+    if path.is_dir():
+        return path
+    if spec.count("/") == 1 and not spec.startswith((".", "/", "~")):
+        cached = _cached(spec)
+        if cached is not None:
+            return cached
+    raise InvalidMemory(
+        f"embedding_model {spec!r} is neither a folder (looked at {path}) nor a model in this "
+        "machine's model cache; memstore never downloads one: put a model2vec model's folder "
+        "there, or run `memstore model fetch NAME`, which downloads"
+    )
+
+
+def _cached(name: str) -> Path | None:
+    """The newest snapshot of model `name` in the Hugging Face cache, read from disk only."""
+    home = os.environ.get("HF_HOME") or str(Path("~/.cache/huggingface").expanduser())
+    hub = os.environ.get("HF_HUB_CACHE") or str(Path(home) / "hub")
+    snapshots = Path(hub) / f"models--{name.replace('/', '--')}" / "snapshots"
+    try:
+        found = [p for p in snapshots.iterdir() if (p / "tokenizer.json").is_file()]
+    except OSError:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def load(spec: str, root: Path) -> Model:
+    """The model2vec model `spec` names (see `resolve`), from this machine only.
+
+    Raises:
+        InvalidMemory: when the model is not on this machine, the semantic extra is not
+            installed, or the folder holds no model2vec model.
+    """
+    folder = resolve(spec, root)
+    if not available():
+        raise InvalidMemory(
+            f"embedding_model is set but the semantic extra is not installed: "
+            f"pip install 'memstore[{EXTRA}]'"
+        )
+    # Belt and braces: the folder is local, and the hub client is told not to go online.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from model2vec import StaticModel
+
+    try:
+        model = StaticModel.from_pretrained(folder, force_download=False)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise InvalidMemory(
+            f"embedding_model {spec!r}: {folder} holds no model2vec model ({e})"
+        ) from e
+    return Model(spec, folder, _ident(folder), model)
+
+
+def _ident(folder: Path) -> str:
+    parts = [str(folder.resolve())]
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        try:
+            st = (folder / name).stat()
+            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            continue
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+# -- the vectors cache ------------------------------------------------------------------------
+
+CENTER = True
+"""Compare vectors after taking away the store's mean vector: a static model's vectors share a
+common direction that makes every memory look somewhat like every question."""
+
+SAVE_ALWAYS = 2000
+"""Up to this many memories, the cache on disk is rewritten at every change."""
+SAVE_CHANGED = 32
+"""Above it, only when at least this many memories were embedded or dropped at once."""
+
+VECTORS = "vectors"
+"""The cache's folder in `.memstore/`, beside `index/`."""
+
+
+class Vectors:
+    """The store's memories as unit vectors (one row each) for one model, kept in `directory`:
+    `vectors.npy` and `vectors.json` (the model, each row's path and its content digest).
+
+    A derived cache: compared with the search index's manifest (path → digest) before each
+    search, and only what differs is embedded. Written atomically without a lock: two processes
+    that both bring it up to date write the same rows, and a stale file is caught by its
+    digests on the next look.
+    """
+
+    def __init__(self, directory: Path, model: Model) -> None:
+        self.dir = directory
+        self.model = model
+        self._mutex = threading.Lock()
+        self.paths: list[str] = []
+        self.digests: list[str] = []
+        self.matrix: Any = None
+        self._row: dict[str, int] = {}
+        self._synced: object = None
+        """The manifest state last brought in step with (see `sync`)."""
+        self._stamp: tuple[int, int] | None = None
+        self._centre: tuple[Any, Any, Any] | None = None
+        self._load()
+
+    def _load(self) -> None:
+        import numpy as np
+
+        meta_path, data_path = self.dir / "vectors.json", self.dir / "vectors.npy"
+        try:
+            st = meta_path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            if stamp == self._stamp:
+                return
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            matrix = np.load(data_path, allow_pickle=False)
+            paths, digests = list(meta["paths"]), list(meta["digests"])
+            if meta.get("model") != self.model.ident or len(paths) != matrix.shape[0]:
+                raise ValueError("another model's vectors")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.debug("vectors cache at %s not used: %s", self.dir, e)
+            self.paths, self.digests, self.matrix, self._row = [], [], None, {}
+            self._stamp = None
+            return
+        self.paths, self.digests = paths, digests
+        self.matrix = matrix.astype(np.float32, copy=False)
+        self._row = {p: i for i, p in enumerate(paths)}
+        self._stamp = stamp
+
+    def sync(
+        self, state: object, digests: Mapping[str, str], text: Callable[[str], str | None]
+    ) -> int:
+        """Bring the rows in step with `digests` (path → content digest, as the search index
+        holds them): embed `text(path)` for new or changed paths, drop gone ones. `state`
+        identifies `digests` (e.g. the manifest's stamp): the same state again costs nothing.
+        Returns how many texts were embedded."""
+        import numpy as np
+
+        with self._mutex:
+            if state is not None and state == self._synced:
+                return 0
+            self._load()  # another process may have brought it further
+            held = dict(zip(self.paths, self.digests, strict=True))
+            changed = [p for p, d in digests.items() if held.get(p) != d]
+            gone = [p for p in held if p not in digests]
+            if not changed and not gone:
+                self._synced = state
+                return 0
+            texts: list[str] = []
+            kept_new: list[tuple[str, str]] = []
+            for path in changed:
+                found = text(path)
+                if found is not None:
+                    texts.append(found[:TEXT_MAX])
+                    kept_new.append((path, digests[path]))
+            fresh = self.model.vectors(texts) if texts else None
+            drop = set(gone) | {p for p in changed}
+            keep = [i for i, p in enumerate(self.paths) if p not in drop]
+            rows: list[Any] = []
+            if self.matrix is not None and keep:
+                rows.append(self.matrix[keep])
+            if fresh is not None and len(fresh):
+                rows.append(fresh)
+            paths = [self.paths[i] for i in keep] + [p for p, _ in kept_new]
+            sums = [self.digests[i] for i in keep] + [d for _, d in kept_new]
+            matrix = np.concatenate(rows, axis=0) if rows else np.zeros((0, 0), np.float32)
+            self.paths, self.digests, self.matrix = paths, sums, matrix
+            self._row = {p: i for i, p in enumerate(paths)}
+            # Rewriting the whole matrix for a few rows costs more than embedding them again:
+            # a large store's cache is written when many changed, and a process that reads an
+            # older one embeds the few rows it lacks.
+            if len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
+                self._save()
+            self._synced = state
+            return len(texts)
+
+    def current(self, state: object) -> bool:
+        """Whether the rows were last brought in step with this manifest `state`."""
+        return state is not None and state == self._synced
+
+    def clear(self) -> None:
+        """Forget every row (a rebuild embeds everything again)."""
+        with self._mutex:
+            self.paths, self.digests, self.matrix, self._row = [], [], None, {}
+            self._synced, self._stamp = None, None
+            for name in ("vectors.json", "vectors.npy"):
+                (self.dir / name).unlink(missing_ok=True)
+
+    def _save(self) -> None:
+        import numpy as np
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tag = f"{os.getpid()}.{threading.get_ident()}"
+        data_tmp = self.dir / f".vectors.{tag}.npy"
+        meta_tmp = self.dir / f".vectors.{tag}.json"
+        try:
+            with open(data_tmp, "wb") as f:
+                np.save(f, self.matrix, allow_pickle=False)
+            meta = {"model": self.model.ident, "paths": self.paths, "digests": self.digests}
+            meta_tmp.write_text(json.dumps(meta, separators=(",", ":")), encoding="utf-8")
+            # The matrix first: a reader takes the JSON's row count as the check that both
+            # files belong together.
+            os.replace(data_tmp, self.dir / "vectors.npy")
+            os.replace(meta_tmp, self.dir / "vectors.json")
+            st = (self.dir / "vectors.json").stat()
+            self._stamp = (st.st_mtime_ns, st.st_size)
+        except OSError as e:
+            log.warning("cannot keep the vectors cache in %s: %s", self.dir, e)
+            data_tmp.unlink(missing_ok=True)
+            meta_tmp.unlink(missing_ok=True)
+
+    def nearest(self, text: str, count: int) -> list[tuple[str, float]]:
+        """The `count` paths whose vectors are closest to `text`'s (cosine), best first."""
+        import numpy as np
+
+        with self._mutex:
+            matrix, paths = self.matrix, self.paths
+        if matrix is None or not len(paths) or count < 1:
+            return []
+        query = self.model.vectors([text])[0]
+        if not query.any():
+            return []  # no word of the query is known to the model
+        if CENTER and len(paths) > 1:
+            centred, mean = self._centred()
+            query = query - mean
+            query = query / (np.linalg.norm(query) or 1.0)
+            scores = centred @ query
+        else:
+            scores = matrix @ query
+        if count < len(scores):
+            top = np.argpartition(-scores, count - 1)[:count]
+        else:
+            top = np.arange(len(scores))
+        order = top[np.lexsort((top, -scores[top]))]
+        return [(paths[i], round(float(scores[i]), 4)) for i in order]
+
+    def _centred(self) -> tuple[Any, Any]:
+        """The rows less their mean, each scaled to unit length again, and the mean (worked out
+        once per version of the matrix)."""
+        import numpy as np
+
+        matrix = self.matrix
+        if self._centre is None or self._centre[0] is not matrix:
+            mean = matrix.mean(axis=0)
+            rows = matrix - mean
+            norms = np.linalg.norm(rows, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            self._centre = (matrix, rows / norms, mean)
+        return self._centre[1], self._centre[2]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def memory_text(name: str, description: str, tags: Sequence[str], body: str) -> str:
+    """What of a memory is embedded: its name's words, description, tags and body."""
+    return "\n".join(
+        part for part in (name.replace("-", " "), description, " ".join(tags), body) if part
+    )
