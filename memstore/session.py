@@ -126,14 +126,21 @@ def save_with_hint(
 ) -> tuple[Memory, list[Similar]]:
     """`save`, and the existing memories most like the new one (`steward.similar`, a hint).
 
-    The hint is a search: it runs while the write waits for its files and git, so the two
-    take about as long as the write alone. The new memory is never among the hints.
+    The hint is a search: once the store has an index, it runs while the write waits for its
+    files and git, so the two take about as long as the write alone (a refused write may then
+    have brought that ignored cache up to date, nothing else). The new memory is never among
+    the hints.
 
     Raises:
         As `save` does.
     """
     from memstore import steward  # the CLI's other commands never load the duplicate check
 
+    if not (store.cache / "index").is_dir():
+        # No index yet: the hint's search would build one even for a write that is refused,
+        # and a refused write changes nothing. Write first, then look.
+        memory = save(store, name, description=description, **fields)
+        return memory, steward.similar(store, name, description)
     hint = _hints().submit(steward.similar, store, name, description)
     memory = save(store, name, description=description, **fields)
     return memory, hint.result()
