@@ -241,10 +241,36 @@ def _find(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, in
     return found
 
 
+TYPO_MIN = 6
+"""Shortest word read as a slip of a synonym word, and shortest synonym word with slips read:
+shorter words have too many real words one letter away (`evoke`/`revoke`, `drop`/`drip`)."""
+
+
+@functools.cache
+def _typos() -> dict[str, str]:
+    """Each one-letter slip of a long synonym word (a letter left out, two neighbours swapped)
+    → the word: `publsh`, `migartion`, `prodution`, `destory`. Substitutions are left out:
+    they turn words into other real words (`remote` → `remove`)."""
+    words = {w for ps in CONCEPTS.values() for p in ps for w in p.split() if len(w) >= TYPO_MIN}
+    out: dict[str, str] = {}
+    for w in sorted(words):
+        slips = {w[:i] + w[i + 1 :] for i in range(len(w))}
+        slips |= {w[:i] + w[i + 1] + w[i] + w[i + 2 :] for i in range(len(w) - 1)}
+        for slip in slips - words:
+            if len(slip) >= TYPO_MIN:  # `evoke`, `crate`, `rates` are words of their own
+                out.setdefault(slip, w)
+    return out
+
+
+def _untypo(raw: str) -> str:
+    typos = _typos()
+    return re.sub(r"[a-z]{6,}", lambda m: typos.get(m.group(0), m.group(0)), raw)
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(text: str) -> Analysis:
     """The search terms, action words and concepts of an action text or a pattern."""
-    raw = text.lower()
+    raw = _untypo(text.lower())
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
@@ -357,6 +383,7 @@ _READERS = frozenset(
     {"grep", "rg", "ag", "ack", "echo", "printf", "cat", "less", "more", "head", "tail", "man"}
 )
 """Commands that only search or print: `grep -r "DROP TABLE" migrations/` drops nothing."""
+_PRINTERS = frozenset({"echo", "printf", "cat"})
 _TEMP_PREFIXES = (
     *("/tmp/", "/var/tmp/", "/private/tmp/", "/dev/shm/"),
     *("$tmpdir", "${tmpdir", "$tmp", "${tmp", "$runner_temp", "%temp%"),
@@ -416,10 +443,20 @@ def _reads(command: _Command) -> bool:
     )
 
 
+_INTERPRETER = re.compile(
+    r"\|\s*(?:sudo\s+)?(?:psql|mysql|mariadb|sqlite3|mongo|mongosh|redis-cli|cqlsh|"
+    r"clickhouse-client|sh|bash|zsh|python3?|node|kubectl\s+(?:apply|delete|create))\b"
+)
+"""A pipe into a shell, a database client or `kubectl apply`: what is printed into it is run
+(`echo "DROP TABLE events;" | psql prod`)."""
+
+
 def _scan(a: Analysis, pattern: re.Pattern[str]) -> str | None:
-    """The first match of a command pattern, outside commands that only search or print."""
+    """The first match of a command pattern, outside commands that only search or print
+    (unless what they print is piped into an interpreter)."""
+    piped = _INTERPRETER.search(a.raw) is not None
     for command in _commands(a.raw):
-        if _reads(command):
+        if _reads(command) and not (piped and command.name in _PRINTERS):
             continue
         m = pattern.search(command.raw)
         if m:
@@ -759,6 +796,17 @@ _READ_SUBCOMMANDS = {
 }
 """Subcommands that only show or compare: `kubectl get namespace`, `terraform plan -destroy`."""
 _HELP = frozenset({"--help", "-h", "--dry-run", "--dryrun", "--what-if", "--whatif", "--version"})
+
+
+def _asks_help(words: tuple[str, ...]) -> bool:
+    """Whether a command only asks for help or rehearses. `-h` followed by a value is a host
+    (`redis-cli -h prod-cache FLUSHALL`, `psql -h db …`), not help."""
+    for i, w in enumerate(words):
+        if w == "-h" and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            continue
+        if w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none":
+            return True
+    return False
 _SHOW_WORDS = frozenset({"showmigrations", "sqlmigrate", "help", "whatis", "apropos", "tldr"})
 
 
@@ -767,7 +815,7 @@ def _only_reads(command: _Command) -> bool:
     words = command.words
     if _reads(command) or command.name in _SHOW_WORDS:
         return True
-    if any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words):
+    if _asks_help(words):
         return True
     if any(w in _SHOW_WORDS for w in words[1:3]):
         return True  # `python manage.py showmigrations`
@@ -786,7 +834,7 @@ def _inert(command: _Command) -> bool:
     return (
         command.name in _SHOW_WORDS
         or command.name == "man"
-        or any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words)
+        or _asks_help(words)
     )
 
 
