@@ -300,11 +300,11 @@ _DOC_NOUNS = frozenset(
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory runbook script"
+        "directory runbook script check checks guard hook hooks policy"
     )
 )
-"""A concept word right before one of these names a document, not an action: "release
-notes", "migration guide", "delete button", "deploy logs"."""
+"""A concept word right before one of these names a document or a safeguard, not an action:
+"release notes", "migration guide", "delete button", "deploy logs", "the force-push check"."""
 _META_VERBS = frozenset(
     (w,)
     for w in tokens(
@@ -807,6 +807,8 @@ def _asks_help(words: tuple[str, ...]) -> bool:
         if w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none":
             return True
     return False
+
+
 _SHOW_WORDS = frozenset({"showmigrations", "sqlmigrate", "help", "whatis", "apropos", "tldr"})
 
 
@@ -831,11 +833,7 @@ def _only_reads(command: _Command) -> bool:
 def _inert(command: _Command) -> bool:
     """Whether a command only prints help or rehearses (`man rm`, `--help`, `--dry-run`)."""
     words = command.words
-    return (
-        command.name in _SHOW_WORDS
-        or command.name == "man"
-        or _asks_help(words)
-    )
+    return command.name in _SHOW_WORDS or command.name == "man" or _asks_help(words)
 
 
 def readers(text: str) -> frozenset[str]:
@@ -877,10 +875,48 @@ _IRREGULAR_PAST = frozenset(
 )
 _NOT_PAST = frozenset("need feed seed embed shred shed bed red speed proceed exceed".split())
 _ASKING = re.compile(
-    r"^(?:who|whom|whose|what|when|where|why|which|how)\b(?!\s+(?:about|if|not)\b)"
+    r"^(?:who|whom|whose|what|when|where|why|which|how)(?:'?s)?\b(?!\s+(?:about|if|not)\b)"
     r"|^(?:did|has|have|had|was|were)\s+(?:we|i|you|they|anyone|someone|somebody|it|he|she)\b"
 )
 """A question asking what, why or whether something happened, not asking to do it."""
+_WONDER = re.compile(
+    r"^(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+)?"
+    r"(?:would|could|does|do|is|are|will|might|can)\s+"
+    r"(?!(?:you|u|ya|we|i|someone|somebody|anyone|one)\b|it\s+(?:be\s+)?(?:ok|okay|safe|fine|alright)\b)"
+    r"[^?]*\?\s*$"
+)
+"""A yes/no question about a thing, not about us doing it ("would a force push to main lose
+commits?", "is npm publish blocked by CI?"); "can I …?", "should we …?", "could you …?",
+"is it ok to …?" ask to act."""
+_HYPOTHETICAL = re.compile(
+    r"^(?:(?:what\s+)?if|suppose|supposing|imagine|say)\s+(?:\w+\s+){1,3}(?:were|was)\s+to\b"
+    r"|^(?:hypothetically|in theory|theoretically)\b"
+)
+"""A clause that imagines an action: "if we were to drop the table", "hypothetically, …"."""
+_NEGATED = re.compile(
+    r"^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
+    r"(?:(?:we|you|i|they|one|people|agents?|nobody|no one|everyone)\s+)?"
+    r"(?:never|avoid|refrain from|(?:do|does|should|must|shall|will|may|need|ought to)"
+    r"(?:\s+not|n'?t|\s+never)|don'?t|dont|won'?t)\b"
+    r"(?!\s+(?:forget|hesitate|wait|worry|bother|be afraid)\b)"
+)
+"""An instruction not to act ("don't force push to main", "we should never deploy on
+Fridays"): it asks for nothing to be done. "don't forget to …" asks for it."""
+_JUDGES = re.compile(
+    r"^(?:this|that|these|those|the|it|lgtm|looks)\b(?:\s+[\w'-]+){0,4}?\s*"
+    r"\b(?:looks?|seems?|appears?|reads?|sounds?)\s+(?:good|fine|ok|okay|right|correct|great|"
+    r"wrong|off|risky|safe|reasonable|sane)\b"
+)
+"""A reviewer's judgement of a change ("this migration looks fine to me")."""
+_LOOK_VERBS = frozenset("see look read skim browse compare cf glance peek".split())
+"""A clause opening on one of these points at something to look at ("see the DROP TABLE
+statements in old migrations")."""
+_PAST_TIME = re.compile(
+    r"\b(?:yesterday|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
+    r"wednesday|thursday|saturday|sunday)|\w+\s+ago|earlier\s+today|this\s+morning)\b"
+)
+"""A time in the past: with a verb in the past, the clause is a report ("the deploy to prod
+went fine yesterday"), whatever its subject."""
 _REQUEST = re.compile(
     r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|need to|"
     r"have to|about to|ok to|okay to|mind if)\b"
@@ -897,6 +933,42 @@ _WRITTEN = frozenset(
     """.split()
 )
 _RUNS = frozenset("run execute exec invoke type enter paste try".split())
+_CODE_TALK_BEFORE = frozenset(
+    "the a an that this these those our your my their its about of in like from whether "
+    "than".split()
+)
+_CODE_TALK_AFTER = re.compile(
+    r"^\s*(?:is|are|was|were|has|had|does|did|will|would|can|could|should|may|might|must|"
+    r"only|just|also|never|always|\w+s)\b(?!\s*(?:and|then)\b)"
+)
+"""A code span said in English is a command to run ("please `npm publish` the new version",
+"let me `kubectl delete ns payments`") unless the sentence talks about it: after an article or
+a preposition ("the `rm -rf ~` incident"), or as the subject of a verb ("`git push --force`
+rewrites the remote")."""
+_CI_KEY = re.compile(
+    r"^\s*(?:-\s+)?(?:run|script|command|cmd|entrypoint|args|before_script|after_script)"
+    r"\s*:\s*[|>]?[-+]?\s*(?P<value>.*)$"
+)
+"""A CI or container step (`run: npm publish`, `- script: …`, `command: ["terraform", …]`):
+its value is the command that runs."""
+
+
+def _steps(raw: str) -> str:
+    """A CI/YAML snippet as the commands it runs, one a line; other text as it is."""
+    lines = raw.splitlines()
+    found = [m for m in map(_CI_KEY.match, lines) if m]
+    if not found:
+        return raw
+    out: list[str] = []
+    for m in found:
+        value = m.group("value").strip()
+        if value.startswith("[") and value.endswith("]"):  # an exec form: ["terraform", …]
+            value = " ".join(re.findall(r"""["']([^"']*)["']""", value))
+        if value:
+            out.append(value)
+    return "\n".join(out)
+
+
 _QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
 
 
@@ -926,15 +998,36 @@ def _past(words: list[str]) -> bool:
     return False
 
 
+_PRONOUNS = frozenset("i we you they he she someone somebody".split())
+
+
+def _reports(lower: list[str]) -> bool:
+    """Whether a clause that names a past time has its main verb in the past: a verb in the
+    past after the first word and not right after a pronoun ("the deploy to prod went fine
+    yesterday"). An order keeps its verb first and may say what someone did in a relative
+    clause: "delete the branch I pushed yesterday", "push the release we built last week"."""
+    if not lower or analyse(lower[0]).concepts:
+        return False
+    return any(
+        _past([w]) and lower[i] not in _PRONOUNS for i, w in enumerate(lower[1:]) if w != "ago"
+    )
+
+
 def _talks(clause: str) -> bool:
     """Whether an English clause only talks about an action: reports it, asks about it, or
     edits a document about it."""
-    lowered = clause.lower()
+    lowered = clause.lower().strip()
+    if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
+        return True
     if _REQUEST.search(lowered):
         return False
     words = re.findall(r"[\w'-]+", clause)
     lower = [w.lower() for w in words]
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
+        return True
+    if _JUDGES.match(lowered) or (lower and lower[0] in _LOOK_VERBS):
+        return True
+    if _PAST_TIME.search(lowered) and _reports(lower):
         return True
     if lower and lower[0] in _EDIT_VERBS:
         return any(w in _WRITTEN for w in lower[1:7])
@@ -946,13 +1039,19 @@ def acted(text: str) -> str:
     a shell line less its commands that only read; English less its clauses that report,
     ask about, or write about an action, and less quoted text it is not asked to run.
     `""` when nothing is asked."""
-    raw = text.strip()
+    raw = _steps(text.strip()).strip()
     if _is_shell(raw.lower()):
         commands = _commands(raw.lower())
         if commands and all(_only_reads(c) for c in commands):
             return ""
         return raw
-    if _ASKING.match(raw.lower()) and not _REQUEST.search(raw.lower()):
+    low = raw.lower()
+    # A whole question; "when you're done, delete …" opens on a condition, not a question.
+    if (
+        (_ASKING.match(low) or _WONDER.match(low))
+        and not _REQUEST.search(low)
+        and (low.endswith("?") or "," not in low)
+    ):
         return ""
     kept: list[str] = []
     position = 0
@@ -969,6 +1068,9 @@ def acted(text: str) -> str:
         last = before[-1].lower().rstrip(":") if before else ""
         if last in _RUNS or last.startswith("-") or "/" in last or "." in last:
             return m.group("body")
+        if m.group("q") == "`" and last not in _CODE_TALK_BEFORE:
+            if not (_CODE_TALK_AFTER.match(out[m.end() :]) and (not before or last in _SUBJECTS)):
+                return m.group("body")
         return " "
 
     return _QUOTED.sub(quoted, out).strip()
