@@ -283,7 +283,7 @@ def analyse(text: str) -> Analysis:
                 if p and p[0] in present
                 for s, e in _find(words, p)
                 if concept in _NOUNS
-                or (words[e + 1 : e + 2] not in _DOC_NOUNS and words[s - 1 : s] not in _META_VERBS)
+                or (not _names_document(words, e) and words[s - 1 : s] not in _META_VERBS)
             }
         )
         if starts:
@@ -292,6 +292,15 @@ def analyse(text: str) -> Analysis:
         if command.search(raw) and concept not in concepts:
             concepts[concept] = ()
     return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
+
+
+def _names_document(words: tuple[str, ...], end: int) -> bool:
+    """Whether the words after a concept phrase ending at `end` name a document ("release
+    notes", "the deploy logs"); a document noun before a noun that holds data is a modifier
+    ("wipe the test database", "drop the log tables")."""
+    return words[end + 1 : end + 2] in _DOC_NOUNS and not set(words[end + 2 : end + 3]) & (
+        _DATA | _INFRA_OBJECTS | _KUBE_OBJECTS
+    )
 
 
 _NOUNS = frozenset({"credential", "production", "registry"})

@@ -823,3 +823,10 @@ def test_only_slips_of_long_words_that_are_no_words_themselves_are_read_as_typos
         assert not actions.analyse(text).has("rotate") and not actions.analyse(text).has("delete")
     assert actions.analyse("destory the stack").has("delete")
     assert actions.analyse("depoly it").has("deploy")
+
+
+def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> None:
+    for text in ("let's wipe the test database on prod", "drop the log tables"):
+        assert workflow.decide(text, []).verdict is Verdict.WARN, text
+    for text in ("delete the test file", "read the release notes", "drop the log message"):
+        assert workflow.decide(text, []).verdict is Verdict.ALLOW, text
