@@ -889,14 +889,16 @@ _ASKING = re.compile(
 )
 """A question asking what, why or whether something happened, not asking to do it."""
 _WONDER = re.compile(
-    r"^(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+)?"
-    r"(?:would|could|does|do|is|are|will|might|can)\s+"
-    r"(?!(?:you|u|ya|we|i|someone|somebody|anyone|one)\b|it\s+(?:be\s+)?(?:ok|okay|safe|fine|alright)\b)"
+    r"^(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+(?:could|can)\s+|"
+    r"(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+)?"
+    r"(?:would|does|do|is|are|will|might)\s+)"
+    r"(?!(?:you|u|ya|we|i|someone|somebody|anyone|one|it|there|this|that)\b)"
     r"[^?]*\?\s*$"
 )
 """A yes/no question about a thing, not about us doing it ("would a force push to main lose
-commits?", "is npm publish blocked by CI?"); "can I …?", "should we …?", "could you …?",
-"is it ok to …?" ask to act."""
+commits?", "is npm publish blocked by CI?"). "can I …?", "should we …?", "could you …?", "is it
+ok/time to …?", "does it make sense to …?" ask to act, and so does "can/could X …?" unless
+said to be hypothetical ("can the deploy to production go out today?")."""
 _HYPOTHETICAL = re.compile(
     r"^(?:(?:what\s+)?if|suppose|supposing|imagine|say)\s+(?:\w+\s+){1,3}(?:were|was)\s+to\b"
     r"|^(?:hypothetically|in theory|theoretically)\b"
@@ -948,7 +950,8 @@ _CODE_TALK_BEFORE = frozenset(
 )
 _CODE_TALK_AFTER = re.compile(
     r"^\s*(?:is|are|was|were|has|had|does|did|will|would|can|could|should|may|might|must|"
-    r"only|just|also|never|always|\w+s)\b(?!\s*(?:and|then)\b)"
+    r"only|just|also|never|always|(?!(?:thanks|pls|plz|thx|guys|folks|yes)\b)\w+s)\b"
+    r"(?!\s*(?:and|then)\b)"
 )
 """A code span said in English is a command to run ("please `npm publish` the new version",
 "let me `kubectl delete ns payments`") unless the sentence talks about it: after an article or

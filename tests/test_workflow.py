@@ -830,3 +830,16 @@ def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> No
         assert workflow.decide(text, []).verdict is Verdict.WARN, text
     for text in ("delete the test file", "read the release notes", "drop the log message"):
         assert workflow.decide(text, []).verdict is Verdict.ALLOW, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is it time to npm publish?",
+        "does it make sense to force push to main?",
+        "can the deploy to production go out today?",
+        "`kubectl delete ns prod` thanks",
+    ],
+)
+def test_questions_that_ask_to_act_and_code_spans_before_a_thanks_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
