@@ -945,8 +945,12 @@ _WRITTEN = frozenset(
 )
 _RUNS = frozenset("run execute exec invoke type enter paste try".split())
 _CODE_TALK_BEFORE = frozenset(
-    "the a an that this these those our your my their its about of in like from whether "
-    "than".split()
+    """
+    the a an that this these those our your my their its about of in like from whether than
+    for with without around into on at by over under against via what which how why if when
+    whenever where as say said explain mention wrap guard block forbid ban flag catch detect
+    grep search find quote mock alias replace document describe warn prevent disallow allow
+    """.split()
 )
 _CODE_TALK_AFTER = re.compile(
     r"^\s*(?:is|are|was|were|has|had|does|did|will|would|can|could|should|may|might|must|"
@@ -954,9 +958,11 @@ _CODE_TALK_AFTER = re.compile(
     r"(?!\s*(?:and|then)\b)"
 )
 """A code span said in English is a command to run ("please `npm publish` the new version",
-"let me `kubectl delete ns payments`") unless the sentence talks about it: after an article or
-a preposition ("the `rm -rf ~` incident"), or as the subject of a verb ("`git push --force`
-rewrites the remote")."""
+"let me `kubectl delete ns payments`") unless the sentence talks about it: after an article, a
+preposition, a question word or a verb that handles or talks about code ("the `rm -rf ~`
+incident", "grep for `rm -rf`", "explain what `DROP TABLE` does", "wrap `kubectl delete` in a
+prompt"), after a verb in the third person ("when someone types `…`"), or as the subject of a
+verb ("`git push --force` rewrites the remote")."""
 _CI_KEY = re.compile(
     r"^\s*(?:-\s+)?(?:run|script|command|cmd|entrypoint|args|before_script|after_script)"
     r"\s*:\s*[|>]?[-+]?\s*(?P<value>.*)$"
@@ -1080,7 +1086,10 @@ def acted(text: str) -> str:
         last = before[-1].lower().rstrip(":") if before else ""
         if last in _RUNS or last.startswith("-") or "/" in last or "." in last:
             return m.group("body")
-        if m.group("q") == "`" and last not in _CODE_TALK_BEFORE:
+        said = last in _CODE_TALK_BEFORE or (
+            last.endswith("s") and last not in ("pls", "plz", "us", "yes")
+        )  # "when someone types `…`", "it runs `…`": a report of it
+        if m.group("q") == "`" and not said:
             if not (_CODE_TALK_AFTER.match(out[m.end() :]) and (not before or last in _SUBJECTS)):
                 return m.group("body")
         return " "

@@ -765,6 +765,10 @@ CAREFUL = workflow.Rule(
         # code spans talked about, not run
         "`git push --force` rewrites the remote",
         "the `rm -rf ~` incident is in the postmortem",
+        "warn when someone types `terraform destroy`",
+        "our docs say `npm publish` is done by CI",
+        "explain what `DROP TABLE` does",
+        "wrap `kubectl delete` in a confirmation prompt",
         # a CI step that only rehearses; `-h` alone asks for help
         "run: npm publish --dry-run",
         "git push -h",
