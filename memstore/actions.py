@@ -971,19 +971,33 @@ _CI_KEY = re.compile(
 its value is the command that runs."""
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" -"))
+
+
 def _steps(raw: str) -> str:
-    """A CI/YAML snippet as the commands it runs, one a line; other text as it is."""
+    """A CI/YAML snippet as the commands it runs, one a line; other text as it is. A key with
+    no value on its line (`run: |`, `script:`) runs the more indented lines under it."""
     lines = raw.splitlines()
-    found = [m for m in map(_CI_KEY.match, lines) if m]
-    if not found:
+    if not any(map(_CI_KEY.match, lines)):
         return raw
     out: list[str] = []
-    for m in found:
+    block: int | None = None  # the indent of a key whose value is the lines below it
+    for line in lines:
+        if block is not None and line.strip() and _indent(line) > block:
+            out.append(line.strip().removeprefix("- ").strip())
+            continue
+        block = None
+        m = _CI_KEY.match(line)
+        if not m:
+            continue
         value = m.group("value").strip()
         if value.startswith("[") and value.endswith("]"):  # an exec form: ["terraform", …]
             value = " ".join(re.findall(r"""["']([^"']*)["']""", value))
         if value:
             out.append(value)
+        else:
+            block = len(line) - len(line.lstrip())
     return "\n".join(out)
 
 
@@ -1043,7 +1057,9 @@ def _talks(clause: str) -> bool:
     lower = [w.lower() for w in words]
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
         return True
-    if _JUDGES.match(lowered) or (lower and lower[0] in _LOOK_VERBS):
+    if _JUDGES.match(lowered) or (
+        lower[:1] and lower[0] in _LOOK_VERBS and lower[1:2] not in (["you"], ["u"], ["ya"])
+    ):
         return True
     if _PAST_TIME.search(lowered) and _reports(lower):
         return True

@@ -802,6 +802,8 @@ def actions_acted(text: str) -> str:
         "- run: npm publish --provenance",
         'command: ["terraform", "destroy", "-auto-approve"]',
         "steps:\n  - run: git push --force origin HEAD:main",
+        "- run: |\n    npm ci\n    npm publish",
+        "script:\n  - npm test\n  - kubectl delete namespace prod",
         # `-h` with a value is a host; a print piped into a client is run
         "redis-cli -h prod-cache FLUSHALL",
         'echo "DROP TABLE events;" | psql prod',
@@ -843,6 +845,7 @@ def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> No
         "does it make sense to force push to main?",
         "can the deploy to production go out today?",
         "`kubectl delete ns prod` thanks",
+        "see you after I npm publish",
     ],
 )
 def test_questions_that_ask_to_act_and_code_spans_before_a_thanks_still_act(text: str) -> None:
