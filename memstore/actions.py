@@ -579,6 +579,7 @@ _SQL = re.compile(
     r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b"
     r"|\btruncate\s+table\b|^\s*truncate\s+[\w\"`.]+\s*;?\s*$"
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
+    r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
     r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
@@ -870,7 +871,7 @@ def _is_shell(raw: str) -> bool:
     return not _past([first.title(), *words[1:3]])
 
 
-_CLAUSE = re.compile(r"\s*(?:[;,.!?]\s+|[;!?]$|\s(?:and then|then|and|but|so)\s)\s*")
+_CLAUSE = re.compile(r"\s*(?:[;,.!?:]\s+|[;!?]$|\s(?:and then|then|and|but|so)\s)\s*")
 _SUBJECTS = frozenset(
     "i we they he she you it someone somebody nobody everyone everybody anyone people "
     "the this that our their my his her ci".split()

@@ -846,6 +846,10 @@ def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> No
         "can the deploy to production go out today?",
         "`kubectl delete ns prod` thanks",
         "see you after I npm publish",
+        # a colon ends a clause; a WHERE that is always true is no WHERE
+        "never again will I forget: run the migration on prod",
+        "DELETE FROM users WHERE 1=1",
+        "UPDATE accounts SET balance = 0 WHERE true;",
     ],
 )
 def test_questions_that_ask_to_act_and_code_spans_before_a_thanks_still_act(text: str) -> None:
