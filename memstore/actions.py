@@ -282,8 +282,7 @@ def analyse(text: str) -> Analysis:
                 for p in phrases
                 if p and p[0] in present
                 for s, e in _find(words, p)
-                if concept in _NOUNS
-                or (not _names_document(words, e) and words[s - 1 : s] not in _META_VERBS)
+                if concept in _NOUNS or (not _names_document(words, e) and not _looked_at(words, s))
             }
         )
         if starts:
@@ -303,13 +302,25 @@ def _names_document(words: tuple[str, ...], end: int) -> bool:
     )
 
 
+_POSSESSIVES = frozenset("my our your their his her its this that these those".split())
+
+
+def _looked_at(words: tuple[str, ...], start: int) -> bool:
+    """Whether a meta verb comes right before the concept phrase starting at `start`, a
+    possessive or demonstrative between them allowed: "review my migration"."""
+    i = start - 1
+    while i >= 0 and words[i] in _POSSESSIVES:
+        i -= 1
+    return i >= 0 and (words[i],) in _META_VERBS
+
+
 _NOUNS = frozenset({"credential", "production", "registry"})
 _DOC_NOUNS = frozenset(
     (w,)
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory runbook script check checks guard hook hooks policy"
+        "directory runbook script check checks guard hook hooks policy pr mr"
     )
 )
 """A concept word right before one of these names a document or a safeguard, not an action:

@@ -854,3 +854,9 @@ def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> No
 )
 def test_questions_that_ask_to_act_and_code_spans_before_a_thanks_still_act(text: str) -> None:
     assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+def test_a_possessive_between_a_meta_verb_and_an_action_word_keeps_it_talked_about() -> None:
+    for text in ("can you review my migration PR?", "explain our deploy to production"):
+        assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, text
+    assert workflow.decide("run my migration on prod", [CAREFUL]).verdict is Verdict.BLOCK
