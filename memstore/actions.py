@@ -241,10 +241,36 @@ def _find(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, in
     return found
 
 
+TYPO_MIN = 6
+"""Shortest word read as a slip of a synonym word, and shortest synonym word with slips read:
+shorter words have too many real words one letter away (`evoke`/`revoke`, `drop`/`drip`)."""
+
+
+@functools.cache
+def _typos() -> dict[str, str]:
+    """Each one-letter slip of a long synonym word (a letter left out, two neighbours swapped)
+    → the word: `publsh`, `migartion`, `prodution`, `destory`. Substitutions are left out:
+    they turn words into other real words (`remote` → `remove`)."""
+    words = {w for ps in CONCEPTS.values() for p in ps for w in p.split() if len(w) >= TYPO_MIN}
+    out: dict[str, str] = {}
+    for w in sorted(words):
+        slips = {w[:i] + w[i + 1 :] for i in range(len(w))}
+        slips |= {w[:i] + w[i + 1] + w[i] + w[i + 2 :] for i in range(len(w) - 1)}
+        for slip in slips - words:
+            if len(slip) >= TYPO_MIN:  # `evoke`, `crate`, `rates` are words of their own
+                out.setdefault(slip, w)
+    return out
+
+
+def _untypo(raw: str) -> str:
+    typos = _typos()
+    return re.sub(r"[a-z]{6,}", lambda m: typos.get(m.group(0), m.group(0)), raw)
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(text: str) -> Analysis:
     """The search terms, action words and concepts of an action text or a pattern."""
-    raw = text.lower()
+    raw = _untypo(text.lower())
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
@@ -256,8 +282,7 @@ def analyse(text: str) -> Analysis:
                 for p in phrases
                 if p and p[0] in present
                 for s, e in _find(words, p)
-                if concept in _NOUNS
-                or (words[e + 1 : e + 2] not in _DOC_NOUNS and words[s - 1 : s] not in _META_VERBS)
+                if concept in _NOUNS or (not _names_document(words, e) and not _looked_at(words, s))
             }
         )
         if starts:
@@ -268,17 +293,38 @@ def analyse(text: str) -> Analysis:
     return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
 
 
+def _names_document(words: tuple[str, ...], end: int) -> bool:
+    """Whether the words after a concept phrase ending at `end` name a document ("release
+    notes", "the deploy logs"); a document noun before a noun that holds data is a modifier
+    ("wipe the test database", "drop the log tables")."""
+    return words[end + 1 : end + 2] in _DOC_NOUNS and not set(words[end + 2 : end + 3]) & (
+        _DATA | _INFRA_OBJECTS | _KUBE_OBJECTS
+    )
+
+
+_POSSESSIVES = frozenset("my our your their his her its this that these those".split())
+
+
+def _looked_at(words: tuple[str, ...], start: int) -> bool:
+    """Whether a meta verb comes right before the concept phrase starting at `start`, a
+    possessive or demonstrative between them allowed: "review my migration"."""
+    i = start - 1
+    while i >= 0 and words[i] in _POSSESSIVES:
+        i -= 1
+    return i >= 0 and (words[i],) in _META_VERBS
+
+
 _NOUNS = frozenset({"credential", "production", "registry"})
 _DOC_NOUNS = frozenset(
     (w,)
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory runbook script"
+        "directory runbook script check checks guard hook hooks policy pr mr"
     )
 )
-"""A concept word right before one of these names a document, not an action: "release
-notes", "migration guide", "delete button", "deploy logs"."""
+"""A concept word right before one of these names a document or a safeguard, not an action:
+"release notes", "migration guide", "delete button", "deploy logs", "the force-push check"."""
 _META_VERBS = frozenset(
     (w,)
     for w in tokens(
@@ -357,6 +403,7 @@ _READERS = frozenset(
     {"grep", "rg", "ag", "ack", "echo", "printf", "cat", "less", "more", "head", "tail", "man"}
 )
 """Commands that only search or print: `grep -r "DROP TABLE" migrations/` drops nothing."""
+_PRINTERS = frozenset({"echo", "printf", "cat"})
 _TEMP_PREFIXES = (
     *("/tmp/", "/var/tmp/", "/private/tmp/", "/dev/shm/"),
     *("$tmpdir", "${tmpdir", "$tmp", "${tmp", "$runner_temp", "%temp%"),
@@ -416,10 +463,20 @@ def _reads(command: _Command) -> bool:
     )
 
 
+_INTERPRETER = re.compile(
+    r"\|\s*(?:sudo\s+)?(?:psql|mysql|mariadb|sqlite3|mongo|mongosh|redis-cli|cqlsh|"
+    r"clickhouse-client|sh|bash|zsh|python3?|node|kubectl\s+(?:apply|delete|create))\b"
+)
+"""A pipe into a shell, a database client or `kubectl apply`: what is printed into it is run
+(`echo "DROP TABLE events;" | psql prod`)."""
+
+
 def _scan(a: Analysis, pattern: re.Pattern[str]) -> str | None:
-    """The first match of a command pattern, outside commands that only search or print."""
+    """The first match of a command pattern, outside commands that only search or print
+    (unless what they print is piped into an interpreter)."""
+    piped = _INTERPRETER.search(a.raw) is not None
     for command in _commands(a.raw):
-        if _reads(command):
+        if _reads(command) and not (piped and command.name in _PRINTERS):
             continue
         m = pattern.search(command.raw)
         if m:
@@ -533,6 +590,7 @@ _SQL = re.compile(
     r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b"
     r"|\btruncate\s+table\b|^\s*truncate\s+[\w\"`.]+\s*;?\s*$"
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
+    r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
     r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
@@ -759,6 +817,19 @@ _READ_SUBCOMMANDS = {
 }
 """Subcommands that only show or compare: `kubectl get namespace`, `terraform plan -destroy`."""
 _HELP = frozenset({"--help", "-h", "--dry-run", "--dryrun", "--what-if", "--whatif", "--version"})
+
+
+def _asks_help(words: tuple[str, ...]) -> bool:
+    """Whether a command only asks for help or rehearses. `-h` followed by a value is a host
+    (`redis-cli -h prod-cache FLUSHALL`, `psql -h db …`), not help."""
+    for i, w in enumerate(words):
+        if w == "-h" and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            continue
+        if w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none":
+            return True
+    return False
+
+
 _SHOW_WORDS = frozenset({"showmigrations", "sqlmigrate", "help", "whatis", "apropos", "tldr"})
 
 
@@ -767,7 +838,7 @@ def _only_reads(command: _Command) -> bool:
     words = command.words
     if _reads(command) or command.name in _SHOW_WORDS:
         return True
-    if any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words):
+    if _asks_help(words):
         return True
     if any(w in _SHOW_WORDS for w in words[1:3]):
         return True  # `python manage.py showmigrations`
@@ -783,11 +854,7 @@ def _only_reads(command: _Command) -> bool:
 def _inert(command: _Command) -> bool:
     """Whether a command only prints help or rehearses (`man rm`, `--help`, `--dry-run`)."""
     words = command.words
-    return (
-        command.name in _SHOW_WORDS
-        or command.name == "man"
-        or any(w in _HELP or w.startswith("--dry-run=") and w != "--dry-run=none" for w in words)
-    )
+    return command.name in _SHOW_WORDS or command.name == "man" or _asks_help(words)
 
 
 def readers(text: str) -> frozenset[str]:
@@ -815,7 +882,7 @@ def _is_shell(raw: str) -> bool:
     return not _past([first.title(), *words[1:3]])
 
 
-_CLAUSE = re.compile(r"\s*(?:[;,.!?]\s+|[;!?]$|\s(?:and then|then|and|but|so)\s)\s*")
+_CLAUSE = re.compile(r"\s*(?:[;,.!?:]\s+|[;!?]$|\s(?:and then|then|and|but|so)\s)\s*")
 _SUBJECTS = frozenset(
     "i we they he she you it someone somebody nobody everyone everybody anyone people "
     "the this that our their my his her ci".split()
@@ -829,10 +896,50 @@ _IRREGULAR_PAST = frozenset(
 )
 _NOT_PAST = frozenset("need feed seed embed shred shed bed red speed proceed exceed".split())
 _ASKING = re.compile(
-    r"^(?:who|whom|whose|what|when|where|why|which|how)\b(?!\s+(?:about|if|not)\b)"
+    r"^(?:who|whom|whose|what|when|where|why|which|how)(?:'?s)?\b(?!\s+(?:about|if|not)\b)"
     r"|^(?:did|has|have|had|was|were)\s+(?:we|i|you|they|anyone|someone|somebody|it|he|she)\b"
 )
 """A question asking what, why or whether something happened, not asking to do it."""
+_WONDER = re.compile(
+    r"^(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+(?:could|can)\s+|"
+    r"(?:(?:hypothetically|in theory|theoretically|just wondering),?\s+)?"
+    r"(?:would|does|do|is|are|will|might)\s+)"
+    r"(?!(?:you|u|ya|we|i|someone|somebody|anyone|one|it|there|this|that)\b)"
+    r"[^?]*\?\s*$"
+)
+"""A yes/no question about a thing, not about us doing it ("would a force push to main lose
+commits?", "is npm publish blocked by CI?"). "can I …?", "should we …?", "could you …?", "is it
+ok/time to …?", "does it make sense to …?" ask to act, and so does "can/could X …?" unless
+said to be hypothetical ("can the deploy to production go out today?")."""
+_HYPOTHETICAL = re.compile(
+    r"^(?:(?:what\s+)?if|suppose|supposing|imagine|say)\s+(?:\w+\s+){1,3}(?:were|was)\s+to\b"
+    r"|^(?:hypothetically|in theory|theoretically)\b"
+)
+"""A clause that imagines an action: "if we were to drop the table", "hypothetically, …"."""
+_NEGATED = re.compile(
+    r"^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
+    r"(?:(?:we|you|i|they|one|people|agents?|nobody|no one|everyone)\s+)?"
+    r"(?:never|avoid|refrain from|(?:do|does|should|must|shall|will|may|need|ought to)"
+    r"(?:\s+not|n'?t|\s+never)|don'?t|dont|won'?t)\b"
+    r"(?!\s+(?:forget|hesitate|wait|worry|bother|be afraid)\b)"
+)
+"""An instruction not to act ("don't force push to main", "we should never deploy on
+Fridays"): it asks for nothing to be done. "don't forget to …" asks for it."""
+_JUDGES = re.compile(
+    r"^(?:this|that|these|those|the|it|lgtm|looks)\b(?:\s+[\w'-]+){0,4}?\s*"
+    r"\b(?:looks?|seems?|appears?|reads?|sounds?)\s+(?:good|fine|ok|okay|right|correct|great|"
+    r"wrong|off|risky|safe|reasonable|sane)\b"
+)
+"""A reviewer's judgement of a change ("this migration looks fine to me")."""
+_LOOK_VERBS = frozenset("see look read skim browse compare cf glance peek".split())
+"""A clause opening on one of these points at something to look at ("see the DROP TABLE
+statements in old migrations")."""
+_PAST_TIME = re.compile(
+    r"\b(?:yesterday|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
+    r"wednesday|thursday|saturday|sunday)|\w+\s+ago|earlier\s+today|this\s+morning)\b"
+)
+"""A time in the past: with a verb in the past, the clause is a report ("the deploy to prod
+went fine yesterday"), whatever its subject."""
 _REQUEST = re.compile(
     r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|need to|"
     r"have to|about to|ok to|okay to|mind if)\b"
@@ -849,6 +956,63 @@ _WRITTEN = frozenset(
     """.split()
 )
 _RUNS = frozenset("run execute exec invoke type enter paste try".split())
+_CODE_TALK_BEFORE = frozenset(
+    """
+    the a an that this these those our your my their its about of in like from whether than
+    for with without around into on at by over under against via what which how why if when
+    whenever where as say said explain mention wrap guard block forbid ban flag catch detect
+    grep search find quote mock alias replace document describe warn prevent disallow allow
+    """.split()
+)
+_CODE_TALK_AFTER = re.compile(
+    r"^\s*(?:is|are|was|were|has|had|does|did|will|would|can|could|should|may|might|must|"
+    r"only|just|also|never|always|(?!(?:thanks|pls|plz|thx|guys|folks|yes)\b)\w+s)\b"
+    r"(?!\s*(?:and|then)\b)"
+)
+"""A code span said in English is a command to run ("please `npm publish` the new version",
+"let me `kubectl delete ns payments`") unless the sentence talks about it: after an article, a
+preposition, a question word or a verb that handles or talks about code ("the `rm -rf ~`
+incident", "grep for `rm -rf`", "explain what `DROP TABLE` does", "wrap `kubectl delete` in a
+prompt"), after a verb in the third person ("when someone types `…`"), or as the subject of a
+verb ("`git push --force` rewrites the remote")."""
+_CI_KEY = re.compile(
+    r"^\s*(?:-\s+)?(?:run|script|command|cmd|entrypoint|args|before_script|after_script)"
+    r"\s*:\s*[|>]?[-+]?\s*(?P<value>.*)$"
+)
+"""A CI or container step (`run: npm publish`, `- script: …`, `command: ["terraform", …]`):
+its value is the command that runs."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" -"))
+
+
+def _steps(raw: str) -> str:
+    """A CI/YAML snippet as the commands it runs, one a line; other text as it is. A key with
+    no value on its line (`run: |`, `script:`) runs the more indented lines under it."""
+    lines = raw.splitlines()
+    if not any(map(_CI_KEY.match, lines)):
+        return raw
+    out: list[str] = []
+    block: int | None = None  # the indent of a key whose value is the lines below it
+    for line in lines:
+        if block is not None and line.strip() and _indent(line) > block:
+            out.append(line.strip().removeprefix("- ").strip())
+            continue
+        block = None
+        m = _CI_KEY.match(line)
+        if not m:
+            continue
+        value = m.group("value").strip()
+        if value.startswith("[") and value.endswith("]"):  # an exec form: ["terraform", …]
+            value = " ".join(re.findall(r"""["']([^"']*)["']""", value))
+        if value:
+            out.append(value)
+        else:
+            block = len(line) - len(line.lstrip())
+    return "\n".join(out)
+
+
 _QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
 
 
@@ -878,15 +1042,38 @@ def _past(words: list[str]) -> bool:
     return False
 
 
+_PRONOUNS = frozenset("i we you they he she someone somebody".split())
+
+
+def _reports(lower: list[str]) -> bool:
+    """Whether a clause that names a past time has its main verb in the past: a verb in the
+    past after the first word and not right after a pronoun ("the deploy to prod went fine
+    yesterday"). An order keeps its verb first and may say what someone did in a relative
+    clause: "delete the branch I pushed yesterday", "push the release we built last week"."""
+    if not lower or analyse(lower[0]).concepts:
+        return False
+    return any(
+        _past([w]) and lower[i] not in _PRONOUNS for i, w in enumerate(lower[1:]) if w != "ago"
+    )
+
+
 def _talks(clause: str) -> bool:
     """Whether an English clause only talks about an action: reports it, asks about it, or
     edits a document about it."""
-    lowered = clause.lower()
+    lowered = clause.lower().strip()
+    if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
+        return True
     if _REQUEST.search(lowered):
         return False
     words = re.findall(r"[\w'-]+", clause)
     lower = [w.lower() for w in words]
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
+        return True
+    if _JUDGES.match(lowered) or (
+        lower[:1] and lower[0] in _LOOK_VERBS and lower[1:2] not in (["you"], ["u"], ["ya"])
+    ):
+        return True
+    if _PAST_TIME.search(lowered) and _reports(lower):
         return True
     if lower and lower[0] in _EDIT_VERBS:
         return any(w in _WRITTEN for w in lower[1:7])
@@ -898,13 +1085,19 @@ def acted(text: str) -> str:
     a shell line less its commands that only read; English less its clauses that report,
     ask about, or write about an action, and less quoted text it is not asked to run.
     `""` when nothing is asked."""
-    raw = text.strip()
+    raw = _steps(text.strip()).strip()
     if _is_shell(raw.lower()):
         commands = _commands(raw.lower())
         if commands and all(_only_reads(c) for c in commands):
             return ""
         return raw
-    if _ASKING.match(raw.lower()) and not _REQUEST.search(raw.lower()):
+    low = raw.lower()
+    # A whole question; "when you're done, delete …" opens on a condition, not a question.
+    if (
+        (_ASKING.match(low) or _WONDER.match(low))
+        and not _REQUEST.search(low)
+        and (low.endswith("?") or "," not in low)
+    ):
         return ""
     kept: list[str] = []
     position = 0
@@ -921,6 +1114,12 @@ def acted(text: str) -> str:
         last = before[-1].lower().rstrip(":") if before else ""
         if last in _RUNS or last.startswith("-") or "/" in last or "." in last:
             return m.group("body")
+        said = last in _CODE_TALK_BEFORE or (
+            last.endswith("s") and last not in ("pls", "plz", "us", "yes")
+        )  # "when someone types `…`", "it runs `…`": a report of it
+        if m.group("q") == "`" and not said:
+            if not (_CODE_TALK_AFTER.match(out[m.end() :]) and (not before or last in _SUBJECTS)):
+                return m.group("body")
         return " "
 
     return _QUOTED.sub(quoted, out).strip()

@@ -729,3 +729,134 @@ def test_humans_may_be_one_name_or_absent(store: Store) -> None:
     assert config.store_humans(store.root) == ()
     (store.root / "memstore.yaml").write_text("humans: alice\n", encoding="utf-8")
     assert config.store_humans(store.root) == ("alice",)
+
+
+CAREFUL = workflow.Rule(
+    name="careful",
+    type="correction",
+    status="confirmed",
+    severity="p0",
+    applies_when=("npm publish", "deploy to production", "run migration", "force push"),
+    description="be careful",
+    binding=True,
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an instruction not to act
+        "don't force push to main",
+        "never run terraform destroy on shared environments",
+        "please don't drop the users table",
+        "we should never deploy to production on Fridays",
+        "avoid running migrations by hand",
+        # a hypothetical, or a yes/no question about a thing rather than about us doing it
+        "if we were to drop the sessions table, what would break?",
+        "would a force push to main lose Bob's commits?",
+        "hypothetically, could terraform destroy take out the prod VPC?",
+        "whats the cmd to see pending migrations?",
+        # a review's judgement, a pointer to read, a safeguard named after an action
+        "this migration looks fine to me",
+        "see the DROP TABLE statements in old migrations for reference",
+        "log a warning before the force-push check",
+        # a report with a past time, whatever its subject
+        "teh deploy to prod went fine yesterday",
+        # code spans talked about, not run
+        "`git push --force` rewrites the remote",
+        "the `rm -rf ~` incident is in the postmortem",
+        "warn when someone types `terraform destroy`",
+        "our docs say `npm publish` is done by CI",
+        "explain what `DROP TABLE` does",
+        "wrap `kubectl delete` in a confirmation prompt",
+        # a CI step that only rehearses; `-h` alone asks for help
+        "run: npm publish --dry-run",
+        "git push -h",
+    ],
+)
+def test_negations_hypotheticals_judgements_and_talked_about_code_ask_for_nothing(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def actions_acted(text: str) -> str:
+    from memstore import actions
+
+    return actions.acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # "don't forget to …" asks for the action; so does an order after a condition
+        "don't forget to npm publish after the merge",
+        "no need to ask, just force push to develop",
+        "when you're done, delete the prod namespace",
+        "if CI is green, drop the legacy_orders table",
+        # a code span in an English order is the command to run
+        "please `npm publish` the new version",
+        "let me `kubectl delete ns payments`",
+        "just do `git push -f origin master` and we're fine",
+        # a CI step runs its value, an exec form included
+        "- run: npm publish --provenance",
+        'command: ["terraform", "destroy", "-auto-approve"]',
+        "steps:\n  - run: git push --force origin HEAD:main",
+        "- run: |\n    npm ci\n    npm publish",
+        "script:\n  - npm test\n  - kubectl delete namespace prod",
+        # `-h` with a value is a host; a print piped into a client is run
+        "redis-cli -h prod-cache FLUSHALL",
+        'echo "DROP TABLE events;" | psql prod',
+        # a letter left out or two swapped in a long action word
+        "pls publsh the pkg to npm",
+        "can u deploy to prodution real quick",
+        "plz run the migartion on prod",
+        # an order that says in a relative clause what was done before
+        "push the release we built yesterday to production",
+    ],
+)
+def test_orders_after_conditions_code_spans_ci_steps_pipes_and_typos_still_act(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+def test_only_slips_of_long_words_that_are_no_words_themselves_are_read_as_typos() -> None:
+    from memstore import actions
+
+    # `evoke` (revoke) and `remote` (remove) are words; `forse` is too short to guess at
+    for text in ("evoke the old feeling", "clean up the remote notes", "forse"):
+        assert not actions.analyse(text).has("rotate") and not actions.analyse(text).has("delete")
+    assert actions.analyse("destory the stack").has("delete")
+    assert actions.analyse("depoly it").has("deploy")
+
+
+def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> None:
+    for text in ("let's wipe the test database on prod", "drop the log tables"):
+        assert workflow.decide(text, []).verdict is Verdict.WARN, text
+    for text in ("delete the test file", "read the release notes", "drop the log message"):
+        assert workflow.decide(text, []).verdict is Verdict.ALLOW, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is it time to npm publish?",
+        "does it make sense to force push to main?",
+        "can the deploy to production go out today?",
+        "`kubectl delete ns prod` thanks",
+        "see you after I npm publish",
+        # a colon ends a clause; a WHERE that is always true is no WHERE
+        "never again will I forget: run the migration on prod",
+        "DELETE FROM users WHERE 1=1",
+        "UPDATE accounts SET balance = 0 WHERE true;",
+    ],
+)
+def test_questions_that_ask_to_act_and_code_spans_before_a_thanks_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+def test_a_possessive_between_a_meta_verb_and_an_action_word_keeps_it_talked_about() -> None:
+    for text in ("can you review my migration PR?", "explain our deploy to production"):
+        assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, text
+    assert workflow.decide("run my migration on prod", [CAREFUL]).verdict is Verdict.BLOCK
