@@ -412,6 +412,8 @@ def check_body(body: object) -> str:
 
 
 def _text(value: object, key: str) -> str:
+    if type(value) is str:  # nearly always: the quick test first
+        return value
     if isinstance(value, date | datetime):
         return value.isoformat()
     if not isinstance(value, str):
