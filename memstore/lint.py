@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
@@ -415,8 +415,8 @@ class FileMemo:
             data: Any = marshal.loads(self.file.read_bytes())
             if type(data) is not tuple or len(data) != 2 or data[0] != self._key:  # pyright: ignore[reportUnknownArgumentType]
                 return {}
-            files: Any = data[1]
-            return files if type(files) is dict else {}  # pyright: ignore[reportUnknownVariableType]
+            files: object = data[1]  # pyright: ignore[reportUnknownVariableType]
+            return cast("dict[str, Any]", files) if type(files) is dict else {}  # pyright: ignore[reportUnknownArgumentType]
         except (OSError, ValueError, EOFError, TypeError):
             return {}
 
@@ -437,7 +437,7 @@ class FileMemo:
             log.info("cannot keep the file checks in %s: %s", self.file, e)
 
 
-def _keeps(entry: object) -> bool:
+def _keeps(entry: Any) -> bool:
     try:
         marshal.dumps(entry)
     except ValueError:

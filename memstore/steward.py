@@ -124,16 +124,16 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
     small = {i for i, ws in enumerate(sets) if len(ws) <= 3}
     for i, ws in enumerate(sets):
         # Two memories alike enough share at least two rarer words (or one is tiny): the
-        # memories after this one sharing one rarer word (`seen`) and two (`twice`), in set
+        # memories after this one sharing one rarer word (`once`) and two (`twice`), in set
         # operations rather than a count per candidate.
-        seen: set[int] = set()
+        once: set[int] = set()
         twice: set[int] = set()
         for w in ws & rare:
             ids = postings[w]  # ascending: only the memories after this one are compared
             later = set(ids[bisect_right(ids, i) :])
-            twice |= seen & later
-            seen |= later
-        for j in seen if len(ws) <= 3 else twice | (seen & small):
+            twice |= once & later
+            once |= later
+        for j in once if len(ws) <= 3 else twice | (once & small):
             if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
                 join(i, j)
     # The same description or the same body (ignoring case and spacing) is a duplicate too.
