@@ -71,10 +71,12 @@ def search(store: Store, query: Query, as_of: str, now: datetime | None = None) 
     commit, committed = found
     # The history's verdicts up to the commit are worked out beside the index, so git's
     # side of that replay runs while this process indexes the tree.
+    # Both sides parse memory versions: the tree's are among the history's, parsed once.
+    parsed: dict[str, Memory | None] = {}
     with ThreadPoolExecutor(1) as pool:
-        replayed = pool.submit(_verdicts, store, commit)
+        replayed = pool.submit(_verdicts, store, commit, parsed)
         try:
-            index, blobs = _index_of(store, commit)
+            index, blobs = _index_of(store, commit, parsed)
         finally:
             verdicts, kept = replayed.result()
     if not kept:
@@ -88,14 +90,16 @@ def search(store: Store, query: Query, as_of: str, now: datetime | None = None) 
     return AsOf(at, commit, when.stamp(datetime.fromtimestamp(committed, UTC)), shown)
 
 
-def _verdicts(store: Store, commit: str) -> tuple[trust.Trust, bool]:
+def _verdicts(
+    store: Store, commit: str, parsed: dict[str, Memory | None]
+) -> tuple[trust.Trust, bool]:
     """What the history up to `commit` supports, and whether it was read from beside that
     commit's index (else replayed: `_keep` it there once the index is built)."""
     file = store.cache / FOLDER / commit / trust.CACHE_FILE
     found = trust.load(file, store.trust.signers is not None, history.shallow_commits(store.repo))
     if found is not None and found.head == commit:
         return found, True
-    return trust.full(store.repo, store.root, store.trust.signers, until=commit), False
+    return trust.full(store.repo, store.root, store.trust.signers, commit, parsed), False
 
 
 def _keep(store: Store, commit: str, verdicts: trust.Trust) -> None:
@@ -120,9 +124,12 @@ def _shown(hit: Hit, verdicts: trust.Trust, path: str, blob: str | None) -> Hit:
     return replace(hit, status=status, owner=owner)
 
 
-def _index_of(store: Store, commit: str) -> tuple[Index, dict[str, str]]:
+def _index_of(
+    store: Store, commit: str, parsed: dict[str, Memory | None]
+) -> tuple[Index, dict[str, str]]:
     """The search index of commit `commit`'s tree (built on first use, under
-    `.memstore/asof/<commit>/`) and the tree's memory files with their blobs."""
+    `.memstore/asof/<commit>/`) and the tree's memory files with their blobs (`parsed`:
+    memories by blob, shared with the history's replay)."""
     folder = store.cache / FOLDER
     where = folder / commit
     blobs = history.tree_files(store.repo, commit, store.root)
@@ -136,7 +143,7 @@ def _index_of(store: Store, commit: str) -> tuple[Index, dict[str, str]]:
         if not (where / READY).exists():
             shutil.rmtree(where, ignore_errors=True)
             disk = {rel: _stamp(blob) for rel, blob in blobs.items()}
-            load = _loader(store, blobs)
+            load = _loader(store, blobs, parsed)
 
             def digest(rel: str) -> str:
                 return blobs.get(rel, "")[:12]
@@ -168,16 +175,20 @@ def _stamp(blob: str) -> Stamp:
     return (0, 0, int(blob[:12], 16))
 
 
-def _loader(store: Store, blobs: dict[str, str]) -> Loader:
+def _loader(store: Store, blobs: dict[str, str], parsed: dict[str, Memory | None]) -> Loader:
     read: dict[str, bytes] = {}
 
     def load(rel: str) -> tuple[Memory | None, Stamp, str]:
         if not read:  # the tree's blobs in one `git cat-file --batch`, not one round trip each
             read.update(history.read_blobs(store.repo, sorted(set(blobs.values()))))
-        data = read.get(blobs[rel])
+        blob = blobs[rel]
+        data = read.get(blob)
         if data is None:
-            data = history.read_blob(store.repo, blobs[rel])
-        memory = trust.parse_bytes(data)
+            data = history.read_blob(store.repo, blob)
+        if blob in parsed:
+            memory = parsed[blob]
+        else:
+            memory = parsed[blob] = trust.parse_bytes(data)
         if memory is None:
             raise InvalidMemory(f"{rel} was not a valid memory then")
         return memory, _stamp(blobs[rel]), version_of(data)

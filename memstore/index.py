@@ -195,6 +195,8 @@ _TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
 _CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
 """`_CJK`'s ranges as code points: a third regex over them would cost every process ~20 ms
 to compile (`re` expands each range of a character class), for a one-character test."""
+_CJK_LOWEST = min(low for low, _ in _CJK_RANGES)
+"""Below it no character is of a script `_CJK` names (the quick test for most tokens)."""
 
 
 def _cjk(char: str) -> bool:
@@ -357,7 +359,9 @@ class _Analyzer(Analyzer):
                 t.endchar = t.startchar + len(text)
             pos += 1
             low = text.lower()
-            if (low and _cjk(low[0])) or (len(low) > 1 and low not in STOP_WORDS):
+            if (len(low) > 1 and low not in STOP_WORDS) or (
+                low and ord(low[0]) >= _CJK_LOWEST and _cjk(low[0])
+            ):
                 if no_morph:
                     t.text = low
                 else:

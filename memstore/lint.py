@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import marshal
 import re
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memstore import history, secrets, trust
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
@@ -339,14 +341,20 @@ def _history_problems(
     return problems
 
 
-MEMO_FILE = "lint-files.json"
-_MEMO_FORMAT = 2
+MEMO_FILE = "lint-files.bin"
+_OLD_MEMO_FILE = "lint-files.json"
+"""The memo as earlier versions kept it (13 MB of JSON for 10,000 memories): removed when
+the new one is written."""
+_MEMO_FORMAT = 3
+_MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 
 
 class FileMemo:
     """Each memory file's own checks (`check_file` and the credential scan) and its memory,
-    kept in `.memstore/lint-files.json` by the file's stamp, so an unchanged file is not parsed
-    again: what lets `doctor` look a large store over in seconds. A cache: delete it freely."""
+    kept in `.memstore/lint-files.bin` by the file's stamp, so an unchanged file is not parsed
+    again: what lets `doctor` look a large store over in seconds. A private cache, written
+    with `marshal` (plain tuples, read many times faster than JSON) and trusted only by the
+    Python, memo format and `Memory` fields that wrote it: delete it freely."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -355,12 +363,13 @@ class FileMemo:
         """Each memory file's blob sha, by store-relative path (after `places`)."""
         self.memories: dict[str, Memory] = {}
         """Each valid memory file's memory as written (not as its history shows it)."""
-        self._key = json.dumps(
-            [
-                store.types,
-                store.secrets_allowed,
-                repr(store.secret_patterns.extra),
-            ]
+        self._key = (
+            _MEMO_FORMAT,
+            sys.version_info[:2],
+            _MEMORY_FIELDS,
+            tuple(store.types),
+            store.secrets_allowed,
+            repr(store.secret_patterns.extra),
         )
         self._old: dict[str, Any] = self._load()
         self._new: dict[str, Any] = {}
@@ -375,8 +384,8 @@ class FileMemo:
 
     def _checked(self, rel: str, where: str, stamp: FullStamp | None) -> Checked:
         old = self._old.get(rel)
-        if stamp is not None and old is not None and old[0] == list(stamp):
-            memory = _memory_from(old[3]) if old[3] is not None else None
+        if stamp is not None and old is not None and old[0] == tuple(stamp):
+            memory = Memory(*old[3]) if old[3] is not None else None
             problems: list[str] = list(old[2])
             blob = str(old[1])
             self._new[rel] = old
@@ -394,7 +403,8 @@ class FileMemo:
                 # stamp, so the file is read again next time rather than trusted by it.
                 stamp = None
         if stamp is not None and rel not in self._new:
-            self._new[rel] = [list(stamp), blob, problems, _memory_data(memory)]
+            kept = None if memory is None else tuple(getattr(memory, f) for f in _MEMORY_FIELDS)
+            self._new[rel] = (tuple(stamp), blob, tuple(problems), kept)
         self.blobs[rel] = blob
         if memory is not None:
             self.memories[rel] = memory
@@ -402,40 +412,37 @@ class FileMemo:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data: Any = json.loads(self.file.read_text(encoding="utf-8"))
-            if data.get("format") != _MEMO_FORMAT or data.get("key") != self._key:
+            data: Any = marshal.loads(self.file.read_bytes())
+            if type(data) is not tuple or len(data) != 2 or data[0] != self._key:  # pyright: ignore[reportUnknownArgumentType]
                 return {}
-            return dict(data["files"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            files: object = data[1]  # pyright: ignore[reportUnknownVariableType]
+            return cast("dict[str, Any]", files) if type(files) is dict else {}  # pyright: ignore[reportUnknownArgumentType]
+        except (OSError, ValueError, EOFError, TypeError):
             return {}
 
     def _save(self) -> None:
         if not self._changed and self._new.keys() == self._old.keys():
             return  # nothing moved: the memo on disk says it all
-        data = {"format": _MEMO_FORMAT, "key": self._key, "files": self._new}
+        try:
+            data = marshal.dumps((self._key, self._new))
+        except ValueError:
+            # A hand-written value marshal cannot keep (a YAML tag PyYAML builds an object
+            # for): those files are parsed again next time, the rest kept.
+            data = marshal.dumps((self._key, {r: e for r, e in self._new.items() if _keeps(e)}))
         try:
             self.store.cache.mkdir(exist_ok=True)
-            # default=str: a hand-edited file may hold YAML that JSON lacks (`!!binary`).
-            atomic_write(self.file, json.dumps(data, ensure_ascii=False, default=str))
+            atomic_write(self.file, data)
+            (self.store.cache / _OLD_MEMO_FILE).unlink(missing_ok=True)
         except OSError as e:
             log.info("cannot keep the file checks in %s: %s", self.file, e)
 
 
-def _memory_data(memory: Memory | None) -> dict[str, Any] | None:
-    if memory is None:
-        return None
-    return {f.name: getattr(memory, f.name) for f in fields(memory)}
-
-
-def _memory_from(data: dict[str, Any]) -> Memory | None:
-    values: dict[str, Any] = {
-        key: tuple(value) if type(value) is list else value  # pyright: ignore[reportUnknownArgumentType]
-        for key, value in data.items()
-    }
+def _keeps(entry: Any) -> bool:
     try:
-        return Memory(**values)
-    except TypeError:
-        return None
+        marshal.dumps(entry)
+    except ValueError:
+        return False
+    return True
 
 
 def _secrets(store: Store, memory: Memory) -> list[str]:

@@ -87,9 +87,60 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_SCALARS = frozenset(
+    (
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+    )
+)
+
+
+class _NotPlain(Exception):
+    """A node `_Loader`'s quick path leaves to PyYAML's own construction."""
+
+
 @_without_timestamps
 class _Loader(_BaseLoader):
-    pass
+    def get_single_data(self) -> Any:
+        """As PyYAML's, with a quick path for front matter of plain mappings, lists, strings,
+        booleans, numbers and nulls (what memstore writes): building each value through the
+        constructor's generic machinery costs more than libyaml's parse. Anything else (an
+        alias, a merge key, another tag) or any error is left to PyYAML's construction, so
+        the values and the errors are the same either way."""
+        node = self.get_single_node()
+        if node is None:
+            return None
+        try:
+            return self._plain(node, set())
+        except Exception:  # noqa: BLE001 - PyYAML's own path decides what is wrong
+            self.constructed_objects = {}
+            self.recursive_objects = {}
+            return self.construct_document(node)
+
+    def _plain(self, node: Any, seen: set[int]) -> Any:
+        tag = node.tag
+        if tag == _STR and isinstance(node, yaml.ScalarNode):
+            return node.value
+        if id(node) in seen:  # an alias: the same object twice, as `_refuse_aliases` expects
+            raise _NotPlain
+        seen.add(id(node))
+        if tag == _MAP and isinstance(node, yaml.MappingNode):
+            data: dict[Any, Any] = {}
+            for key, value in node.value:
+                if key.tag != _STR or not isinstance(key, yaml.ScalarNode):
+                    raise _NotPlain
+                data[key.value] = self._plain(value, seen)
+            return data
+        if tag == _SEQ and isinstance(node, yaml.SequenceNode):
+            return [self._plain(item, seen) for item in node.value]
+        if tag in _SCALARS and isinstance(node, yaml.ScalarNode):
+            return self.construct_object(node)
+        raise _NotPlain
 
 
 @_without_timestamps
@@ -361,6 +412,8 @@ def check_body(body: object) -> str:
 
 
 def _text(value: object, key: str) -> str:
+    if type(value) is str:  # nearly always: the quick test first
+        return value
     if isinstance(value, date | datetime):
         return value.isoformat()
     if not isinstance(value, str):

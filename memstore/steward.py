@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,11 +52,9 @@ def words(name: str, description: str) -> frozenset[str]:
     and stop words left out: what duplicates are compared by (no stemming: it is what a scan
     of a large store would spend its time on, and near-duplicates share their words)."""
     text = f"{name.replace('-', ' ')} {description}".lower()
-    return frozenset(
-        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-        for w in _WORD.findall(text)
-        if w not in _STOP
-    )
+    found = set(_WORD.findall(text))
+    found -= _STOP
+    return frozenset(w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w for w in found)
 
 
 _WORD = re.compile(r"\w\w+")
@@ -120,17 +119,23 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
         parent[root(a)] = root(b)
 
     # Candidates share a rarer word; each candidate pair is then compared on all its words.
-    rare = {w for w, ids in postings.items() if len(ids) <= COMMON_WORD}
+    # (A word only one memory has pairs it with none.)
+    rare = {w for w, ids in postings.items() if 1 < len(ids) <= COMMON_WORD}
+    small = {i for i, ws in enumerate(sets) if len(ws) <= 3}
     for i, ws in enumerate(sets):
-        shared: Counter[int] = Counter()
+        # Two memories alike enough share at least two rarer words (or one is tiny): the
+        # memories after this one sharing one rarer word (`once`) and two (`twice`), in set
+        # operations rather than a count per candidate.
+        once: set[int] = set()
+        twice: set[int] = set()
         for w in ws & rare:
-            shared.update(postings[w])
-        tiny = len(ws) <= 3
-        for j, n in shared.items():
-            # Two memories alike enough share at least two rarer words (or are tiny).
-            if j > i and (n >= 2 or tiny or len(sets[j]) <= 3):
-                if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
-                    join(i, j)
+            ids = postings[w]  # ascending: only the memories after this one are compared
+            later = set(ids[bisect_right(ids, i) :])
+            twice |= once & later
+            once |= later
+        for j in once if len(ws) <= 3 else twice | (once & small):
+            if jaccard(ws, sets[j]) >= CLUSTER_SIMILARITY:
+                join(i, j)
     # The same description or the same body (ignoring case and spacing) is a duplicate too.
     for field_name in ("description", "body"):
         seen: dict[str, int] = {}

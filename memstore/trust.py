@@ -273,11 +273,11 @@ def _judge_verification(verifier: str, by: By, owner: str, old_verdict: Verdict)
 
 
 class _Parsed:
-    """Memory versions by blob sha, parsed once per replay."""
+    """Memory versions by blob sha, parsed once per replay (or shared: see `replay`)."""
 
-    def __init__(self, repo: history.Repo) -> None:
+    def __init__(self, repo: history.Repo, memo: dict[str, Memory | None] | None = None) -> None:
         self.repo = repo
-        self.memo: dict[str, Memory | None] = {}
+        self.memo: dict[str, Memory | None] = {} if memo is None else memo
 
     def get(self, blob: str | None) -> Memory | None:
         if blob is None:
@@ -314,9 +314,14 @@ def replay(
     prefix: str,
     commits: Iterable[history.StoreCommit],
     signers: Signers | None = None,
+    parsed_memo: dict[str, Memory | None] | None = None,
 ) -> None:
-    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`."""
-    parsed = _Parsed(repo)
+    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`.
+
+    `parsed_memo`: memories by blob sha (None: not a valid memory), which the replay reads
+    and adds to, and another thread may share (a blob parsed by either is not parsed again).
+    """
+    parsed = _Parsed(repo, parsed_memo)
     commits = list(commits)
     wanted = {
         blob
@@ -327,8 +332,9 @@ def replay(
         if blob is not None
     }
     if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
-        for blob, data in history.read_blobs(repo, sorted(wanted)).items():
-            parsed.memo[blob] = parse_bytes(data)
+        for blob, data in history.read_blobs(repo, sorted(wanted - parsed.memo.keys())).items():
+            if blob not in parsed.memo:
+                parsed.memo[blob] = parse_bytes(data)
     cut = history.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
@@ -481,9 +487,14 @@ def prefix_of(repo: history.Repo, root: Path) -> str:
 
 
 def full(
-    repo: history.Repo, root: Path, signers: Signers | None = None, until: str | None = None
+    repo: history.Repo,
+    root: Path,
+    signers: Signers | None = None,
+    until: str | None = None,
+    parsed_memo: dict[str, Memory | None] | None = None,
 ) -> Trust:
-    """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`.
+    """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`
+    (`parsed_memo`: see `replay`).
 
     Raises:
         GitError: when git cannot read the history.
@@ -492,7 +503,7 @@ def full(
     head = until or history.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
         commits = history.store_commits(repo, root, until=head)
-        replay(trust, repo, prefix_of(repo, root), commits, signers)
+        replay(trust, repo, prefix_of(repo, root), commits, signers, parsed_memo)
     trust.head = head
     return trust
 

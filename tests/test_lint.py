@@ -217,3 +217,40 @@ def test_a_real_confirmation_passes_in_a_store_folder_with_any_name(
     path.write_text(text, encoding="utf-8")
     human_commit(store, "mallory")
     assert any("forged confirmation" in m for m in messages(store))
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "a: 1\nb: [x, 2, 3.5, null, true, ~, .inf]\nc: {d: e}\n",
+        "a: &x [1]\nb: *x\n",
+        "base: &b {k: v}\nm:\n  <<: *b\n  z: 1\n",
+        "a: !!binary aGVsbG8=\nb: !!set {x, y}\nc: !!omap [{x: 1}]\n",
+        "? [a]\n: 1\n",
+        "a: !!int abc\n",
+        "a: !!python/object:os.system x\n",
+        "created: 2026-11-30T08:00:00Z\nd: 2026-11-30\n",
+        "a: 0x1F\nb: 1_000\nc: 0o17\nd: yes\ne: Off\nf: -.5\n",
+        "a: !!str 12\nb: '12'\nc: |\n  two\n  lines\n",
+        "a: !custom x\n",
+        "- a\n- b\n",
+    ],
+)
+def test_front_matter_reads_as_pyyaml_builds_it(head: str) -> None:
+    """The loader's quick path for plain front matter gives PyYAML's values and errors."""
+    import yaml
+
+    from memstore import memory
+
+    class Plain(memory._BaseLoader):  # pyright: ignore[reportPrivateUsage]
+        pass
+
+    memory._without_timestamps(Plain)  # pyright: ignore[reportPrivateUsage]
+
+    def read(loader: type) -> tuple[str, str]:
+        try:
+            return "ok", repr(yaml.load(head, Loader=loader))  # noqa: S506 - safe loaders
+        except Exception as e:  # noqa: BLE001 - the error is what is compared
+            return type(e).__name__, str(e)
+
+    assert read(memory._Loader) == read(Plain)  # pyright: ignore[reportPrivateUsage]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from memstore import search, steward
 from memstore.cli import main
 from memstore.errors import InvalidMemory, InvalidTransition, SelfApproval
-from memstore.lint import lint_store
+from memstore.lint import MEMO_FILE, lint_store
 from memstore.search import Query
 from memstore.store import Store
 from tests.conftest import as_agent, git
@@ -364,7 +364,7 @@ def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_
     (store.root / "fact" / "bad.md").write_text("no front matter\n", encoding="utf-8")
     search.catch_up(store)  # the index's health is not what this compares
     time.sleep(0.25)  # past the timestamps' tick: the memo may keep every file by its stamp
-    caches = [store.cache / name for name in ("lint-files.json", "trust.json", "drift.json")]
+    caches = [store.cache / name for name in (MEMO_FILE, "trust.json", "drift.json")]
     runner = CliRunner()
 
     def doctor(cold: bool) -> dict[str, object]:
@@ -382,7 +382,7 @@ def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_
     assert [f["name"] for f in cold["stale"]] == ["ancient"]  # pyright: ignore[reportUnknownVariableType]
     assert [f["name"] for f in cold["drifted"]] == ["users-api"]  # pyright: ignore[reportUnknownVariableType]
     assert any(str(p).startswith("fact/bad.md") for p in cold["lint"])  # pyright: ignore[reportGeneralTypeIssues]
-    memo = store.cache / "lint-files.json"
+    memo = store.cache / MEMO_FILE
     kept = memo.stat().st_mtime_ns
     assert doctor(cold=False) == cold
     assert memo.stat().st_mtime_ns == kept  # the warm run took every file from the memo
