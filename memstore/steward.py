@@ -86,7 +86,8 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
         up = search.upkeep(store)
         if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
             up.fresh(store)
-        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10))
+        # Without feedback: the hint wants memories sharing these words, not related ones.
+        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10, feedback=False))
     except MemstoreError:  # a hint never fails the write it follows
         return []
     found = [
