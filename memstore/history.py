@@ -354,7 +354,6 @@ def commit_files(
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
     sign: Signer | None = None,
-    index: IndexUpdate | None = None,
 ) -> str | None:
     """Commit `files` (repository-relative path: new bytes, or None to remove) on top of HEAD
     as `author`, and return the new commit's sha; None when HEAD already holds that content.
@@ -364,8 +363,7 @@ def commit_files(
     The commit is built without git's index: objects are written directly, and HEAD moves by
     `git update-ref HEAD NEW OLD`, git's compare-and-swap, rebuilding on the new HEAD when
     another commit landed first. Nothing else in the repository changes, staged or not. The
-    index entries of `files` are then brought in step first, so `git status` stays clean
-    (by `index`, when the caller started that already for these very files).
+    index entries of `files` are then brought in step first, so `git status` stays clean.
     No lock file is ever deleted: a git lock in the way is waited for up to `lock_wait`
     seconds, then named in the error.
 
@@ -380,15 +378,12 @@ def commit_files(
         rel: (None if data is None else _write_object(repo, b"blob", data))
         for rel, data in files.items()
     }
-    if index is None:
-        _sync_index(repo, blobs, deadline, keep)
+    _sync_index(repo, blobs, deadline, keep)
     while True:
         parent = head(repo)
         base = _commit_tree(repo, parent) if parent else None
         tree = _tree_with(repo, base, {tuple(rel.split("/")): sha for rel, sha in blobs.items()})
         if tree == base:
-            if index is not None:
-                index.wait(deadline)
             if parent is not None:
                 logger.warning(
                     "%s already committed by someone else; no new commit", ", ".join(files)
@@ -402,9 +397,6 @@ def commit_files(
         if sign is not None:
             data = _signed(data, sign(data))
         sha = _write_object(repo, b"commit", data)
-        if index is not None:
-            index.wait(deadline)  # its entries land before HEAD moves, as above
-            index = None
         if _move_head(repo, sha, parent, message, deadline):
             return sha
 
@@ -663,105 +655,29 @@ def _run_git(
     return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
 
 
-_UPDATE_INDEX = ["update-index", "-z", "--add", "--remove", "--index-info"]
-
-
-def _index_lines(blobs: dict[str, str | None]) -> bytes:
-    # NUL-terminated: a path is taken as it is, whatever characters it holds.
-    return "".join(
-        f"0 {_ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
-        for rel, sha in blobs.items()
-    ).encode("utf-8")
-
-
 def _sync_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
     """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
-    lines = _index_lines(blobs)
+    # NUL-terminated: a path is taken as it is, whatever characters it holds.
+    lines = "".join(
+        f"0 {_ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
+        for rel, sha in blobs.items()
+    )
     waited = False
     while True:
-        code, err = _run_git(repo, _UPDATE_INDEX, lines, keep)
-        waited = _index_retry(repo, code, err, deadline, waited)
-        if waited is None:
-            return
-
-
-def _index_retry(repo: Repo, code: int, err: str, deadline: float, waited: bool) -> bool | None:
-    """None when `git update-index` succeeded; else whether it waited for `index.lock` (after
-    waiting a moment, so the caller runs it again).
-
-    Raises:
-        GitError: git's other errors, or the lock still there at `deadline`.
-    """
-    if code == 0:
-        return None
-    lock = repo.git_dir / "index.lock"
-    if "index.lock" not in err and not lock.exists():
-        raise GitError(f"git update-index failed: {err}")
-    return _wait_for_lock(lock, deadline, waited)
-
-
-class IndexUpdate:
-    """A `git update-index` pointing the index entries of some paths at new blobs, started
-    and not yet waited for: the writer writes its files and builds its commit meanwhile."""
-
-    def __init__(self, repo: Repo, files: dict[str, bytes | None], keep: tuple[int, ...]) -> None:
-        for rel in files:
-            _check_rel(rel)
-        self.repo = repo
-        self.keep = keep
-        self.blobs = {
-            rel: (None if data is None else _write_object(repo, b"blob", data))
-            for rel, data in files.items()
-        }
-        self.lines = _index_lines(self.blobs)
-        # As `_run_git` runs it: its own session, the lifeline inherited.
-        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            ["git", *_UPDATE_INDEX],
-            cwd=repo.top,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
-            start_new_session=True,
-            pass_fds=keep,
+        code, err = _run_git(
+            repo,
+            ["update-index", "-z", "--add", "--remove", "--index-info"],
+            lines.encode("utf-8"),
+            keep,
         )
-        assert self.proc.stdin is not None
-        try:  # a few paths: far less than a pipe holds, so this never blocks
-            self.proc.stdin.write(self.lines)
-            self.proc.stdin.close()
-        except OSError:
-            pass  # git ended early; `wait` reads why
-
-    def wait(self, deadline: float) -> None:
-        """Wait until the index entries point at the blobs, running git again while another
-        git holds `index.lock`.
-
-        Raises:
-            GitError: as `commit_files` does.
-        """
-        proc, self.proc = self.proc, None
-        if proc is None:
+        if code == 0:
             return
-        code, message = _ended(proc)
-        waited = _index_retry(self.repo, code, message, deadline, False)
-        if waited is not None:
-            _sync_index(self.repo, self.blobs, deadline, self.keep)
-
-    def ended(self) -> None:
-        """Wait for git to end, whatever it did (before undoing a failed write)."""
-        if self.proc is not None:
-            _ended(self.proc)
-            self.proc = None
-
-
-def _ended(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
-    """A started git's exit code and stderr, once it ended (its stdin already closed)."""
-    assert proc.stderr is not None
-    with proc.stderr:
-        err = proc.stderr.read()
-    return proc.wait(), err.decode("utf-8", "replace").strip()
+        lock = repo.git_dir / "index.lock"
+        if "index.lock" not in err and not lock.exists():
+            raise GitError(f"git update-index failed: {err}")
+        waited = _wait_for_lock(lock, deadline, waited)
 
 
 def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:

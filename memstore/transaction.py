@@ -242,13 +242,10 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     """
     sign = site.signer
 
-    def finish(
-        files: dict[str, bytes | None], keep: tuple[int, ...], index: history.IndexUpdate | None
-    ) -> str | None:
-        timeout = site.lock_timeout
-        return history.commit_files(site.repo, files, message, actor, timeout, keep, sign, index)
+    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
+        return history.commit_files(site.repo, files, message, actor, site.lock_timeout, keep, sign)
 
-    return _apply(site, changes, message, actor, finish, early=True)
+    return _apply(site, changes, message, actor, finish)
 
 
 def land(
@@ -263,9 +260,7 @@ def land(
         `old`), GitError.
     """
 
-    def finish(
-        files: dict[str, bytes | None], keep: tuple[int, ...], _: history.IndexUpdate | None
-    ) -> str | None:
+    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
         if not history.move_to(site.repo, files, target, old, site.lock_timeout, keep):
             raise Conflict(
                 "HEAD moved while sync was integrating (a git commit at that moment?); "
@@ -281,17 +276,13 @@ def _apply(
     changes: Sequence[Write | Append | Remove],
     message: str,
     actor: str,
-    finish: Callable[
-        [dict[str, bytes | None], tuple[int, ...], history.IndexUpdate | None], str | None
-    ],
+    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
     *,
     strict: bool = False,
-    early: bool = False,
 ) -> str | None:
     """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure.
     `strict`: a record file to append to must hold no uncommitted lines either (the commit
-    `finish` lands was built from HEAD's copy). `early`: when no change appends, start
-    git's index update before writing the files, and hand it to `finish`."""
+    `finish` lands was built from HEAD's copy)."""
     for change in changes:
         check_path(site, change.path)
     # Each file's bytes are read before it is compared with HEAD, and compared with what it
@@ -316,49 +307,30 @@ def _apply(
     refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
-    started: history.IndexUpdate | None = None
     try:
+        files: dict[str, bytes | None] = {}
+        for change, entry, old_data in zip(changes, entries, olds, strict=True):
+            if isinstance(change, Write):
+                atomic_write(change.path, change.text, unchanged=old_data)
+                # The bytes written are committed, not the file read back: a hand save just
+                # after the rename stays in the working tree as the person's own change.
+                files[history.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
+            elif isinstance(change, Remove):
+                if old_data is not None:
+                    _unlink_unchanged(change.path, old_data)
+                files[history.repo_path(site.repo, change.path)] = None
+            else:
+                _append(change.path, str(entry["append"]))
+                files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
-            if early and not any(isinstance(c, Append) for c in changes):
-                # git starts while the files are written and synced (a fork costs as much as
-                # the rest of the write). Recovery resets the index entries of a cut-short
-                # write's files, written or not (see `undo`).
-                started = history.IndexUpdate(site.repo, _new_bytes(site, changes), keep)
-            files: dict[str, bytes | None] = {}
-            for change, entry, old_data in zip(changes, entries, olds, strict=True):
-                if isinstance(change, Write):
-                    atomic_write(change.path, change.text, unchanged=old_data)
-                    # The bytes written are committed, not the file read back: a hand save
-                    # just after the rename stays in the working tree as the person's change.
-                    files[history.repo_path(site.repo, change.path)] = change.text.encode()
-                elif isinstance(change, Remove):
-                    if old_data is not None:
-                        _unlink_unchanged(change.path, old_data)
-                    files[history.repo_path(site.repo, change.path)] = None
-                else:
-                    _append(change.path, str(entry["append"]))
-                    files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
-            sha = finish(files, keep, started)
+            sha = finish(files, keep)
     except (MemstoreError, OSError):
-        if started is not None:
-            # Its entries may have landed while a file was refused (a hand save: left as it
-            # is by `undo`): put them back to HEAD, which they matched before the write.
-            started.ended()
-            history.unstage(site.repo, [c.path for c in changes], site.lock_timeout)
         undo(site, entries)
         _clear(site)
         raise
     _clear(site)
     site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
     return sha
-
-
-def _new_bytes(site: Site, changes: Sequence[Change]) -> dict[str, bytes | None]:
-    """What each memory file will hold once written (None: removed), by repository path."""
-    return {
-        history.repo_path(site.repo, c.path): c.text.encode() if isinstance(c, Write) else None
-        for c in changes
-    }
 
 
 def _unlink_unchanged(path: Path, expected: bytes) -> None:
