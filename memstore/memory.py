@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -10,9 +11,6 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
-
-import frontmatter.default_handlers
-import yaml
 
 from memstore.errors import InvalidMemory, InvalidName
 
@@ -72,6 +70,10 @@ TRAIL_KEYS = (
 )
 KEY_ORDER = CORE_KEYS + TRAIL_KEYS
 
+_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+"""A front-matter fence line: python-frontmatter's YAML boundary, so files split as they did
+when it split them (importing that package cost every process more than this regex)."""
+
 
 def _without_timestamps(cls: Any) -> Any:
     # Dates stay strings, so `created: 2026-11-30T08:00:00Z` round-trips unquoted and unchanged.
@@ -80,11 +82,6 @@ def _without_timestamps(cls: Any) -> Any:
         for first, resolvers in cls.yaml_implicit_resolvers.items()
     }
     return cls
-
-
-# libyaml's C loader/dumper when present: parsing is the cost of listing a large store.
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 _STR = "tag:yaml.org,2002:str"
@@ -104,56 +101,65 @@ class _NotPlain(Exception):
     """A node `_Loader`'s quick path leaves to PyYAML's own construction."""
 
 
-@_without_timestamps
-class _Loader(_BaseLoader):
-    def get_single_data(self) -> Any:
-        """As PyYAML's, with a quick path for front matter of plain mappings, lists, strings,
-        booleans, numbers and nulls (what memstore writes): building each value through the
-        constructor's generic machinery costs more than libyaml's parse. Anything else (an
-        alias, a merge key, another tag) or any error is left to PyYAML's construction, so
-        the values and the errors are the same either way."""
-        node = self.get_single_node()
-        if node is None:
-            return None
-        try:
-            return self._plain(node, set())
-        except Exception:  # noqa: BLE001 - PyYAML's own path decides what is wrong
-            self.constructed_objects = {}
-            self.recursive_objects = {}
-            return self.construct_document(node)
+@functools.cache
+def _yaml() -> tuple[Any, Any]:
+    """memstore's YAML loader and dumper, made on the first parse or render: PyYAML loads then,
+    so a process that only searches its index or prints help never pays for importing it."""
+    import yaml
 
-    def _plain(self, node: Any, seen: set[int]) -> Any:
-        tag = node.tag
-        if tag == _STR and isinstance(node, yaml.ScalarNode):
-            return node.value
-        if id(node) in seen:  # an alias: the same object twice, as `_refuse_aliases` expects
+    # libyaml's C loader/dumper when present: parsing is the cost of listing a large store.
+    base_loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base_dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    @_without_timestamps
+    class _Loader(base_loader):
+        def get_single_data(self) -> Any:
+            """As PyYAML's, with a quick path for front matter of plain mappings, lists,
+            strings, booleans, numbers and nulls (what memstore writes): building each value
+            through the constructor's generic machinery costs more than libyaml's parse.
+            Anything else (an alias, a merge key, another tag) or any error is left to PyYAML's
+            construction, so the values and the errors are the same either way."""
+            node = self.get_single_node()
+            if node is None:
+                return None
+            try:
+                return self._plain(node, set())
+            except Exception:  # noqa: BLE001 - PyYAML's own path decides what is wrong
+                self.constructed_objects = {}
+                self.recursive_objects = {}
+                return self.construct_document(node)
+
+        def _plain(self, node: Any, seen: set[int]) -> Any:
+            tag = node.tag
+            if tag == _STR and isinstance(node, yaml.ScalarNode):
+                return node.value
+            if id(node) in seen:  # an alias: the same object twice, as `_refuse_aliases` expects
+                raise _NotPlain
+            seen.add(id(node))
+            if tag == _MAP and isinstance(node, yaml.MappingNode):
+                data: dict[Any, Any] = {}
+                for key, value in node.value:
+                    if key.tag != _STR or not isinstance(key, yaml.ScalarNode):
+                        raise _NotPlain
+                    data[key.value] = self._plain(value, seen)
+                return data
+            if tag == _SEQ and isinstance(node, yaml.SequenceNode):
+                return [self._plain(item, seen) for item in node.value]
+            if tag in _SCALARS and isinstance(node, yaml.ScalarNode):
+                return self.construct_object(node)
             raise _NotPlain
-        seen.add(id(node))
-        if tag == _MAP and isinstance(node, yaml.MappingNode):
-            data: dict[Any, Any] = {}
-            for key, value in node.value:
-                if key.tag != _STR or not isinstance(key, yaml.ScalarNode):
-                    raise _NotPlain
-                data[key.value] = self._plain(value, seen)
-            return data
-        if tag == _SEQ and isinstance(node, yaml.SequenceNode):
-            return [self._plain(item, seen) for item in node.value]
-        if tag in _SCALARS and isinstance(node, yaml.ScalarNode):
-            return self.construct_object(node)
-        raise _NotPlain
+
+    @_without_timestamps
+    class _Dumper(base_dumper):
+        pass
+
+    _Dumper.add_representer(str, _represent_str)
+    return _Loader, _Dumper
 
 
-@_without_timestamps
-class _Dumper(_BaseDumper):
-    pass
-
-
-def _represent_str(dumper: Any, value: str) -> yaml.Node:
+def _represent_str(dumper: Any, value: str) -> Any:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,15 +468,16 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    handler = frontmatter.default_handlers.YAMLHandler()
-    if not handler.detect(text):
+    if not _BOUNDARY.match(text):
         raise InvalidMemory("no YAML front matter: the file must start with a '---' line")
+    parts = _BOUNDARY.split(text, 2)
+    if len(parts) != 3:
+        raise InvalidMemory("front matter is not closed by a '---' line")
+    _, head, body = parts
+    import yaml
+
     try:
-        head, body = handler.split(text)
-    except ValueError as e:
-        raise InvalidMemory("front matter is not closed by a '---' line") from e
-    try:
-        data = yaml.load(head, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        data = yaml.load(head, Loader=_yaml()[0])  # noqa: S506 - a SafeLoader
     except RecursionError as e:
         raise InvalidMemory("front matter is nested too deeply to be a memory") from e
     except yaml.YAMLError as e:
@@ -574,9 +581,11 @@ def to_dict(memory: Memory) -> dict[str, Any]:
 
 def render(memory: Memory) -> str:
     """The canonical file text of `memory`: `render(parse(text)) == text` for canonical files."""
+    import yaml
+
     head = yaml.dump(
         to_dict(memory),
-        Dumper=_Dumper,
+        Dumper=_yaml()[1],
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
