@@ -1059,6 +1059,13 @@ def serve(
                 f"{sync_every!r} must be a duration from 1s to 1d, such as 60s or 5m",
                 param_hint="--sync-every",
             )
+    wire = None
+    if not over_http and not sys.stdin.isatty():
+        from memstore import handshake
+
+        # Before the store and the SDK load: a client's opening requests answered before
+        # are answered at once (see handshake.py).
+        wire = handshake.begin(_config(ctx).store, grouped)
     store = _store(ctx)
     if over_http:
         from memstore import web  # only `serve --http` pays for the web stack
@@ -1074,10 +1081,14 @@ def serve(
         )
     from memstore import sdk
 
+    if wire is not None and wire.closed.is_set():
+        return  # the client left before anything was asked of the store
     sdk.load_server()  # the SDK's server half, before anything imports all of it
     from memstore.server import build_server  # only `serve` pays for importing the SDK
 
     build_server(store, grouped=grouped, sync_every=every).run("stdio")
+    if wire is not None:
+        wire.finish()
 
 
 @main.command(name="sync")

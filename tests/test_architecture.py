@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "console": 5,
     "toolkit": 4,
     "sdk": 4,
+    "handshake": 4,
     # plain functions over a store
     "search": 4,
     "session": 4,

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
+from memstore import handshake
 from memstore.cli import main
 from memstore.store import Store
 from tests.conftest import git
@@ -146,3 +147,94 @@ async def test_the_printed_client_config_starts_a_working_server(tmp_path: Path)
         )
     assert saved.structured_content is not None
     assert saved.structured_content["memory"]["owner"] == "cfg"
+
+
+async def _raw_session(
+    root: Path, lines: list[str], wanted: set[int]
+) -> tuple[list[dict[str, object]], int]:
+    """Send `lines` to a `memstore serve` process, read until every id in `wanted` is
+    answered, close its stdin; every message it wrote, and its exit code."""
+    env = {**os.environ, "MEMSTORE_AGENT": "raw", "GIT_CONFIG_GLOBAL": os.devnull}
+    command = [sys.executable, "-m", "memstore", "--store", str(root), "serve"]
+    messages: list[dict[str, object]] = []
+    async with await anyio.open_process(command, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send(("\n".join(lines) + "\n").encode("utf-8"))
+        buffer = b""
+        with anyio.fail_after(30):
+            while not wanted <= {m.get("id") for m in messages}:
+                buffer += await process.stdout.receive()
+                *complete, buffer = buffer.split(b"\n")
+                messages += [json.loads(line) for line in complete]
+        await process.stdin.aclose()
+        with anyio.fail_after(30):
+            async for chunk in process.stdout:
+                buffer += chunk
+            await process.wait()
+        messages += [json.loads(line) for line in buffer.split(b"\n") if line.strip()]
+    return messages, process.returncode or 0
+
+
+async def test_a_restarted_server_answers_the_opening_requests_as_the_sdk_did(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    (root / ".memstore").mkdir(exist_ok=True)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw"}}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "memory_get", "arguments": {"names": ["nothing-here"]}},
+            }
+        ),
+    ]
+    first, code = await _raw_session(root, lines, {1, 2, 3})
+    assert code == 0
+    answers_file = root / ".memstore" / "answers.json"
+    kept = json.loads(answers_file.read_text("utf-8"))
+    assert len(kept) == 1  # one fingerprint: this code, this store's settings
+
+    # The next server sends what the file holds: a changed description in it reaches the
+    # client (so the answer came from the file, not the SDK), the SDK's own answer is
+    # dropped (one answer per request), and the client is told the tool list changed.
+    ((fingerprint, entry),) = kept.items()
+    for key, result in entry["answers"].items():
+        if '"tools/list"' in key:
+            entry["answers"][key] = result.replace("Save a draft memory", "Stale words", 1)
+    answers_file.write_text(json.dumps(kept), "utf-8")
+    second, code = await _raw_session(root, lines, {1, 2, 3})
+    assert code == 0
+    by_id = {m["id"]: m for m in first if "id" in m}
+    assert [m.get("id") for m in second if "id" in m].count(2) == 1
+    assert [m.get("id") for m in second if "id" in m].count(1) == 1
+    again = {m["id"]: m for m in second if "id" in m}
+    assert again[1] == by_id[1]
+    assert "Stale words" in json.dumps(again[2])
+    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in second
+    assert "no memory named 'nothing-here'" in json.dumps(again[3])  # the SDK ran the call
+
+    # The SDK's answer replaced the stale one: a third server sends the SDK's own list.
+    healed = json.loads(answers_file.read_text("utf-8"))[fingerprint]["answers"]
+    assert "Stale words" not in json.dumps(healed)
+    third, _ = await _raw_session(root, lines, {1, 2, 3})
+    assert {m["id"]: m for m in third if "id" in m}[2] == by_id[2]
+    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} not in third
+
+
+def test_the_opening_answers_are_not_reused_after_the_store_settings_change(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    before = handshake.fingerprint(root, grouped=False)
+    assert handshake.fingerprint(root, grouped=False) == before
+    assert handshake.fingerprint(root, grouped=True) != before
+    (root / "memstore.yaml").write_text("types: [experiment]\n", "utf-8")
+    assert handshake.fingerprint(root, grouped=False) != before
