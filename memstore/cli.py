@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from memstore import __version__
-from memstore.config import Config, resolve
 from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 
 if TYPE_CHECKING:
     from memstore import ledger
+    from memstore.config import Config
     from memstore.index import Hit
     from memstore.lint import Problem
     from memstore.memory import Memory
@@ -70,6 +68,13 @@ def _store(ctx: click.Context) -> Store:
     return Store(config.store, config.agent, config.lock_timeout)
 
 
+def asdict(value: Any) -> dict[str, Any]:
+    """`dataclasses.asdict`, imported by the commands that print JSON."""
+    import dataclasses
+
+    return dataclasses.asdict(value)
+
+
 def _split(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -85,6 +90,8 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
 
 
 def _echo_json(data: object) -> None:
+    import json
+
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
@@ -133,6 +140,8 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
           --description "Validate API input with zod schemas" --body "Why: ..."
       memstore --agent bob confirm use-zod --reason "checked src/types.ts"
     """
+    from memstore.config import resolve
+
     ctx.ensure_object(dict)["config"] = resolve(store, agent)
 
 
@@ -710,8 +719,6 @@ def timeline(
       memstore timeline hpa-disabled-on-api
       memstore timeline --tag k8s --since 7d --json
     """
-    from dataclasses import asdict
-
     from memstore import timeline as history_of
 
     events = history_of.timeline(_store(ctx), name, tag=tag, type=type_, since=since)
@@ -1693,6 +1700,8 @@ def check_(
       echo '{"tool_name":"Bash","tool_input":{"command":"npm publish"}}' \\
           | memstore check --hook claude-code
     """
+    import json
+
     from memstore import hooks, session, workflow
 
     if hook:
@@ -1933,6 +1942,8 @@ def close_(
       git log -1 --format=%B | memstore close --dry-run
       memstore close --hook claude-code    # in SessionEnd and PreCompact hooks
     """
+    import json
+
     from memstore import closing, hooks
 
     if hook:

@@ -191,7 +191,22 @@ _CJK = (
     "\uac00-\ud7af"  # Hangul
     "\uff66-\uff9f"  # half-width Katakana
 )
-_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+_ASCII_TOKEN_RE = re.compile(r"(?P<cjk>(?!))|(?P<word>[^\W_]+)")
+"""`_token_re()` on ASCII text, where no character is of those scripts: the same matches."""
+
+
+@functools.cache
+def _token_re() -> re.Pattern[str]:
+    """Runs of `_CJK` script, or words of letters and digits. Compiled on the first text that
+    is not ASCII: expanding the ranges costs a process milliseconds it would spend on a query
+    or a write of plain ASCII."""
+    return re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+
+
+def _token_matches(value: str) -> Iterator[re.Match[str]]:
+    return (_ASCII_TOKEN_RE if value.isascii() else _token_re()).finditer(value)
+
+
 _CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
 """`_CJK`'s ranges as code points: a third regex over them would cost every process ~20 ms
 to compile (`re` expands each range of a character class), for a one-character test."""
@@ -238,7 +253,7 @@ class _BigramTokenizer(Tokenizer):
             yield t
             return
         pos = start_pos
-        for match in _TOKEN_RE.finditer(value):
+        for match in _token_matches(value):
             run = match.group(0)
             if match.group("cjk") and len(run) > 1:
                 pieces = [(i, run[i : i + 2]) for i in range(len(run) - 1)]
@@ -378,7 +393,7 @@ class _Analyzer(Analyzer):
 
 def _runs(value: str) -> Iterator[tuple[str, int]]:
     """`_BigramTokenizer`'s pieces of `value`, each with its offset."""
-    for match in _TOKEN_RE.finditer(value):
+    for match in _token_matches(value):
         run = match.group(0)
         if match.group("cjk") and len(run) > 1:
             start = match.start()

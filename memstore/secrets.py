@@ -81,13 +81,18 @@ def looks_generated(value: str, *, minimum: int = 6, digits_ok: bool = False) ->
     return True
 
 
-# A key ending in one of these holds something about the secret, not the secret itself.
-_KEY_META = re.compile(
-    r"(?i)[-_.]?(?:ids?|names?|files?|paths?|dirs?|urls?|uris?|endpoints?|hosts?|env|vars?"
-    r"|fields?|headers?|length|len|count|size|type|version|ttl|expiry|expires|expiration"
-    r"|age|days|policy|format|prefix|hash|digest|sha\d*|md5|rotation|enabled|required|provider"
-    r"|source|store|manager|ref|arn|label|mode|helper|usage|limit|min|max|scope|scopes)$"
-)
+@functools.cache
+def _key_meta() -> re.Pattern[str]:
+    """A key ending in one of these holds something about the secret, not the secret itself.
+    (Compiled on first use: case-insensitive alternatives cost milliseconds, and most writes
+    name no key.)"""
+    return re.compile(
+        r"(?i)[-_.]?(?:ids?|names?|files?|paths?|dirs?|urls?|uris?|endpoints?|hosts?|env|vars?"
+        r"|fields?|headers?|length|len|count|size|type|version|ttl|expiry|expires|expiration"
+        r"|age|days|policy|format|prefix|hash|digest|sha\d*|md5|rotation|enabled|required"
+        r"|provider|source|store|manager|ref|arn|label|mode|helper|usage|limit|min|max|scope"
+        r"|scopes)$"
+    )
 
 
 def _value(m: re.Match[str]) -> bool:
@@ -145,7 +150,7 @@ def _assignment(m: re.Match[str]) -> bool:
     # the regex found the keyword; the key is the whole word around it.
     before = _KEY_CHARS.search(m.string, 0, m.start())
     key = (before.group(0) if before else "") + m.group("key")
-    if _KEY_META.search(key) and not re.search(r"(?i)(?:secret|password)[-_.]?(?:key)?$", key):
+    if _key_meta().search(key) and not re.search(r"(?i)(?:secret|password)[-_.]?(?:key)?$", key):
         return False
     passwordish = re.search(r"(?i)pass|pwd", key) is not None
     return looks_generated(m.group("value"), digits_ok=passwordish)

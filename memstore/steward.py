@@ -7,7 +7,6 @@ Everything here reads; nothing writes a tracked file.
 from __future__ import annotations
 
 import re
-import statistics
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstore import config, drift, index, orientation, search, trust
+from memstore import index, search
 from memstore.errors import GitError, MemstoreError
 from memstore.files import Kind
 from memstore.memory import Memory, evolve, links_in_body
@@ -23,7 +22,11 @@ from memstore.search import Query
 from memstore.status import Status
 
 if TYPE_CHECKING:
+    from memstore import orientation
     from memstore.store import Store
+
+# Only `similar`, the hint after each write, loads with this module: drift, trust, orientation
+# and the figures' statistics load when a report asks for them.
 
 HINT_SIMILARITY = 0.5
 """How alike (Jaccard over name and description words) a memory must be to be named on write."""
@@ -158,6 +161,8 @@ def clusters(memories: Iterable[Memory]) -> list[list[str]]:
 def drift_notes(store: Store, memories: Iterable[Memory]) -> dict[str, str]:
     """ "may be out of date: …" for each confirmed memory (as its history shows it) whose
     files changed since it was last confirmed or verified, by name: one git log for all."""
+    from memstore import drift
+
     checked = [m for m in memories if m.status == Status.CONFIRMED and drift.files_of(m)]
     if not checked:
         return {}
@@ -205,6 +210,8 @@ def checkup(
 ) -> tuple[orientation.Orientation, Report]:
     """`doctor`'s report and the set-up it starts with (`orientation.orient`, given the agent
     `flag`), reading each memory file once for both."""
+    from memstore import orientation
+
     report, memories, synced = _examine(store, lint)
     return orientation.orient(store, flag, memories, synced), report
 
@@ -225,6 +232,7 @@ def doctor(store: Store, *, lint: bool = True) -> Report:
 def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync]:
     """`doctor`'s report, the memories it read (as `Store.memories` shows them) and what the
     index's catch-up did."""
+    from memstore import config, drift
     from memstore.lint import FileMemo, lint_store  # lint's checks: only doctor needs them
 
     memo = FileMemo(store)
@@ -286,6 +294,8 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
 
 def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
     """`memory` as its history supports it (see `trust.shown`), from its blob sha."""
+    from memstore import trust
+
     if not trust.needs_history(memory):
         return memory
     status, owner = trust.judged(
@@ -342,6 +352,8 @@ def figures(store: Store) -> Figures:
     """Counts by type, status and owner; drafts awaiting review and their median age; the
     median time from creation to confirmation; the share of recalls that found a confirmed
     memory."""
+    import statistics
+
     memories = list(store.memories())
     now = datetime.now(UTC)
     drafts = [m for m in memories if m.status == Status.DRAFT]

@@ -444,3 +444,23 @@ def test_a_description_that_repeats_the_body_counts_once_and_a_summary_counts_mo
     summary = "Cache evictions: raise maxmemory"
     weight = index.TEXT_WEIGHTS["description"]
     assert text(summary, body).count("Cache evictions") == weight > 1
+
+
+def test_ascii_text_splits_into_the_same_tokens_without_the_script_ranges() -> None:
+    # The tokenizer skips compiling its CJK-aware pattern for ASCII text: same matches.
+    import random
+    import string
+
+    from memstore import index
+
+    rng = random.Random(7)
+    texts = [
+        "k8s HPA_off v1.4.1 don't",
+        "",
+        "__",
+        *("".join(rng.choices(string.printable, k=40)) for _ in range(2000)),
+    ]
+    for text in texts:
+        quick = [(m.span(), m.group("cjk")) for m in index._ASCII_TOKEN_RE.finditer(text)]  # pyright: ignore[reportPrivateUsage]
+        full = [(m.span(), m.group("cjk")) for m in index._token_re().finditer(text)]  # pyright: ignore[reportPrivateUsage]
+        assert quick == full, text
