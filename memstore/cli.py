@@ -1088,8 +1088,8 @@ def serve(
         )
     from memstore import sdk
 
-    if wire is not None and wire.closed.is_set():
-        return  # the client left before anything was asked of the store
+    if wire is not None and wire.closed.is_set() and not wire.asked:
+        return  # the client left, all it asked answered: no SDK to load
     sdk.load_server()  # the SDK's server half, before anything imports all of it
     from memstore.server import build_server  # only `serve` pays for importing the SDK
 

@@ -98,6 +98,9 @@ class Wire:
         self.lock = threading.Lock()
         self.closed = threading.Event()
         """Set when the client closed its end (the SDK then reads the end of its input)."""
+        self.asked = False
+        """Whether the client sent anything only the SDK can answer (a request not answered
+        early, or bytes not read)."""
         self.done = threading.Event()
         self.client_in = os.dup(0)
         self.client_out = os.dup(1)
@@ -124,13 +127,17 @@ class Wire:
         try:
             while chunk := os.read(self.client_in, 65536):
                 if self.watched >= WATCHED:
+                    self.asked = True
                     _write_all(self.to_server, rest + chunk)
                     rest = b""
                     continue
                 *lines, rest = (rest + chunk).split(b"\n")
                 for line in lines:
-                    self._request(line)
+                    if not self._request(line):
+                        self.asked = True
                     _write_all(self.to_server, line + b"\n")
+            if rest.strip():
+                self.asked = True
             _write_all(self.to_server, rest)
         except OSError as e:
             log.debug("client input ended: %s", e)
@@ -138,29 +145,31 @@ class Wire:
             self.closed.set()
             os.close(self.to_server)
 
-    def _request(self, line: bytes) -> None:
-        """Answer `line` at once when it is an opening request answered before."""
-        if self.watched >= WATCHED:
-            return
+    def _request(self, line: bytes) -> bool:
+        """Answer `line` at once when it is an opening request answered before; whether it
+        needs nothing more (answered, a notification or a blank line)."""
+        if not line.strip():
+            return True
         self.watched += 1
         message = _message(line)
-        if message is None or "id" not in message:
-            return
+        if message is None:
+            return False
         method: Any = message.get("method")
-        if not isinstance(method, str):
-            return
+        if "id" not in message or not isinstance(method, str):
+            return "id" not in message and isinstance(method, str)  # a notification
         params: Any = message.get("params")
         key = json.dumps([self.opening, method, params], sort_keys=True, ensure_ascii=False)
         if self.opening is None:
             self.opening = [method, params]
         if method not in OPENING or (isinstance(params, dict) and "cursor" in params):
-            return
+            return False
         ident = json.dumps(message["id"])
         answer = self.answers.get(key)
         with self.lock:
             self.pending[ident] = (key, method, answer is not None)
         if answer is not None:
             self._to_client(f'{{"jsonrpc":"2.0","id":{ident},"result":{answer}}}\n'.encode())
+        return answer is not None
 
     # -- SDK -> client ----------------------------------------------------------------------
 
