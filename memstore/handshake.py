@@ -37,6 +37,8 @@ WATCHED = 16
 """How many of the client's first messages are read; the rest pass through unread."""
 KEPT = 8
 """How many fingerprints' answers the file keeps (other versions, the grouped mode)."""
+KEPT_ANSWERS = 64
+"""How many answers a fingerprint keeps (each client's opening differs), the newest."""
 SDK_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 """Whose files, besides memstore's, the answers are built from."""
 LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'
@@ -218,7 +220,8 @@ class Wire:
                 log.warning("the SDK's answer to %s differs from the one sent early", method)
                 if method == "tools/list":
                     self._to_client(LIST_CHANGED)
-            self.answers[key] = result
+            self.answers.pop(key, None)
+            self.answers[key] = result  # the newest last, for the cap on the file
             self.changed = True
         if not self.pending:
             self._save()
@@ -247,7 +250,7 @@ class Wire:
         self.changed = False
         data = _read_file(self.path)
         data.pop(self.fingerprint, None)
-        data[self.fingerprint] = {"answers": dict(self.answers)}
+        data[self.fingerprint] = {"answers": dict(list(self.answers.items())[-KEPT_ANSWERS:])}
         kept = dict(list(data.items())[-KEPT:])
         temporary = self.path.with_name(f".{ANSWERS}.{os.getpid()}.tmp")
         try:
