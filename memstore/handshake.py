@@ -74,7 +74,11 @@ def begin(store: Path, grouped: bool) -> Wire | None:
     cache = store.resolve() / ".memstore"
     if not cache.is_dir():
         return None
-    return Wire(cache / ANSWERS, fingerprint(store, grouped))
+    try:
+        return Wire(cache / ANSWERS, fingerprint(store, grouped))
+    except OSError as e:  # no stdin or stdout to take over: the SDK serves them as they are
+        log.debug("serving stdio directly: %s", e)
+        return None
 
 
 class Wire:
@@ -98,6 +102,9 @@ class Wire:
         self.opening: list[Any] | None = None
         """The connection's first request (method and params), part of every request's key."""
         self.lock = threading.Lock()
+        """Guards `pending`."""
+        self.out_lock = threading.Lock()
+        """Orders whole lines to the client (early answers and the SDK's output)."""
         self.closed = threading.Event()
         """Set when the client closed its end (the SDK then reads the end of its input)."""
         self.asked = False
@@ -187,12 +194,15 @@ class Wire:
             chunk = os.read(self.from_server, 65536)
             if not chunk:
                 break
+            # Whole lines only: an early answer never lands inside one of the SDK's.
+            *lines, rest = (rest + chunk).split(b"\n")
+            if not lines:
+                continue
             with self.lock:
                 awaiting = bool(self.pending)
-            if not awaiting and not rest:
-                self._to_client(chunk)
+            if not awaiting:
+                self._to_client(b"\n".join(lines) + b"\n")
                 continue
-            *lines, rest = (rest + chunk).split(b"\n")
             for line in lines:
                 if not self._answered(line):
                     self._to_client(line + b"\n")
@@ -228,7 +238,7 @@ class Wire:
         return sent
 
     def _to_client(self, data: bytes) -> None:
-        with self.lock:
+        with self.out_lock:
             try:
                 _write_all(self.client_out, data)
             except OSError as e:
