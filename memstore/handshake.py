@@ -70,9 +70,10 @@ def _stamp(path: str) -> str:
 
 def begin(store: Path, grouped: bool) -> Wire | None:
     """Put the pipes in place on fd 0 and 1 and start answering; None (nothing changed) when
-    the store has no cache folder yet to keep answers in."""
+    the store has no cache folder yet to keep answers in, or stdin and stdout are not fd 0
+    and 1."""
     cache = store.resolve() / ".memstore"
-    if not cache.is_dir():
+    if not cache.is_dir() or not _on_std_fds():
         return None
     try:
         return Wire(cache / ANSWERS, fingerprint(store, grouped))
@@ -269,6 +270,15 @@ class Wire:
         except OSError as e:
             log.info("cannot keep the opening answers: %s", e)
             temporary.unlink(missing_ok=True)
+
+
+def _on_std_fds() -> bool:
+    """Whether `sys.stdin` and `sys.stdout` are fd 0 and 1 (not streams put in their place,
+    as a test runner does): only those are taken over."""
+    try:
+        return sys.stdin.fileno() == 0 and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _message(line: bytes) -> dict[str, Any] | None:

@@ -238,3 +238,33 @@ def test_the_opening_answers_are_not_reused_after_the_store_settings_change(
     assert handshake.fingerprint(root, grouped=True) != before
     (root / "memstore.yaml").write_text("types: [experiment]\n", "utf-8")
     assert handshake.fingerprint(root, grouped=False) != before
+
+
+def test_serve_in_process_leaves_the_process_stdin_and_stdout_alone(tmp_path: Path) -> None:
+    # With streams in place of sys.stdin/sys.stdout (a test runner, an embedding program),
+    # nothing takes over fd 0 and 1: the SDK reads and answers through the streams given.
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    (root / ".memstore").mkdir(exist_ok=True)
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "r", "version": "1"},
+    }
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]
+
+    def fds() -> list[tuple[int, int]]:
+        return [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1)]
+
+    before = fds()
+    done = CliRunner().invoke(
+        main, ["--store", str(root), "--agent", "r", "serve"], input="\n".join(lines) + "\n"
+    )
+    assert done.exit_code == 0, done.output
+    assert '"id":1,"result"' in done.output  # (at the end of input the SDK may drop the rest)
+    assert fds() == before
+    assert not (root / ".memstore" / "answers.json").exists()
