@@ -35,6 +35,8 @@ OPENING = frozenset({"initialize", "server/discover", "tools/list"})
 """The requests answered early: what a client sends before its first tool call."""
 WATCHED = 16
 """How many of the client's first messages are read; the rest pass through unread."""
+LINE_MAX = 1 << 20
+"""A first message longer than this (bytes) is passed through unread, with all after it."""
 KEPT = 8
 """How many fingerprints' answers the file keeps (other versions, the grouped mode)."""
 KEPT_ANSWERS = 64
@@ -133,19 +135,20 @@ class Wire:
     # -- client -> SDK ----------------------------------------------------------------------
 
     def _read(self) -> None:
-        rest = b""
+        partial = _Lines()
         try:
             while chunk := os.read(self.client_in, 65536):
-                if self.watched >= WATCHED:
+                if self.watched >= WATCHED or partial.size > LINE_MAX:
+                    self.watched = WATCHED  # a long first message: pass the rest through
                     self.asked = True
-                    _write_all(self.to_server, rest + chunk)
-                    rest = b""
+                    _write_all(self.to_server, partial.take() + chunk)
                     continue
-                *lines, rest = (rest + chunk).split(b"\n")
-                for line in lines:
+                whole = partial.add(chunk)
+                for line in whole.split(b"\n")[:-1]:
                     if not self._request(line):
                         self.asked = True
-                    _write_all(self.to_server, line + b"\n")
+                _write_all(self.to_server, whole)
+            rest = partial.take()
             if rest.strip():
                 self.asked = True
             _write_all(self.to_server, rest)
@@ -186,7 +189,7 @@ class Wire:
     def _write(self) -> None:
         poller = select.poll()
         poller.register(self.from_server, select.POLLIN)
-        rest = b""
+        partial = _Lines()
         while True:
             if not poller.poll(0 if self.done.is_set() else 200):
                 if self.done.is_set():
@@ -196,19 +199,18 @@ class Wire:
             if not chunk:
                 break
             # Whole lines only: an early answer never lands inside one of the SDK's.
-            *lines, rest = (rest + chunk).split(b"\n")
-            if not lines:
+            whole = partial.add(chunk)
+            if not whole:
                 continue
             with self.lock:
                 awaiting = bool(self.pending)
             if not awaiting:
-                self._to_client(b"\n".join(lines) + b"\n")
+                self._to_client(whole)
                 continue
-            for line in lines:
+            for line in whole.split(b"\n")[:-1]:
                 if not self._answered(line):
                     self._to_client(line + b"\n")
-        if rest:
-            self._to_client(rest)
+        self._to_client(partial.take())
         self._save()
 
     def _answered(self, line: bytes) -> bool:
@@ -270,6 +272,32 @@ class Wire:
         except OSError as e:
             log.info("cannot keep the opening answers: %s", e)
             temporary.unlink(missing_ok=True)
+
+
+class _Lines:
+    """Bytes read in chunks, handed on in whole lines (each chunk looked at once)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+    def add(self, chunk: bytes) -> bytes:
+        """The lines completed by `chunk` (ending with a newline), or b"" when none is."""
+        end = chunk.rfind(b"\n") + 1
+        if not end:
+            self.pieces.append(chunk)
+            self.size += len(chunk)
+            return b""
+        whole = b"".join([*self.pieces, chunk[:end]])
+        self.pieces = [chunk[end:]] if end < len(chunk) else []
+        self.size = len(chunk) - end
+        return whole
+
+    def take(self) -> bytes:
+        """What is held (no newline at its end), emptying it."""
+        rest = b"".join(self.pieces)
+        self.pieces, self.size = [], 0
+        return rest
 
 
 def _on_std_fds() -> bool:

@@ -268,3 +268,15 @@ def test_serve_in_process_leaves_the_process_stdin_and_stdout_alone(tmp_path: Pa
     assert '"id":1,"result"' in done.output  # (at the end of input the SDK may drop the rest)
     assert fds() == before
     assert not (root / ".memstore" / "answers.json").exists()
+
+
+def test_the_wire_hands_on_whole_lines_however_the_bytes_arrive() -> None:
+    lines = handshake._Lines()  # pyright: ignore[reportPrivateUsage]
+    text = b'{"a":1}\n' + b"x" * 200_000 + b"\n{partial"
+    handed = b""
+    for start in range(0, len(text), 4096):
+        whole = lines.add(text[start : start + 4096])
+        assert not whole or whole.endswith(b"\n")
+        handed += whole
+    assert handed == text[: text.rindex(b"\n") + 1]
+    assert lines.take() == b"{partial" and lines.take() == b""
