@@ -135,13 +135,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "regenerate",
         "reissue",
         "invalidate",
-        "roll key",
-        "roll secret",
-        "roll token",
-        "roll credential",
-        "cycle key",
-        "cycle credential",
-        "cycle secret",
+        *(
+            f"{v} {c}"
+            for v in ("roll", "cycle")
+            for c in ("key", "secret", "token", "credential", "creds", "password", "passwd", "cert")
+        ),
     ),
     "credential": (
         "credential",
@@ -275,6 +273,7 @@ def analyse(text: str) -> Analysis:
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
     present = set(words)
+    shell = _is_shell(raw)
     for concept, phrases in _phrases().items():
         starts = sorted(
             {
@@ -282,7 +281,8 @@ def analyse(text: str) -> Analysis:
                 for p in phrases
                 if p and p[0] in present
                 for s, e in _find(words, p)
-                if concept in _NOUNS or (not _names_document(words, e) and not _looked_at(words, s))
+                if concept in _NOUNS
+                or (not _names_document(words, e) and not _looked_at(words, s, shell))
             }
         )
         if starts:
@@ -305,12 +305,15 @@ def _names_document(words: tuple[str, ...], end: int) -> bool:
 _POSSESSIVES = frozenset("my our your their his her its this that these those".split())
 
 
-def _looked_at(words: tuple[str, ...], start: int) -> bool:
+def _looked_at(words: tuple[str, ...], start: int, shell: bool = True) -> bool:
     """Whether a meta verb comes right before the concept phrase starting at `start`, a
-    possessive or demonstrative between them allowed: "review my migration"."""
+    possessive or demonstrative between them allowed: "review my migration". In English,
+    "get" before a verb is a passive ("the table gets truncated"), not a look."""
     i = start - 1
     while i >= 0 and words[i] in _POSSESSIVES:
         i -= 1
+    if i >= 0 and words[i] == "get" and not shell:
+        return False
     return i >= 0 and (words[i],) in _META_VERBS
 
 
@@ -320,7 +323,8 @@ _DOC_NOUNS = frozenset(
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory runbook script check checks guard hook hooks policy pr mr"
+        "directory runbook script check checks guard hook hooks policy pr mr step steps "
+        "workflow"
     )
 )
 """A concept word right before one of these names a document or a safeguard, not an action:
@@ -490,7 +494,13 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
     English only: a shell line's arguments are names (`git rm --cached .env`), not objects."""
     if _is_shell(a.raw):
         return None
+    passive = _PASSIVE.search(a.raw) is not None
     for pos in sorted(verbs):
+        if passive:
+            before = a.words[max(0, pos - window) : pos]
+            hit = next((w for w in reversed(before) if w in objects), None)
+            if hit is not None and not set(before[before.index(hit) + 1 :]) & _CODE_NOUNS:
+                return " ".join(a.words[pos - len(before) + before.index(hit) : pos + 1])
         after = a.words[pos + 1 : pos + 1 + window]
         if after[:1] in (("me",), ("us",)):
             continue  # "drop me a line", "remove us from the thread"
@@ -504,6 +514,15 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
                     break
                 return " ".join(a.words[pos : pos + 2 + i])
     return None
+
+
+_PASSIVE = re.compile(
+    r"\b(?:be|been|being|is|are|was|were|gets?|got|getting)\s+(?:\w+ly\s+)?"
+    r"(?:\w+ed|\w+en|\w+wn|cut|shut|reset|rm'd)\b"
+    r"|\b(?:need|needs|want|wants)\s+(?:[\w'-]+\s+){1,4}?\w+ed\b"
+)
+"""A verb in the passive: its object comes before it ("the users table needs to be
+dropped")."""
 
 
 def _verbs(a: Analysis, *extra: str) -> set[int]:
@@ -593,6 +612,7 @@ _SQL = re.compile(
     r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
+    r"|\bdb:(?:drop|reset|purge|schema:load|truncate_all)\b"
     r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
 )
 _DATA = frozenset(
@@ -799,7 +819,12 @@ _PROGRAMS = frozenset(
 )
 """Programs a shell line starts with: such a text is a command, taken as it is written."""
 _WORDS_TOO = frozenset("find make go env cat less more head tail shred truncate".split())
-"""Programs that are English words too: a shell line only with an option or a path next."""
+"""Programs that are English words too: a shell line only with an option or a path next
+(or, for `make`, a target)."""
+_MAKE_ENGLISH = frozenset(
+    "sure certain it its the a an this that these those them sense space room way use time "
+    "one some me us everything all any no do it's".split()
+)
 
 _READ_SUBCOMMANDS = {
     "git": frozenset(
@@ -814,6 +839,8 @@ _READ_SUBCOMMANDS = {
     "pnpm": frozenset("view info ls list outdated".split()),
     "yarn": frozenset("info list outdated why".split()),
     "alembic": frozenset("history current show heads branches".split()),
+    "flyway": frozenset("info validate".split()),
+    "liquibase": frozenset("status history diff validate".split()),
 }
 """Subcommands that only show or compare: `kubectl get namespace`, `terraform plan -destroy`."""
 _HELP = frozenset({"--help", "-h", "--dry-run", "--dryrun", "--what-if", "--whatif", "--version"})
@@ -842,6 +869,10 @@ def _only_reads(command: _Command) -> bool:
         return True
     if any(w in _SHOW_WORDS for w in words[1:3]):
         return True  # `python manage.py showmigrations`
+    if any(w.endswith((":status", ":version")) for w in words[1:4]) or re.search(
+        r"\bmigrat\w*\s+(?:status|info|history|list)\b", " ".join(words[1:5])
+    ):
+        return True  # `rails db:migrate:status`, `npx prisma migrate status`
     subcommands = _READ_SUBCOMMANDS.get(command.name)
     if subcommands is not None:
         verbs = [w for w in words[1:] if not w.startswith("-")][:1]
@@ -875,8 +906,11 @@ def _is_shell(raw: str) -> bool:
     words = raw.split()
     first = words[0] if words else ""
     second = words[1] if len(words) > 1 else ""
-    if first in _WORDS_TOO and (second.startswith("-") or "/" in second or "." in second):
-        return True
+    if first in _WORDS_TOO:
+        if second.startswith("-") or "/" in second or "." in second:
+            return True
+        if first != "make" or not second or second in _MAKE_ENGLISH:
+            return False  # "find the logs", "make sure …"; `make deploy` is a target
     if not (first in _PROGRAMS or first.startswith(("./", "/", "~/")) or "=" in first):
         return False
     return not _past([first.title(), *words[1:3]])
@@ -917,7 +951,10 @@ _HYPOTHETICAL = re.compile(
 )
 """A clause that imagines an action: "if we were to drop the table", "hypothetically, …"."""
 _NEGATED = re.compile(
-    r"^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
+    r"^(?:nobody|no one|no-one|noone)\s+(?:should|must|may|can|could|will|shall|is|ever|gets?|"
+    r"needs?|has to|is allowed)\b"
+    r"|^no\s+(?!(?:need|problem|problems|worries|rush|doubt|matter|time|way|biggie|one)\b)\w"
+    r"|^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
     r"(?:(?:we|you|i|they|one|people|agents?|nobody|no one|everyone)\s+)?"
     r"(?:never|avoid|refrain from|(?:do|does|should|must|shall|will|may|need|ought to)"
     r"(?:\s+not|n'?t|\s+never)|don'?t|dont|won'?t)\b"
@@ -941,8 +978,10 @@ _PAST_TIME = re.compile(
 """A time in the past: with a verb in the past, the clause is a report ("the deploy to prod
 went fine yesterday"), whatever its subject."""
 _REQUEST = re.compile(
-    r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|need to|"
-    r"have to|about to|ok to|okay to|mind if)\b"
+    r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|"
+    r"needs? to|needs? \w+ing|(?:need|needs|want|wants)\s+(?:[\w'-]+\s+){1,4}?\w+ed|has to|"
+    r"have to|must|make sure|ensure|be sure to|about to|ok to|"
+    r"okay to|mind if)\b"
 )
 _EDIT_VERBS = frozenset(
     "write document update edit fix add draft review read explain describe proofread reword "
@@ -952,9 +991,33 @@ _WRITTEN = frozenset(
     """
     doc docs documentation note notes readme changelog runbook runbooks wiki page section
     paragraph guide comment comments typo typos warning message sentence faq adr postmortem
-    lint rule checklist ticket issue description text wording
+    lint rule checklist ticket issue description text wording migration migrations script
+    scripts test tests function query code patch snippet helper pr prs mr diff commit
     """.split()
 )
+_TALK_ONLY = frozenset(
+    "explain describe document summarise summarize outline clarify discuss".split()
+)
+"""A clause opening on one of these talks about what follows ("explain how to deploy to
+production"), asked politely or not."""
+_POLITE = re.compile(
+    r"^(?:(?:can|could|would|will)\s+(?:you|u|ya)\s+|please\s+|pls\s+|plz\s+|kindly\s+|"
+    r"go ahead and\s+|let's\s+|lets\s+|let me\s+|i'll\s+|we'll\s+|just\s+)+"
+)
+"""The asking words in front of a verb: "can you review …", "please document …"."""
+_DESCRIBES = re.compile(
+    r"^(?:the|this|that|our|their|its|every|each|a|an)\s+(?:[\w'-]+\s+){1,3}?"
+    r"(?:drops|deletes|removes|wipes|truncates|purges|deploys|publishes|pushes|rotates|"
+    r"migrates|destroys|runs|releases|ships|revokes|cleans|prunes)\b"
+)
+"""A clause that says what a thing does ("the cleanup job drops temp tables nightly")."""
+_STATEMENT = re.compile(
+    r"^(?!(?:please|pls|plz|just|go|let|make|ensure|get)\b)[\w'-]+(?:\s+(?!(?:that|which|who|"
+    r"where)\b)[\w'#.-]+){0,5}?\s+(?:is|are|was|were|has been|have been|gets|got)\s+"
+    r"(?:\w+ly\s+)?(?:\w+ed|\w+en|done|set|run|shut|held|kept|owned|scheduled|planned)\b"
+)
+"""A clause that says what is done to a thing, in the passive ("the deploy to production is
+scheduled for Thursday", "credential rotation is handled by the security team")."""
 _RUNS = frozenset("run execute exec invoke type enter paste try".split())
 _CODE_TALK_BEFORE = frozenset(
     """
@@ -1013,6 +1076,33 @@ def _steps(raw: str) -> str:
     return "\n".join(out)
 
 
+_CODE_CALL = re.compile(
+    r"^\s*(?:[\w.\[\]]+\s*:?=\s*)?(?:await\s+|return\s+)?[\w.]+(?:::\w+)*!?\s*\((?P<args>.*)\)\s*;?\s*$"
+)
+"""A line of code that is one call (`subprocess.run([...], check=True)`, `os.system("…")`,
+`exec.Command("git", "push", "-f")`, `result = await execa("npm", ["publish"])`)."""
+
+
+def _code_calls(raw: str) -> str:
+    """Lines of code that run a command as the shell lines they run, one a line: a call whose
+    string arguments (those of its first list, when it starts with one) make a shell line.
+    Other text as it is."""
+    out: list[str] = []
+    for line in raw.splitlines():
+        m = _CODE_CALL.match(line)
+        if not m:
+            return raw
+        args = m.group("args").strip()
+        if args.startswith("["):
+            args = args[: args.find("]") + 1] if "]" in args else args
+        literals = re.findall(r"""["']([^"']*)["']""", args)
+        command = literals[0] if len(literals) == 1 else " ".join(literals)
+        if not _is_shell(command.lower()):
+            return raw
+        out.append(command)
+    return "\n".join(out) if out else raw
+
+
 _QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
 
 
@@ -1063,10 +1153,26 @@ def _talks(clause: str) -> bool:
     lowered = clause.lower().strip()
     if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
         return True
+    core = re.findall(r"[\w'-]+", _POLITE.sub("", lowered))
+    if core and (
+        core[0] in _TALK_ONLY or (core[0] in _EDIT_VERBS and any(w in _WRITTEN for w in core[1:7]))
+    ):
+        return True
     if _REQUEST.search(lowered):
         return False
     words = re.findall(r"[\w'-]+", clause)
     lower = [w.lower() for w in words]
+    if (
+        lower
+        and _STATEMENT.match(lowered)
+        and (
+            not set(analyse(lower[0]).concepts) - _NOUNS
+            or (lower[0].endswith("s") and lower[1:2] in (["are"], ["were"]))
+        )
+    ):
+        return True  # "credential rotation is handled by …", "deploys are frozen"
+    if _DESCRIBES.match(lowered):
+        return True
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
         return True
     if _JUDGES.match(lowered) or (
@@ -1080,12 +1186,32 @@ def _talks(clause: str) -> bool:
     return False
 
 
+_COMMIT_SUBJECT = re.compile(
+    r"(?i)^(?:feat|fix|docs|doc|chore|refactor|test|tests|ci|build|style|perf|revert)"
+    r"(?:\([\w./ -]*\))?!?:\s"
+)
+"""A commit subject in the conventional form ("fix: migration runner crashed on empty
+tables"): it says what a change to the code does, and asks for nothing to be run."""
+_DROP_BY = re.compile(
+    r"(?i)\bdrop\s+(?:by|in\s+on|me|us|off|(?:a|an)\s+(?:line|note|message|comment|ping|link|"
+    r"mail|email|dm))\b"
+)
+""""drop by the channel", "drop me a line", "drop a note": a visit or a message."""
+_ADJECTIVE_EMPTY = re.compile(
+    r"(?i)\b(on|an|a|with|for|of|in|into|is|are|was|were|be|any|no|from|all|some|many)\s+empty\b"
+)
+""""empty" after an article, preposition or copula is an adjective ("on empty tables")."""
+
+
 def acted(text: str) -> str:
     """The part of an action text that asks for something to be done, for rules and guards:
     a shell line less its commands that only read; English less its clauses that report,
     ask about, or write about an action, and less quoted text it is not asked to run.
     `""` when nothing is asked."""
-    raw = _steps(text.strip()).strip()
+    if _COMMIT_SUBJECT.match(text.strip()):
+        return ""
+    raw = _code_calls(_steps(text.strip()).strip())
+    raw = _DROP_BY.sub("visit", _ADJECTIVE_EMPTY.sub(r"\1 blank", raw))
     if _is_shell(raw.lower()):
         commands = _commands(raw.lower())
         if commands and all(_only_reads(c) for c in commands):

@@ -860,3 +860,75 @@ def test_a_possessive_between_a_meta_verb_and_an_action_word_keeps_it_talked_abo
     for text in ("can you review my migration PR?", "explain our deploy to production"):
         assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, text
     assert workflow.decide("run my migration on prod", [CAREFUL]).verdict is Verdict.BLOCK
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a command run from code is the command it runs
+        'subprocess.run(["npm", "publish"], check=True)',
+        'exec.Command("git", "push", "-f").Run()',
+        "spawn('rm', ['-rf', '/var/data'])",
+        # a passive request names its object before the verb
+        "the users table needs to be dropped before the release",
+        "make sure the old_orders table gets truncated tonight",
+        "I need the orders table dropped",
+        # a Rails task that drops the database
+        "run `rails db:drop` on production",
+    ],
+)
+def test_code_calls_passive_requests_and_task_names_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a rehearsal run from code, a migration tool's status
+        'subprocess.run(["npm", "publish", "--dry-run"])',
+        "rails db:migrate:status",
+        "npx prisma migrate status",
+        # a commit subject, a statement of what is done or scheduled, what a job does
+        "fix: migration runner crashed on empty tables",
+        "chore: bump version before the next npm publish",
+        "the deploy to production is scheduled for Thursday",
+        "credential rotation is handled by the security team's runbook",
+        "the cleanup job drops temp tables nightly",
+        # "no …", "nobody should …"
+        "no force pushes to main, please",
+        "nobody should run alter table on prod by hand",
+        # everyday senses, code and documents written or read, not run
+        "drop by the #ops channel if the deploy breaks",
+        "Remove the npm publish step from the release workflow",
+        "write a migration that adds an index on orders.created_at",
+        "can you review the ALTER TABLE in migration 0042?",
+        "docs: explain how to deploy to production",
+    ],
+)
+def test_commit_subjects_statements_and_written_code_ask_for_nothing(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_credentials_cycled_are_rotated() -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    for text in ("cycle the database password for the payments service", "roll the API token"):
+        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
+    assert workflow.decide("cycle through the tabs", [rotate]).verdict is Verdict.ALLOW
+
+
+def test_make_is_a_command_only_before_a_target() -> None:
+    from memstore import actions
+
+    assert actions.acted("make sure the sessions table gets truncated") != ""
+    assert workflow.decide("make sure the sessions table gets truncated", []).verdict is (
+        Verdict.WARN
+    )
+    assert workflow.decide("make deploy-prod", [CAREFUL]).verdict is not Verdict.ALLOW
