@@ -54,6 +54,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "promote",
         "ship",
         "go live",
+        "get live",
+        "make live",
+        "put live",
+        "take live",
         *(
             f"{v} {e}"
             for v in ("push", "release", "send", "move")
@@ -168,6 +172,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "crates io",
         "rubygems",
         "maven central",
+        "twine upload",
+        "cargo publish",
+        "gem push",
+        "poetry publish",
+        "uv publish",
+        "flit publish",
+        "hatch publish",
     ),
 }
 """Action synonyms: a pattern word that belongs to a concept is also met by any of the
@@ -265,10 +276,19 @@ def _untypo(raw: str) -> str:
     return re.sub(r"[a-z]{6,}", lambda m: typos.get(m.group(0), m.group(0)), raw)
 
 
+_PARTICLE = re.compile(
+    r"\b(tear|roll|wipe|shut|take|blow|throw|clean|empty|get|put|push|rip)\s+"
+    r"((?:(?!down|out|away|off|up)[\w'.-]+\s+){2,5}?)(down|out|away|off)\b"
+)
+"""A phrasal verb with its object in the middle, put back together: "tear the staging and
+prod environments down" is "tear down the staging and prod environments". (One word in the
+middle is already within a phrase's gap.)"""
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(text: str) -> Analysis:
     """The search terms, action words and concepts of an action text or a pattern."""
-    raw = _untypo(text.lower())
+    raw = _PARTICLE.sub(r"\1 \3 \2", _untypo(text.lower()))
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
@@ -297,9 +317,17 @@ def _names_document(words: tuple[str, ...], end: int) -> bool:
     """Whether the words after a concept phrase ending at `end` name a document ("release
     notes", "the deploy logs"); a document noun before a noun that holds data is a modifier
     ("wipe the test database", "drop the log tables")."""
+    if words[end + 1 : end + 2] and words[end + 1] in _noun_words():
+        end += 1  # "the rotate-credentials runbook", "the deploy-prod script"
     return words[end + 1 : end + 2] in _DOC_NOUNS and not set(words[end + 2 : end + 3]) & (
         _DATA | _INFRA_OBJECTS | _KUBE_OBJECTS
     )
+
+
+@functools.cache
+def _noun_words() -> frozenset[str]:
+    """The one-word phrases of the noun concepts (credential, production, registry)."""
+    return frozenset(p[0] for c in _NOUNS for p in _phrases()[c] if len(p) == 1)
 
 
 _POSSESSIVES = frozenset("my our your their his her its this that these those".split())
@@ -405,6 +433,7 @@ _SEP = re.compile(r"&&|\|\||[;|\n]|\$\(|`|\s#\s")
 _WRAPPERS = frozenset({"sudo", "xargs", "env", "exec", "command", "nohup", "time", "doas"})
 _READERS = frozenset(
     {"grep", "rg", "ag", "ack", "echo", "printf", "cat", "less", "more", "head", "tail", "man"}
+    | {"cd", "pushd", "popd", "open", "code", "vim", "vi", "nvim", "nano", "emacs"}
 )
 """Commands that only search or print: `grep -r "DROP TABLE" migrations/` drops nothing."""
 _PRINTERS = frozenset({"echo", "printf", "cat"})
@@ -608,6 +637,9 @@ def _rm(a: Analysis) -> str | None:
 _SQL = re.compile(
     r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b"
     r"|\btruncate\s+table\b|^\s*truncate\s+[\w\"`.]+\s*;?\s*$"
+    r"|\btruncate\s+(?:only\s+)?[\w\"`.]+(?:\s*,\s*[\w\"`.]+)*\s+"
+    r"(?:cascade|restrict|restart\s+identity|continue\s+identity)\b"
+    r"|\btruncate\s+(?:only\s+)?[\w\"`.]+\s*;?\s*['\"]"
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
     r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
@@ -631,7 +663,7 @@ def _sql(a: Analysis) -> str | None:
 
 
 _OVERWRITE = re.compile(
-    r"\b(?:overwrite|clobber|replace)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
+    r"\b(?:overwrite|clobber|replace|reset)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
 )
 """Replacing what a remote holds is a force push, whatever the words for it."""
 _PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
@@ -814,7 +846,7 @@ _PROGRAMS = frozenset(
     cargo gem go make python python3 node ruby perl bash sh zsh ssh scp rsync psql mysql
     sqlite3 mongo mongosh redis-cli dropdb createdb pg_dump alembic flyway liquibase rails rake
     heroku fly flyctl vercel gh curl wget sudo xargs grep rg ag ack echo printf man sed awk ls
-    tar unzip srm
+    tar unzip srm cd pushd popd vim vi nvim nano emacs twine
     """.split()
 )
 """Programs a shell line starts with: such a text is a command, taken as it is written."""
@@ -968,9 +1000,30 @@ _JUDGES = re.compile(
     r"wrong|off|risky|safe|reasonable|sane)\b"
 )
 """A reviewer's judgement of a change ("this migration looks fine to me")."""
-_LOOK_VERBS = frozenset("see look read skim browse compare cf glance peek".split())
+_LOOK_VERBS = frozenset(
+    "see look read skim browse compare cf glance peek check verify monitor inspect watch "
+    "examine audit investigate diagnose show display".split()
+)
 """A clause opening on one of these points at something to look at ("see the DROP TABLE
-statements in old migrations")."""
+statements in old migrations", "check that the prod deploy is healthy", "show me the diff of
+the migration")."""
+_TOPIC = re.compile(
+    r"(?i)\b(?:comment|comments|note|notes|doc|docs|section|paragraph|ticket|issue|todo|message|"
+    r"page|runbook|readme|warning|question|thread|email|slide|slides)\s+"
+    r"(?:about|on|regarding|re|describing|explaining|mentioning|that\s+(?:says|mentions|explains))"
+    r"\b.*$"
+)
+"""What a written thing is about is its topic, not an action: "remove the TODO comment about
+rotating keys"."""
+_IN_GENERAL = re.compile(
+    r"^(?:is|are|was)\s+(?:it|there)\s+(?:\w+\s+){0,2}?(?:safe|possible|bad|risky|dangerous|"
+    r"normal|common|wise|a good idea|expensive|slow|fast|allowed)\s+to\s+[\w-]+\s+"
+    r"(?:a|an|any)\b[^?]*\?\s*$"
+)
+"""A question about an action in general, on "a"/"an"/"any" thing ("is it safe to drop a column
+in a live migration?"): it asks what is true, not leave to act."""
+_SQL_READ = re.compile(r"^\s*(?:select|show|explain|describe|desc|with\s+\w+\s+as\s*\()\b")
+"""A SQL statement that only reads."""
 _PAST_TIME = re.compile(
     r"\b(?:yesterday|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
     r"wednesday|thursday|saturday|sunday)|\w+\s+ago|earlier\s+today|this\s+morning)\b"
@@ -1150,7 +1203,7 @@ def _reports(lower: list[str]) -> bool:
 def _talks(clause: str) -> bool:
     """Whether an English clause only talks about an action: reports it, asks about it, or
     edits a document about it."""
-    lowered = clause.lower().strip()
+    lowered = _TOPIC.sub("", clause.lower().strip())
     if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
         return True
     core = re.findall(r"[\w'-]+", _POLITE.sub("", lowered))
@@ -1218,6 +1271,11 @@ def acted(text: str) -> str:
             return ""
         return raw
     low = raw.lower()
+    statements = [x for x in low.split(";") if x.strip()]
+    if statements and all(_SQL_READ.match(x) for x in statements):
+        return ""  # `SELECT * FROM migrations ORDER BY id DESC`
+    if _IN_GENERAL.match(low):
+        return ""
     # A whole question; "when you're done, delete …" opens on a condition, not a question.
     if (
         (_ASKING.match(low) or _WONDER.match(low))
@@ -1231,7 +1289,7 @@ def acted(text: str) -> str:
         end = m.start() if m else len(raw)
         clause = raw[position:end]
         if clause.strip() and not _talks(clause):
-            kept.append(clause + (m.group(0) if m else ""))
+            kept.append(_TOPIC.sub("", clause) + (m.group(0) if m else ""))
         position = m.end() if m else len(raw)
     out = "".join(kept).strip()
 

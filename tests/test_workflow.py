@@ -932,3 +932,61 @@ def test_make_is_a_command_only_before_a_target() -> None:
         Verdict.WARN
     )
     assert workflow.decide("make deploy-prod", [CAREFUL]).verdict is not Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "psql $PROD_URL -c 'TRUNCATE users CASCADE'",
+        "twine upload dist/*",
+        "cargo publish --allow-dirty",
+        "get 3.0 live in production for all customers",
+        "reset origin/main to last week's commit",
+        "tear the staging and prod environments down",
+    ],
+)
+def test_uploads_truncates_and_phrasal_verbs_split_by_their_object_still_act(text: str) -> None:
+    rules = [
+        CAREFUL,
+        workflow.Rule(
+            name="publish",
+            type="correction",
+            status="confirmed",
+            severity="p0",
+            applies_when=("npm publish",),
+            description="CI publishes",
+            binding=True,
+        ),
+    ]
+    assert workflow.decide(text, rules).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cd terraform-destroy-module",
+        "the rotate-credentials runbook is out of date",
+        "SELECT * FROM migrations ORDER BY id DESC LIMIT 5",
+        "is it safe to drop a column in a live migration?",
+        "check that the prod deploy is healthy",
+        "show me the diff of the migration",
+        "remove the TODO comment about rotating keys",
+    ],
+)
+def test_names_reads_general_questions_looks_and_topics_ask_for_nothing(text: str) -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_a_read_before_a_write_in_sql_or_a_look_before_an_order_still_acts() -> None:
+    for text in ("SELECT 1; DROP TABLE users;", "watch the logs, then drop the users table"):
+        assert workflow.decide(text, []).verdict is Verdict.WARN, text
+    assert workflow.decide("is it ok to drop the users table?", []).verdict is Verdict.WARN
