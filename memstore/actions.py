@@ -124,6 +124,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "add column",
         "drop column",
         "rename column",
+        "change column",
+        "alter column",
+        "modify column",
+        "column type",
         "alembic upgrade",
         "flyway",
         "liquibase",
@@ -302,7 +306,7 @@ def analyse(text: str) -> Analysis:
                 if p and p[0] in present
                 for s, e in _find(words, p)
                 if concept in _NOUNS
-                or (not _names_document(words, e) and not _looked_at(words, s, shell))
+                or (not _names_document(words, e, s) and not _looked_at(words, s, shell))
             }
         )
         if starts:
@@ -313,12 +317,23 @@ def analyse(text: str) -> Analysis:
     return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
 
 
-def _names_document(words: tuple[str, ...], end: int) -> bool:
+_RUN_WORDS = frozenset(tokens("run execute exec invoke launch trigger start kick apply"))
+_RUNNABLE = frozenset(tokens("script scripts step steps workflow hook hooks"))
+
+
+def _names_document(words: tuple[str, ...], end: int, start: int | None = None) -> bool:
     """Whether the words after a concept phrase ending at `end` name a document ("release
     notes", "the deploy logs"); a document noun before a noun that holds data is a modifier
     ("wipe the test database", "drop the log tables")."""
     if words[end + 1 : end + 2] and words[end + 1] in _noun_words():
         end += 1  # "the rotate-credentials runbook", "the deploy-prod script"
+    if (
+        start is not None
+        and words[end + 1 : end + 2]
+        and words[end + 1] in _RUNNABLE
+        and set(words[max(0, start - 3) : start]) & _RUN_WORDS
+    ):
+        return False  # "executing the migration script against prod" runs a migration
     return words[end + 1 : end + 2] in _DOC_NOUNS and not set(words[end + 2 : end + 3]) & (
         _DATA | _INFRA_OBJECTS | _KUBE_OBJECTS
     )
@@ -374,6 +389,8 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\bgit\b[^;&|\n]*\bpush\b[^;&|\n]*(?:\s-[a-z]*f[a-z]*\b|--force\b|\s\+[\w/])"),
     ),
     ("delete", re.compile(r"\brm\s+-")),
+    # An npm package scope (`@acme/ui`) names the npm registry.
+    ("registry", re.compile(r"(?:^|\s)@[a-z0-9][\w.-]*/[a-z0-9][\w.-]*")),
 )
 
 
@@ -650,7 +667,8 @@ _SQL = re.compile(
 _DATA = frozenset(
     tokens(
         "table tables database databases db schema keyspace collection postgres postgresql "
-        "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse"
+        "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse indices "
+        "elasticsearch opensearch solr kafka topic topics cassandra"
     )
 )
 
@@ -729,7 +747,7 @@ def _infra(a: Analysis) -> str | None:
     seen = _scan(a, _INFRA)
     if seen:
         return seen
-    return _near(a, _verbs(a, "decommiss", "format", "destroy"), _INFRA_OBJECTS, 4)
+    return _near(a, _verbs(a, "decommiss", "format", "destroy", "empti"), _INFRA_OBJECTS, 4)
 
 
 _KUBE = re.compile(
@@ -755,7 +773,7 @@ _GIT_DISCARD = re.compile(
 )
 _DISCARD = frozenset(tokens("discard throw lose nuke wipe blow reset"))
 _UNSAVED = frozenset(tokens("uncommitted unstaged untracked local"))
-_WORK = frozenset(tokens("changes work files edits modifications"))
+_WORK = frozenset(tokens("changes work files edits modifications commits"))
 
 
 def _git_discard(a: Analysis) -> str | None:
@@ -866,7 +884,7 @@ _READ_SUBCOMMANDS = {
     "oc": frozenset("get describe logs explain".split()),
     "terraform": frozenset("plan show output validate fmt graph providers version".split()),
     "tofu": frozenset("plan show output validate fmt graph providers version".split()),
-    "helm": frozenset("list ls status get template history show search lint".split()),
+    "helm": frozenset("list ls status get template history show search lint diff".split()),
     "npm": frozenset("view info show ls list outdated search whoami pack".split()),
     "pnpm": frozenset("view info ls list outdated".split()),
     "yarn": frozenset("info list outdated why".split()),
@@ -1000,6 +1018,32 @@ _JUDGES = re.compile(
     r"wrong|off|risky|safe|reasonable|sane)\b"
 )
 """A reviewer's judgement of a change ("this migration looks fine to me")."""
+
+
+def _base(word: str) -> str:
+    """A verb's "-ing" form back to its base when the base is a verb of looking, writing,
+    talking or waiting ("checking", "writing", "asking"); other words as they are."""
+    if not word.endswith("ing") or len(word) < 6:
+        return word
+    stem = word[:-3]
+    known = _LOOK_VERBS | _EDIT_VERBS | _TALK_ONLY | _BEFORE_VERBS
+    for base in (stem, stem + "e", stem[:-1]):
+        if base in known:
+            return base
+    return word
+
+
+_BEFORE_VERBS = frozenset(
+    "ask wait notify announce remind ping email message inform warn backup back snapshot dump "
+    "export".split()
+)
+"""Work done ahead of an action, that names the action only as when it is done: "waiting for
+CI before the npm publish", "asking the release manager before deploying to production",
+"backing up the prod database before tomorrow's migration"."""
+_REFERENCE = re.compile(
+    r"\b(?:before|until|till|ahead of|prior to|about|whether|if|"
+    r"for (?:approval|the go-ahead|a go))\b"
+)
 _LOOK_VERBS = frozenset(
     "see look read skim browse compare cf glance peek check verify monitor inspect watch "
     "examine audit investigate diagnose show display".split()
@@ -1207,6 +1251,11 @@ def _talks(clause: str) -> bool:
     if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
         return True
     core = re.findall(r"[\w'-]+", _POLITE.sub("", lowered))
+    core[:1] = [_base(w) for w in core[:1]]  # "checking whether …" looks as "check" does
+    if core and core[0] in _LOOK_VERBS and core[1:2] not in (["you"], ["u"], ["ya"]):
+        return True
+    if core and core[0] in _BEFORE_VERBS and _REFERENCE.search(lowered):
+        return True
     if core and (
         core[0] in _TALK_ONLY or (core[0] in _EDIT_VERBS and any(w in _WRITTEN for w in core[1:7]))
     ):

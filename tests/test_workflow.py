@@ -990,3 +990,48 @@ def test_a_read_before_a_write_in_sql_or_a_look_before_an_order_still_acts() -> 
     for text in ("SELECT 1; DROP TABLE users;", "watch the logs, then drop the users table"):
         assert workflow.decide(text, []).verdict is Verdict.WARN, text
     assert workflow.decide("is it ok to drop the users table?", []).verdict is Verdict.WARN
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "publishing @acme/ui 3.1.0",
+        "wiping the Elasticsearch indices on prod",
+        "emptying the S3 bucket acme-prod-assets",
+        "executing the migration script against prod",
+        "change the column type of payments.amount in production",
+        "throw away my local commits and reset to origin",
+        # asked to do it, not waited for
+        "ask the release manager to deploy to production",
+    ],
+)
+def test_what_agents_say_they_are_about_to_do_still_acts(text: str) -> None:
+    publish = workflow.Rule(
+        name="publish",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("npm publish", "alter table"),
+        description="CI publishes; the migration job migrates",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, publish]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "helm diff upgrade api ./chart -n prod",
+        "checking whether the prod deploy finished",
+        "asking the release manager before deploying to production",
+        "waiting for CI before the npm publish",
+        "backing up the prod database before tomorrow's migration",
+        "delete the deploy script",
+    ],
+)
+def test_work_done_ahead_of_an_action_and_looks_in_the_ing_form_ask_for_nothing(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
