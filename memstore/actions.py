@@ -38,6 +38,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "get out",
         "put out",
         "make available",
+        "let loose",
         "cut version",
         "tag release",
         "twine upload",
@@ -68,6 +69,19 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "kubectl rollout",
         "cut over",
         "cutover",
+        "flip over",
+        "switch over",
+        *(f"{v} traffic" for v in ("switch", "shift", "flip", "cut", "move", "route")),
+        *(
+            f"{v} {e}"
+            for v in ("hotpatch", "hot patch", "hotfix", "patch")
+            for e in ("production", "prod")
+        ),
+        *(
+            f"{v} {e}"
+            for v in ("put", "bring", "land")
+            for e in ("production", "prod servers", "prod hosts")
+        ),
     ),
     "delete": (
         "delete",
@@ -98,6 +112,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "shred",
         "zap",
         "trash",
+        "scrap",
+        "expunge",
+        "deprovision",
+        "annihilate",
+        "demolish",
     ),
     "force-push": (
         "force push",
@@ -145,7 +164,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "invalidate",
         *(
             f"{v} {c}"
-            for v in ("roll", "cycle")
+            for v in ("roll", "cycle", "renew", "swap", "swap out", "replace")
             for c in ("key", "secret", "token", "credential", "creds", "password", "passwd", "cert")
         ),
     ),
@@ -281,8 +300,8 @@ def _untypo(raw: str) -> str:
 
 
 _PARTICLE = re.compile(
-    r"\b(tear|roll|wipe|shut|take|blow|throw|clean|empty|get|put|push|rip)\s+"
-    r"((?:(?!down|out|away|off|up)[\w'.-]+\s+){2,5}?)(down|out|away|off)\b"
+    r"\b(tear|roll|wipe|shut|take|blow|throw|clean|empty|get|put|push|rip|flip|switch|cut)\s+"
+    r"((?:(?!down|out|away|off|up|over)[\w'.-]+\s+){1,5}?)(down|out|away|off|over)\b"
 )
 """A phrasal verb with its object in the middle, put back together: "tear the staging and
 prod environments down" is "tear down the staging and prod environments". (One word in the
@@ -389,6 +408,16 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\bgit\b[^;&|\n]*\bpush\b[^;&|\n]*(?:\s-[a-z]*f[a-z]*\b|--force\b|\s\+[\w/])"),
     ),
     ("delete", re.compile(r"\brm\s+-")),
+    # Bringing something into production deploys it ("bring the new schema into production").
+    (
+        "deploy",
+        re.compile(
+            r"\b(?:bring|put|push|move|roll|send|land|ship|promote|take)\b[^.;,!?]{0,40}?"
+            r"\b(?:into|onto|to|on)\s+(?:the\s+)?(?:production|prod)\b(?!\s+(?:logs?|issues?|"
+            r"dashboards?|metrics|incidents?|alerts?|channels?|columns?|boards?|folders?|labels?|"
+            r"tags?|lists?|docs?|pages?|wiki|runbooks?|notes|tickets?|team|on-?call)\b)"
+        ),
+    ),
     # An npm package scope (`@acme/ui`) names the npm registry.
     ("registry", re.compile(r"(?:^|\s)@[a-z0-9][\w.-]*/[a-z0-9][\w.-]*")),
 )
@@ -551,8 +580,8 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
         if after[:1] in (("me",), ("us",)):
             continue  # "drop me a line", "remove us from the thread"
         for i, w in enumerate(after):
-            if w in _CODE_NOUNS and not set(after[i + 1 : i + 2]) & objects:
-                break  # "the test file"; but "the test database" is a database
+            if w in _CODE_NOUNS and not set(after[i + 1 : i + 3]) & objects:
+                break  # "the test file"; but "the test database", "test and prod stacks"
             if w in _CODE_NOUNS:
                 continue
             if w in objects:
@@ -668,22 +697,39 @@ _DATA = frozenset(
     tokens(
         "table tables database databases db schema keyspace collection postgres postgresql "
         "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse indices "
-        "elasticsearch opensearch solr kafka topic topics cassandra"
+        "elasticsearch opensearch solr kafka topic topics cassandra record records"
     )
 )
+
+
+_BLANK_OUT = re.compile(
+    r"\b(?:zero|null|blank)\s+out\s+(?:the\s+|all\s+|every\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:columns?|fields?|tables?)\b"
+)
+"""Overwriting a column's values ("zero out the balances column in accounts")."""
 
 
 def _sql(a: Analysis) -> str | None:
     seen = _scan(a, _SQL)
     if seen:
         return seen
-    return _near(a, _verbs(a, "empti", "clear", "reset"), _DATA, 4)
+    m = _BLANK_OUT.search(a.raw)
+    if m and not _is_shell(a.raw):
+        return " ".join(m.group(0).split())
+    return _near(
+        a, _verbs(a, "empti", "clear", "reset", "kill", "recreat", "reiniti", "reinit"), _DATA, 4
+    )
 
 
 _OVERWRITE = re.compile(
     r"\b(?:overwrite|clobber|replace|reset)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
 )
 """Replacing what a remote holds is a force push, whatever the words for it."""
+_OVERWRITE_SHARED = re.compile(
+    r"\b(?:overwrite|clobber|replace|reset)\s+(?:the\s+)?(?:main|master|trunk|develop|release|"
+    r"production|prod|staging)\b(?:\s+branch)?\s+(?:with|to)\b"
+)
+"""Overwriting a shared branch with another ("overwrite main with my branch") rewrites it."""
 _PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
 
 
@@ -703,7 +749,7 @@ def _force_push(a: Analysis) -> str | None:
         shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
         if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
             return " ".join(words[:6])
-    m = _OVERWRITE.search(a.raw)
+    m = _OVERWRITE.search(a.raw) or _OVERWRITE_SHARED.search(a.raw)
     if m:
         return " ".join(m.group(0).split())
     if a.has("force-push"):
@@ -711,11 +757,15 @@ def _force_push(a: Analysis) -> str | None:
             return None  # with lease, to a branch of one's own
         return "force push"
     verbs = _verbs(a)
+    named = {w for w in re.findall(r"[\w./-]+", a.raw) if SHARED_BRANCHES.match(w)}
     for pos in sorted(verbs):
         near = set(a.words[pos + 1 : pos + 4])
-        if "branch" in near and near & _PUSH_SHARED:
+        if "branch" in near and (near & _PUSH_SHARED or (named and set(a.words) & _REMOTE)):
             return " ".join(a.words[pos : pos + 4])
     return None
+
+
+_REMOTE = frozenset(tokens("origin upstream remote"))
 
 
 _INFRA = re.compile(
@@ -738,7 +788,8 @@ _INFRA_OBJECTS = frozenset(
     tokens(
         "infra infrastructure stack stacks environment env cluster clusters bucket buckets vpc "
         "volume volumes backup backups snapshot snapshots instance instances server servers "
-        "resource resources account disk drive region terraform s3 vm vms droplet"
+        "resource resources account disk drive region terraform s3 vm vms droplet workspace "
+        "workspaces"
     )
 )
 
@@ -1082,6 +1133,7 @@ _REQUEST = re.compile(
 )
 _EDIT_VERBS = frozenset(
     "write document update edit fix add draft review read explain describe proofread reword "
+    "migrate move port convert "
     "rephrase mention note comment amend correct translate summarise summarize".split()
 )
 _WRITTEN = frozenset(

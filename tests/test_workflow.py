@@ -1035,3 +1035,71 @@ def test_work_done_ahead_of_an_action_and_looks_in_the_ing_form_ask_for_nothing(
     text: str,
 ) -> None:
     assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scrap the orders table and start over",
+        "expunge all customer records from the prod database",
+        "recreate the production database from scratch",
+        "kill the prod database and restore from last night",
+        "zero out the balances column in accounts on prod",
+        "deprovision the staging and prod stacks",
+        "overwrite main with my branch",
+        "remove the release/2.x branch from the remote",
+        "flip production over to the new build",
+        "switch prod traffic to v2",
+        "hot-patch the production API servers",
+        "bring the new schema into production",
+        "destroy the test and prod workspaces in terraform cloud",
+    ],
+)
+def test_less_common_verbs_for_an_action_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scrap the draft proposal and start over",
+        "recreate the bug locally",
+        "kill the dev server on port 3000",
+        "zero out the counter in the test fixture",
+        "overwrite the local config with the template",
+        "switch to the main branch",
+        "move the ticket to the prod column on the board",
+        "migrate my notes to the new wiki",
+        "reset my password on the staging site",
+        "clear the print queue",
+    ],
+)
+def test_the_same_verbs_on_harmless_things_ask_for_nothing(text: str) -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_credentials_renewed_swapped_or_replaced_are_rotated() -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    for text in (
+        "renew the database credentials and redeploy",
+        "swap out the prod API keys for new ones",
+        "replace the leaked AWS keys",
+    ):
+        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
