@@ -31,7 +31,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "push package",
         *(
             f"{v} {r}"
-            for v in ("send", "put", "push", "submit")
+            for v in ("send", "put", "push", "submit", "post", "deliver", "distribute", "roll out")
             for r in ("registry", "npm", "pypi")
         ),
         "cut release",
@@ -71,6 +71,26 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "cutover",
         "flip over",
         "switch over",
+        "redeploy",
+        *(
+            f"{v} {e}"
+            for v in (
+                "launch",
+                "land",
+                "activate",
+                "upgrade",
+                "update",
+                "install",
+                "bump",
+                "restart",
+                "apply",
+                "rollback",
+                "roll back",
+                "revert",
+                "swap",
+            )
+            for e in ("production", "prod")
+        ),
         *(f"{v} traffic" for v in ("switch", "shift", "flip", "cut", "move", "route")),
         *(
             f"{v} {e}"
@@ -117,6 +137,16 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "deprovision",
         "annihilate",
         "demolish",
+        "eliminate",
+        "eradicate",
+        "discard",
+        "junk",
+        "ditch",
+        "axe",
+        "cull",
+        "dispose",
+        "do away",
+        "scrub",
     ),
     "force-push": (
         "force push",
@@ -133,6 +163,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "overwrite origin",
         "clobber remote",
         "push mirror",
+        *(f"push over {b}" for b in ("main", "master", "trunk", "develop", "release")),
     ),
     "migrate": (
         "migrate",
@@ -153,6 +184,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "db migrate",
         "prisma migrate",
         "manage py migrate",
+        "ddl",
+        "goose up",
+        "dbmate up",
+        "dbmate migrate",
     ),
     "rotate": (
         "rotate",
@@ -386,7 +421,8 @@ _DOC_NOUNS = frozenset(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
         "directory runbook script check checks guard hook hooks policy pr mr step steps "
-        "workflow"
+        "workflow label labels dashboard dashboards channel board boards column wiki "
+        "dependencies deps requirements"
     )
 )
 """A concept word right before one of these names a document or a safeguard, not an action:
@@ -412,10 +448,42 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "deploy",
         re.compile(
-            r"\b(?:bring|put|push|move|roll|send|land|ship|promote|take)\b[^.;,!?]{0,40}?"
+            r"\b(?:bring|put|push|move|roll|send|land|ship|promote|take|get)\b"
+            r"(?:[^.;,!?]|\.(?=\w)){0,40}?"
             r"\b(?:into|onto|to|on)\s+(?:the\s+)?(?:production|prod)\b(?!\s+(?:logs?|issues?|"
             r"dashboards?|metrics|incidents?|alerts?|channels?|columns?|boards?|folders?|labels?|"
             r"tags?|lists?|docs?|pages?|wiki|runbooks?|notes|tickets?|team|on-?call)\b)"
+        ),
+    ),
+    # Changing, resetting or expiring a shared credential rotates it; one's own ("change my
+    # password") is not a team's credential.
+    (
+        "rotate",
+        re.compile(
+            r"\b(?:change|reset|expire|generate\s+new|issue\s+new|re-?key)\s+"
+            r"(?!my\b|your\b|his\b|her\b)(?:(?:the|all|every|our)\s+)?(?:[\w-]+\s+){0,3}?"
+            r"(?:passwords?|passwd|credentials?|creds|secrets?|tokens?|keys?|certs?|certificates?)\b"
+            r"(?!\s+(?:of|in)\s+(?:the|a|this|that)?\s*(?:dict|map|hash|object|json|yaml|array|"
+            r"record|row|column|table|config|list|enum)\b)"
+            r"|\bre-?key\s+the\b"
+        ),
+    ),
+    # Force-updating a shared branch or the remote.
+    (
+        "force-push",
+        re.compile(
+            r"\bforce[- ]update\s+(?:the\s+)?(?:main|master|trunk|develop|release|origin|remote|"
+            r"upstream)\b"
+        ),
+    ),
+    # Indexes and backfills on tables are schema and data migrations.
+    (
+        "migrate",
+        re.compile(
+            r"\b(?:add|create|drop|build|rebuild)\s+(?:an?\s+|the\s+)?(?:unique\s+)?index\b"
+            r"[^.;!?]{0,40}?\b(?:tables?|columns?|concurrently)\b"
+            r"|\bcreate\s+(?:unique\s+)?index\b[^;]*\bon\s+[\w.\"]+\s*\("
+            r"|\bbackfill\b[^.;!?]{0,40}?\b(?:columns?|tables?|rows|records)\b"
         ),
     ),
     # An npm package scope (`@acme/ui`) names the npm registry.
@@ -702,6 +770,9 @@ _DATA = frozenset(
 )
 
 
+_RETIRE = tuple(tokens("decommission retire sunset terminate overwrite clobber"))
+"""Verbs that end a database or a piece of infrastructure without being delete words
+elsewhere ("retire the old endpoint" deletes nothing)."""
 _BLANK_OUT = re.compile(
     r"\b(?:zero|null|blank)\s+out\s+(?:the\s+|all\s+|every\s+)?(?:[\w-]+\s+){0,2}?"
     r"(?:columns?|fields?|tables?)\b"
@@ -717,7 +788,10 @@ def _sql(a: Analysis) -> str | None:
     if m and not _is_shell(a.raw):
         return " ".join(m.group(0).split())
     return _near(
-        a, _verbs(a, "empti", "clear", "reset", "kill", "recreat", "reiniti", "reinit"), _DATA, 4
+        a,
+        _verbs(a, *_RETIRE, "empti", "clear", "reset", "kill", "recreat", "reiniti", "reinit"),
+        _DATA,
+        4,
     )
 
 
@@ -798,7 +872,7 @@ def _infra(a: Analysis) -> str | None:
     seen = _scan(a, _INFRA)
     if seen:
         return seen
-    return _near(a, _verbs(a, "decommiss", "format", "destroy", "empti"), _INFRA_OBJECTS, 4)
+    return _near(a, _verbs(a, *_RETIRE, "format", "destroy", "empti"), _INFRA_OBJECTS, 4)
 
 
 _KUBE = re.compile(

@@ -1103,3 +1103,72 @@ def test_credentials_renewed_swapped_or_replaced_are_rotated() -> None:
         "replace the leaked AWS keys",
     ):
         assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
+
+
+ROTATE = workflow.Rule(
+    name="rotate",
+    type="correction",
+    status="confirmed",
+    severity="p1",
+    applies_when=("rotate credentials", "alter table"),
+    description="follow the runbook; the migration job migrates",
+    binding=True,
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # deleting: each verb of the family on data or infrastructure
+        *(
+            f"{verb} the prod database"
+            for verb in ("eliminate", "discard", "ditch", "axe", "decommission", "retire")
+        ),
+        "terminate the staging cluster",
+        # deploying
+        "launch 2.3 in production",
+        "upgrade production to 2.3",
+        "install 2.3 on the prod servers",
+        "redeploy production",
+        "roll back production to 2.2",
+        "apply the terraform plan to prod",
+        "get 2.3 onto prod",
+        # publishing, force pushing
+        "deliver 2.3 to the npm registry",
+        "distribute 2.3 via npm",
+        "force-update main on origin",
+        "push my branch over main",
+        # rotating a shared credential; migrating
+        "change the prod db password",
+        "reset the API keys",
+        "expire all API tokens",
+        "add an index to the orders table in prod",
+        "backfill the new column in production",
+        "goose up",
+    ],
+)
+def test_each_family_of_verbs_acts(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "retire the old endpoint",
+        "discard the draft",
+        "terminate the background thread",
+        "apply the prod label to the issue",
+        "install the prod dependencies locally",
+        "revert the last commit on my branch",
+        "change my password",
+        "refresh the access token in the test client",
+        "change the key of the dict",
+        "force the update of the local cache",
+        "add the search index to the sidebar",
+        "backfill the missing changelog entries",
+    ],
+)
+def test_the_families_leave_everyday_work_alone(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
