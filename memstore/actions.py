@@ -88,6 +88,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
                 "roll back",
                 "revert",
                 "swap",
+                "switch",
             )
             for e in ("production", "prod")
         ),
@@ -125,6 +126,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "get rid",
         "blow away",
         "throw away",
+        "throw out",
         "clean out",
         "tear down",
         "teardown",
@@ -137,6 +139,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "deprovision",
         "annihilate",
         "demolish",
+        "yeet",
         "eliminate",
         "eradicate",
         "discard",
@@ -255,7 +258,8 @@ _NAME = re.compile(
 
 # A script run as a command names its action: `./scripts/deploy_prod.sh` deploys.
 _PROGRAM = re.compile(
-    r"(^|&&|\|\||[;|\n]|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl)\s)(\s*)"
+    r"(^|&&|\|\||[;|\n]|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl|run|execute|exec)\s)"
+    r"(\s*)"
     r"([\w.~/-]*/)?([\w-]+)\.(?:sh|py|rb|js|ts|pl|bash)\b"
 )
 
@@ -422,7 +426,7 @@ _DOC_NOUNS = frozenset(
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
         "directory runbook script check checks guard hook hooks policy pr mr step steps "
         "workflow label labels dashboard dashboards channel board boards column wiki "
-        "dependencies deps requirements"
+        "dependencies deps requirements status"
     )
 )
 """A concept word right before one of these names a document or a safeguard, not an action:
@@ -453,6 +457,15 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b(?:into|onto|to|on)\s+(?:the\s+)?(?:production|prod)\b(?!\s+(?:logs?|issues?|"
             r"dashboards?|metrics|incidents?|alerts?|channels?|columns?|boards?|folders?|labels?|"
             r"tags?|lists?|docs?|pages?|wiki|runbooks?|notes|tickets?|team|on-?call)\b)"
+        ),
+    ),
+    # Wanting production to run something new deploys it ("we need prod running the new
+    # image", "get production on 2.3").
+    (
+        "deploy",
+        re.compile(
+            r"\b(?:need|needs|want|wants|get|have)\s+(?:prod|production)\s+"
+            r"(?:running|on|serving|using)\b"
         ),
     ),
     # Changing, resetting or expiring a shared credential rotates it; one's own ("change my
@@ -758,7 +771,7 @@ _SQL = re.compile(
     r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
-    r"|\bdb:(?:drop|reset|purge|schema:load|truncate_all)\b"
+    r"|\bdb:(?:drop|reset|purge|schema:load|truncate_all)\b|\bpg:reset\b"
     r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
 )
 _DATA = frozenset(
@@ -1414,6 +1427,14 @@ def _talks(clause: str) -> bool:
     return False
 
 
+_THING = re.compile(
+    r"(?i)\b(?:(?:the|this|that|our|prod|production|staging)\s+)?(?:[\w-]+\s+)?"
+    r"(?:tables?|databases?|db|schemas?|collections?|buckets?|clusters?|namespaces?|"
+    r"certs?|certificates?|keys?|tokens?|credentials?|creds|secrets?|passwords?)\b"
+)
+"""A thing a later pronoun may stand for: "put the new certs in place and throw out the old
+ones", "we found the orphaned table, drop it"."""
+_PRONOUN = re.compile(r"(?i)\b(?:the\s+old\s+ones|the\s+ones|it|them|those|these)\b")
 _COMMIT_SUBJECT = re.compile(
     r"(?i)^(?:feat|fix|docs|doc|chore|refactor|test|tests|ci|build|style|perf|revert)"
     r"(?:\([\w./ -]*\))?!?:\s"
@@ -1460,9 +1481,14 @@ def acted(text: str) -> str:
         return ""
     kept: list[str] = []
     position = 0
+    named: str | None = None  # the last thing a clause named that a pronoun may stand for
     for m in [*_CLAUSE.finditer(raw), None]:
         end = m.start() if m else len(raw)
         clause = raw[position:end]
+        if named is not None:
+            clause = _PRONOUN.sub(named, clause, count=1)
+        found = _THING.findall(clause)
+        named = found[-1] if found else named
         if clause.strip() and not _talks(clause):
             kept.append(_TOPIC.sub("", clause) + (m.group(0) if m else ""))
         position = m.end() if m else len(raw)

@@ -1172,3 +1172,44 @@ def test_each_family_of_verbs_acts(text: str) -> None:
 )
 def test_the_families_leave_everyday_work_alone(text: str) -> None:
     assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we found the orphaned users table, drop it",
+        "the staging db is stale; wipe it and reseed",
+        "put the new certs in place and throw out the old ones",
+    ],
+)
+def test_a_pronoun_stands_for_the_thing_named_before_it(text: str) -> None:
+    assert workflow.decide(text, []).verdict is Verdict.WARN, actions_acted(text)
+
+
+def test_a_pronoun_for_a_harmless_thing_stays_harmless() -> None:
+    for text in (
+        "put the new screenshots in place and throw out the old ones",
+        "I updated the token docs, please review them",
+    ):
+        assert workflow.decide(text, []).verdict is Verdict.ALLOW, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "heroku pg:reset DATABASE_URL --app acme-prod --confirm acme-prod",
+        "run migrate.py against the production DB",
+        "blue/green switch prod to green",
+        "we need prod running the new image before lunch",
+        "yeet the staging database",
+    ],
+)
+def test_resets_scripts_by_name_switches_and_wanting_prod_on_something_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+def test_a_status_of_an_action_is_a_state_not_the_action() -> None:
+    text = "rollout status deployment/api -n prod is stuck at 3/4"
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW
