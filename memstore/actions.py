@@ -67,6 +67,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "helm upgrade",
         "kubectl apply",
         "kubectl rollout",
+        "kubectl set image",
         "cut over",
         "cutover",
         "flip over",
@@ -203,7 +204,17 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         *(
             f"{v} {c}"
             for v in ("roll", "cycle", "renew", "swap", "swap out", "replace")
-            for c in ("key", "secret", "token", "credential", "creds", "password", "passwd", "cert")
+            for c in (
+                "key",
+                "secret",
+                "token",
+                "credential",
+                "creds",
+                "password",
+                "passwd",
+                "cert",
+                "certificate",
+            )
         ),
     ),
     "credential": (
@@ -347,10 +358,47 @@ prod environments down" is "tear down the staging and prod environments". (One w
 middle is already within a phrase's gap.)"""
 
 
+_FOREIGN: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), english)
+    for pattern, english in (
+        # Spanish, French and German words for the actions and their objects.
+        (r"\b(?:despleg\w*|desplieg\w*|d[ée]ploy\w*|bereitstell\w*|ausroll\w*)", "deploy"),
+        (r"\b(?:publicar|publica|publique\w*|publier|publie[zr]?|ver[öo]ffentlich\w*)", "publish"),
+        (
+            r"\b(?:borra\w*|elimina\w*|suprim\w*|supprim\w*|effac\w*|l[öo]sch\w*|loesch\w*)",
+            "delete",
+        ),
+        (r"\b(?:rotier\w*|rotar|renouvel\w*)", "rotate"),
+        (r"\b(?:producci[óo]n|produktion)(?:s(?=server|umgebung|datenbank))?", "production "),
+        (r"\bbases?\s+de\s+(?:datos|donn[ée]es)\b|\bdatenbank(?:en)?", "database "),
+        (r"\b(?:tabla|tabelle)\b", "table"),
+        (r"\b(?:contrase[ñn]a|mot\s+de\s+passe|passwort)\b", "password"),
+        (r"\b(?:clave|cl[ée]|schl[üu]ssel)\b", "key"),
+        (r"\b(?:migraci[óo]n|migrer|migrier\w*)", "migration"),
+    )
+)
+"""Action words of a few other languages read as their English words (docs/workflow.md):
+"supprime la base de données clients en prod" deletes a database."""
+
+
+def _english(raw: str) -> str:
+    if raw.isascii() and not re.search(
+        r"\b(?:despl|depl|d[eé]ploy|bereit|publi|borr|elimin|"
+        r"supr|suppr|effac|l[oö]sch|rotier|rotar|renouv|produc|"
+        r"produk|base|datenb|tabl|contra|mot|passw|clav|cl[eé]|"
+        r"schl|migr|ver[oö]ff|ausroll)",
+        raw,
+    ):
+        return raw
+    for pattern, english in _FOREIGN:
+        raw = pattern.sub(english, raw)
+    return raw
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(text: str) -> Analysis:
     """The search terms, action words and concepts of an action text or a pattern."""
-    raw = _PARTICLE.sub(r"\1 \3 \2", _untypo(text.lower()))
+    raw = _PARTICLE.sub(r"\1 \3 \2", _english(_untypo(text.lower())))
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
@@ -466,6 +514,14 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:need|needs|want|wants|get|have)\s+(?:prod|production)\s+"
             r"(?:running|on|serving|using)\b"
+        ),
+    ),
+    # Hosting CLIs that deploy (`vercel --prod`, `netlify deploy --prod`, `fly deploy`).
+    (
+        "deploy",
+        re.compile(
+            r"\bvercel\b[^;&|\n]*--prod\b|\b(?:netlify|fly|flyctl|firebase|serverless|sls|eb)\s+"
+            r"deploy\b|\bgcloud\s+(?:app|run|functions)\s+deploy\b"
         ),
     ),
     # Changing, resetting or expiring a shared credential rotates it; one's own ("change my
@@ -1057,6 +1113,12 @@ def _only_reads(command: _Command) -> bool:
         return True
     if any(w in _SHOW_WORDS for w in words[1:3]):
         return True  # `python manage.py showmigrations`
+    if re.search(
+        r"\b(?:generate|g)\s+migration\b|\bmake:migration\b|\bmakemigrations\b|"
+        r"\balembic\s+revision\b|\bmigrat\w*\s+(?:create|new|make)\b|\bmigrat\w*:(?:make|create)\b",
+        " ".join(words),
+    ):
+        return True  # `rails generate migration …` writes a file; running it is another step
     if any(w.endswith((":status", ":version")) for w in words[1:4]) or re.search(
         r"\bmigrat\w*\s+(?:status|info|history|list)\b", " ".join(words[1:5])
     ):
@@ -1113,7 +1175,7 @@ _TIME_FIRST = frozenset("yesterday earlier previously already today recently the
 _IRREGULAR_PAST = frozenset(
     """
     ran did made went took wrote rewrote broke got forgot lost saw told said left began
-    brought sent threw tore led kept built gave had was were
+    brought sent threw tore led kept built gave had was were fue fueron war waren wurde wurden
     """.split()
 )
 _NOT_PAST = frozenset("need feed seed embed shred shed bed red speed proceed exceed".split())
@@ -1207,7 +1269,7 @@ in a live migration?"): it asks what is true, not leave to act."""
 _SQL_READ = re.compile(r"^\s*(?:select|show|explain|describe|desc|with\s+\w+\s+as\s*\()\b")
 """A SQL statement that only reads."""
 _PAST_TIME = re.compile(
-    r"\b(?:yesterday|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
+    r"\b(?:yesterday|ayer|anoche|gestern|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
     r"wednesday|thursday|saturday|sunday)|\w+\s+ago|earlier\s+today|this\s+morning)\b"
 )
 """A time in the past: with a verb in the past, the clause is a report ("the deploy to prod
@@ -1247,6 +1309,12 @@ _DESCRIBES = re.compile(
     r"migrates|destroys|runs|releases|ships|revokes|cleans|prunes)\b"
 )
 """A clause that says what a thing does ("the cleanup job drops temp tables nightly")."""
+_DOING = re.compile(
+    r"^(?:(?i:he|she|they|someone|somebody|the\s+\w+)|[A-Z][a-z]+)(?:'s|'re|\s+is|\s+are)\s+"
+    r"(?:(?i:still|currently|already|just|now)\s+)?[a-z]+ing\b"
+)
+"""What someone else is doing ("he's still migrating the bot", "Bob is deploying to prod"):
+a report; "I'm deploying …" and "we're deploying …" say what we are about to do."""
 _STATEMENT = re.compile(
     r"^(?!(?:please|pls|plz|just|go|let|make|ensure|get)\b)[\w'-]+(?:\s+(?!(?:that|which|who|"
     r"where)\b)[\w'#.-]+){0,5}?\s+(?:is|are|was|were|has been|have been|gets|got)\s+"
@@ -1412,7 +1480,7 @@ def _talks(clause: str) -> bool:
         )
     ):
         return True  # "credential rotation is handled by …", "deploys are frozen"
-    if _DESCRIBES.match(lowered):
+    if _DESCRIBES.match(lowered) or _DOING.match(clause.strip()):
         return True
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
         return True
@@ -1435,6 +1503,8 @@ _THING = re.compile(
 """A thing a later pronoun may stand for: "put the new certs in place and throw out the old
 ones", "we found the orphaned table, drop it"."""
 _PRONOUN = re.compile(r"(?i)\b(?:the\s+old\s+ones|the\s+ones|it|them|those|these)\b")
+_GERMAN_QUESTION = re.compile(r"^(?:ist|sind|war|waren|wurde|wurden|hat|haben)\s[^?]*\?\s*$")
+"""A German yes/no question about a state ("Ist das Deployment auf Produktion schon durch?")."""
 _COMMIT_SUBJECT = re.compile(
     r"(?i)^(?:feat|fix|docs|doc|chore|refactor|test|tests|ci|build|style|perf|revert)"
     r"(?:\([\w./ -]*\))?!?:\s"
@@ -1470,7 +1540,7 @@ def acted(text: str) -> str:
     statements = [x for x in low.split(";") if x.strip()]
     if statements and all(_SQL_READ.match(x) for x in statements):
         return ""  # `SELECT * FROM migrations ORDER BY id DESC`
-    if _IN_GENERAL.match(low):
+    if _IN_GENERAL.match(low) or _GERMAN_QUESTION.match(low):
         return ""
     # A whole question; "when you're done, delete …" opens on a condition, not a question.
     if (

@@ -1213,3 +1213,38 @@ def test_resets_scripts_by_name_switches_and_wanting_prod_on_something_act(text:
 def test_a_status_of_an_action_is_a_state_not_the_action() -> None:
     text = "rollout status deployment/api -n prod is stuck at 3/4"
     assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "supprime la base de données clients en prod",
+        "Vamos a desplegar la rama main en producción ahora mismo",
+        "Rotiere bitte das Datenbank-Passwort für den Produktionsserver",
+        "kubectl set image deployment/web web=acme/web:1.9.0 -n production",
+        "vercel --prod",
+        "replace the TLS certificate on the prod load balancer with a freshly issued one",
+        "I'm deploying to prod now",
+    ],
+)
+def test_other_languages_hosting_clis_and_our_own_doing_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rails generate migration AddLastSeenToUsers last_seen:datetime",
+        "python manage.py makemigrations",
+        "Don't revoke Bob's token yet, he's still migrating the bot",
+        "Bob is deploying to prod",
+        "Ist das Deployment auf Produktion schon durch?",
+        "el deploy a producción fue ayer",
+    ],
+)
+def test_new_migration_files_others_doing_and_questions_in_other_languages_ask_nothing(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
