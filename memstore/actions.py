@@ -361,20 +361,29 @@ middle is already within a phrase's gap.)"""
 _FOREIGN: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), english)
     for pattern, english in (
-        # Spanish, French and German words for the actions and their objects.
-        (r"\b(?:despleg\w*|desplieg\w*|d[ée]ploy\w*|bereitstell\w*|ausroll\w*)", "deploy"),
-        (r"\b(?:publicar|publica|publique\w*|publier|publie[zr]?|ver[öo]ffentlich\w*)", "publish"),
+        # Spanish, French and German words for the actions and their objects; whole words
+        # only, so English words that share a beginning ("publication") are left alone.
         (
-            r"\b(?:borra\w*|elimina\w*|suprim\w*|supprim\w*|effac\w*|l[öo]sch\w*|loesch\w*)",
+            r"\b(?:despleg\w*|desplieg\w*|d[ée]ployer|d[ée]ployez|"
+            r"bereitstell\w*|ausroll\w*)\b",
+            "deploy",
+        ),
+        (
+            r"\b(?:publicar|publica|publique\w*|publier|publie[zr]?|ver[öo]ffentlich\w*)\b",
+            "publish",
+        ),
+        (
+            r"\b(?:borra\w*|eliminar|elimina|elimine\w*|suprim\w*|supprim\w*|effacer|efface[zr]?|"
+            r"l[öo]sch\w*|loesch\w*)\b",
             "delete",
         ),
-        (r"\b(?:rotier\w*|rotar|renouvel\w*)", "rotate"),
+        (r"\b(?:rotier\w*|rotar|renouvele[rz]|renouvelle\w*)\b", "rotate"),
         (r"\b(?:producci[óo]n|produktion)(?:s(?=server|umgebung|datenbank))?", "production "),
         (r"\bbases?\s+de\s+(?:datos|donn[ée]es)\b|\bdatenbank(?:en)?", "database "),
         (r"\b(?:tabla|tabelle)\b", "table"),
         (r"\b(?:contrase[ñn]a|mot\s+de\s+passe|passwort)\b", "password"),
         (r"\b(?:clave|cl[ée]|schl[üu]ssel)\b", "key"),
-        (r"\b(?:migraci[óo]n|migrer|migrier\w*)", "migration"),
+        (r"\b(?:migraci[óo]n|migrer|migrier\w*)\b", "migration"),
     )
 )
 """Action words of a few other languages read as their English words (docs/workflow.md):
