@@ -8,6 +8,7 @@ Pure functions over text; `workflow` turns what they find into check reasons.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shlex
 from collections.abc import Callable
@@ -68,6 +69,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "kubectl apply",
         "kubectl rollout",
         "kubectl set image",
+        "pulumi up",
+        "railway up",
+        "terraform apply",
+        "helm install",
+        "sam deploy",
         "cut over",
         "cutover",
         "flip over",
@@ -269,7 +275,7 @@ _NAME = re.compile(
 
 # A script run as a command names its action: `./scripts/deploy_prod.sh` deploys.
 _PROGRAM = re.compile(
-    r"(^|&&|\|\||[;|\n]|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl|run|execute|exec)\s)"
+    r"(^|&&|\|\||[;|\n]|\d[.)]\s|:\s|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl|run|execute|exec)\s)"
     r"(\s*)"
     r"([\w.~/-]*/)?([\w-]+)\.(?:sh|py|rb|js|ts|pl|bash)\b"
 )
@@ -523,6 +529,23 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:need|needs|want|wants|get|have)\s+(?:prod|production)\s+"
             r"(?:running|on|serving|using)\b"
+        ),
+    ),
+    # Production named inside a name or a path (`--stack acme/prod`, `inventories/production`,
+    # `ProdStack`, `$PROD_URL`, `prod-db:5432`).
+    (
+        "production",
+        re.compile(
+            r"(?<![a-z0-9])(?:prod|production|prd)(?![a-z])"
+            r"|(?<![a-z0-9])prod(?=stack|db|env|cluster|server|api|app|site)"
+        ),
+    ),
+    # Migration runners under other names.
+    (
+        "migrate",
+        re.compile(
+            r"flyway\w*migrate|liquibase\w*update|\bef\s+database\s+update\b|\bdb:migrate\b"
+            r"|\bmigrate\s+(?:up|deploy|latest)\b|\bmigrate:(?:latest|up|fresh|refresh|reset)\b"
         ),
     ),
     # Hosting CLIs that deploy (`vercel --prod`, `netlify deploy --prod`, `fly deploy`).
@@ -899,8 +922,13 @@ def _force_push(a: Analysis) -> str | None:
         refs = [w.lstrip("+:").split(":")[-1] for w in args if not w.startswith("-")][1:]
         refs = [r.removeprefix("refs/heads/") for r in refs]
         shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
-        if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
+        # `--force` to a branch of one's own (`feature/x`) rewrites only that branch.
+        if "--mirror" in flags or ((force or deleting or lease) and shared):
             return " ".join(words[:6])
+    if _is_shell(a.raw) and any(
+        c.name == "git" and "push" in c.words[1:3] for c in _commands(a.raw)
+    ):
+        return None  # the push's own flags and branches said it above
     m = _OVERWRITE.search(a.raw) or _OVERWRITE_SHARED.search(a.raw)
     if m:
         return " ".join(m.group(0).split())
@@ -934,7 +962,8 @@ _INFRA = re.compile(
     r"|\bmkfs\b|\bwipefs\b|\bdd\b[^;&|\n]*\bof=/dev/|>\s*/dev/(?:sd|nvme|disk|hd|xvd)"
     r"|\b(?:heroku|fly|flyctl)\b[^;&|\n]*\bdestroy\b|\bvercel\s+(?:remove|rm)\b"
     r"|\bgh\s+(?:repo|release)\s+delete\b|\bnpm\s+unpublish\b"
-    r"|\bcurl\b[^;&|\n]*(?:-x\s*|--request\s+)delete\b"
+    r"|\b(?:curl|gh\s+api|http|https|xh|wget)\b[^;&|\n]*(?:-x\s*|--request[\s=]+|--method[\s=]+)"
+    r"delete\b"
 )
 _INFRA_OBJECTS = frozenset(
     tokens(
@@ -1067,7 +1096,9 @@ _PROGRAMS = frozenset(
     cargo gem go make python python3 node ruby perl bash sh zsh ssh scp rsync psql mysql
     sqlite3 mongo mongosh redis-cli dropdb createdb pg_dump alembic flyway liquibase rails rake
     heroku fly flyctl vercel gh curl wget sudo xargs grep rg ag ack echo printf man sed awk ls
-    tar unzip srm cd pushd popd vim vi nvim nano emacs twine
+    tar unzip srm cd pushd popd vim vi nvim nano emacs twine dotnet gradle gradlew mvn php
+    composer bundle knex sequelize prisma goose dbmate ansible-playbook cdk railway netlify
+    firebase eb sam
     """.split()
 )
 """Programs a shell line starts with: such a text is a command, taken as it is written."""
@@ -1124,6 +1155,7 @@ def _only_reads(command: _Command) -> bool:
         return True  # `python manage.py showmigrations`
     if re.search(
         r"\b(?:generate|g)\s+migration\b|\bmake:migration\b|\bmakemigrations\b|"
+        r"\bmigrations?\s+add\b|"
         r"\balembic\s+revision\b|\bmigrat\w*\s+(?:create|new|make)\b|\bmigrat\w*:(?:make|create)\b",
         " ".join(words),
     ):
@@ -1390,7 +1422,8 @@ def _steps(raw: str) -> str:
 
 
 _CODE_CALL = re.compile(
-    r"^\s*(?:[\w.\[\]]+\s*:?=\s*)?(?:await\s+|return\s+)?[\w.]+(?:::\w+)*!?\s*\((?P<args>.*)\)\s*;?\s*$"
+    r"^\s*(?:[\w.\[\]]+\s*:?=\s*)?(?:await\s+|return\s+)?(?P<callee>[\w.]+(?:::\w+)*)!?\s*"
+    r"\((?P<args>.*)\)\s*;?\s*$"
 )
 """A line of code that is one call (`subprocess.run([...], check=True)`, `os.system("…")`,
 `exec.Command("git", "push", "-f")`, `result = await execa("npm", ["publish"])`)."""
@@ -1409,11 +1442,73 @@ def _code_calls(raw: str) -> str:
         if args.startswith("["):
             args = args[: args.find("]") + 1] if "]" in args else args
         literals = re.findall(r"""["']([^"']*)["']""", args)
+        said = _api_call(m.group("callee"), m.group("args"), literals)
         command = literals[0] if len(literals) == 1 else " ".join(literals)
-        if not _is_shell(command.lower()):
+        if said is None and _is_shell(command.lower()):
+            said = command
+        if said is None:
             return raw
-        out.append(command)
+        out.append(said)
     return "\n".join(out) if out else raw
+
+
+_RMTREE = re.compile(
+    r"(?i)^(?:rmtree|rm_rf|rm_r|removeall|rimraf|rmsync|rm|deletedirectory|delete)$"
+)
+_SQL_CALLS = frozenset(
+    "execute exec statement raw query run_sql executescript sql text unprepared "
+    "exec_driver_sql executeupdate execsql executesql".split()
+)
+_API_ACTIONS = frozenset(
+    "delete drop remove destroy terminate truncate purge rotate revoke publish deploy migrate "
+    "flush wipe".split()
+)
+
+
+def _api_call(callee: str, args: str, literals: list[str]) -> str | None:
+    """What a call to a library does, in words a rule or guard reads, or None: a recursive
+    delete (`shutil.rmtree`, `fs.rmSync(…, {recursive: true})`, `FileUtils.rm_rf`,
+    `os.RemoveAll`) as `rm -rf`; SQL handed to a database (`DB::statement('DROP …')`,
+    `cursor.execute(…)`) as the SQL; a method named after an action
+    (`s3.delete_bucket(Bucket="prod-assets")`) as its words and its string arguments."""
+    name = re.split(r"\.|::", callee)[-1]
+    words = " ".join(_split_identifier(name))
+    target = literals[0] if literals else (re.findall(r"[\w./~-]+", args) or ["?"])[0]
+    recursive = name.lower() not in ("rm", "delete") or re.search(
+        r"(?i)recursive\s*[:=]\s*true|,\s*true\s*\)?$", args
+    )
+    if _RMTREE.match(name) and recursive:
+        if re.search(r"(?i)tmp|temp|cache|build|dist|scratch", target):
+            return ""  # a temporary or build folder: nothing a guard warns about
+        return f"rm -rf {target}"
+    if name.lower() in _SQL_CALLS and literals:
+        return "; ".join(literals)
+    if set(words.split()) & _API_ACTIONS and literals:
+        return " ".join([words, *literals])
+    if not literals:
+        return f"{callee}()"  # its arguments are names in code (`cache.delete(key)`), not objects
+    return None
+
+
+def _split_identifier(name: str) -> list[str]:
+    """`delete_bucket`, `deleteBucket`, `DeleteBucket` → delete, bucket."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    return spaced.lower().split()
+
+
+def _json_action(raw: str) -> str:
+    """A JSON object an agent states its next step in (`{"action": "rotate_credentials",
+    "target": "postgres prod password"}`) as its string values, names split into words."""
+    if not raw.startswith("{"):
+        return raw
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(data, dict):
+        return raw
+    values = [v for v in data.values() if isinstance(v, str)]  # pyright: ignore[reportUnknownVariableType]
+    return " ".join(" ".join(_split_identifier(v)) if " " not in v else v for v in values) or raw
 
 
 _QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
@@ -1538,7 +1633,7 @@ def acted(text: str) -> str:
     `""` when nothing is asked."""
     if _COMMIT_SUBJECT.match(text.strip()):
         return ""
-    raw = _code_calls(_steps(text.strip()).strip())
+    raw = _code_calls(_json_action(_steps(text.strip()).strip()))
     raw = _DROP_BY.sub("visit", _ADJECTIVE_EMPTY.sub(r"\1 blank", raw))
     if _is_shell(raw.lower()):
         commands = _commands(raw.lower())

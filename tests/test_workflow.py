@@ -237,13 +237,20 @@ def test_idioms_and_code_edits_with_a_risky_verb_are_allowed() -> None:
         assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
 
 
-def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_one(
+def test_a_force_push_to_a_personal_branch_is_allowed_but_not_to_a_shared_or_unnamed_one(
     store: Store,
 ) -> None:
-    lease = "git push --force-with-lease origin"
-    assert session.check(store, f"{lease} feature/login").verdict is Verdict.ALLOW
-    assert session.check(store, f"{lease} main").verdict is Verdict.WARN
-    assert session.check(store, "git push --force origin feature/login").verdict is Verdict.WARN
+    for push in (
+        "git push --force-with-lease origin",
+        "git push --force origin",
+        "git push -f origin",
+    ):
+        assert session.check(store, f"{push} feature/login").verdict is Verdict.ALLOW, push
+        assert session.check(store, f"{push} main").verdict is Verdict.WARN, push
+        assert session.check(store, f"{push} release/2.0").verdict is Verdict.WARN, push
+    # No branch named: the current one may be shared.
+    assert session.check(store, "git push --force").verdict is Verdict.WARN
+    assert session.check(store, "git push origin +feature/x:main").verdict is Verdict.WARN
 
 
 @pytest.mark.parametrize(
@@ -1247,4 +1254,47 @@ def test_other_languages_hosting_clis_and_our_own_doing_act(text: str) -> None:
 def test_new_migration_files_others_doing_and_questions_in_other_languages_ask_nothing(
     text: str,
 ) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # library calls that delete, run SQL or are named after an action
+        'shutil.rmtree("/srv/app/uploads")',
+        "fs.rmSync(path.join(os.homedir(), 'data'), { recursive: true, force: true })",
+        "DB::statement('DROP TABLE sessions');",
+        's3.delete_bucket(Bucket="acme-prod-assets")',
+        # a step stated as JSON
+        '{"action": "rotate_credentials", "target": "postgres prod password"}',
+        # deploy and migration runners; production named inside names and paths
+        "railway up --environment production",
+        "cdk deploy ProdStack --require-approval never",
+        "pulumi up --stack acme/prod --yes",
+        "ansible-playbook -i inventories/production site.yml --tags deploy",
+        "Plan: 1) bump version 2) tag v3.1.0 3) ./scripts/deploy.sh production",
+        "./gradlew flywayMigrate -Pflyway.url=jdbc:postgresql://prod-db:5432/app",
+        'dotnet ef database update --connection "$PROD_CONNECTION_STRING"',
+        "gh api -X DELETE /orgs/acme/actions/secrets/NPM_TOKEN",
+    ],
+)
+def test_library_calls_json_steps_and_deploy_runners_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "shutil.rmtree(tmp_path)",
+        "cache.delete(key)",
+        'cursor.execute("SELECT * FROM users")',
+        '{"action": "run_tests", "target": "unit"}',
+        "pulumi preview --stack acme/prod",
+        "dotnet ef migrations add AddInvoiceIndex",
+        "reproduce the prod bug locally",
+    ],
+)
+def test_harmless_library_calls_previews_and_new_migrations_ask_for_nothing(text: str) -> None:
     assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
