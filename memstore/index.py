@@ -1346,8 +1346,14 @@ _QUERY_STOP_TERMS = frozenset(
 def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
     """The `n` best (score, document), as Whoosh ranks them: a higher score first, then the
     lower document number."""
-    best = heapq.nlargest(n, ((score, -docnum) for docnum, score in scores.items()))
-    return [(score, -neg) for score, neg in best]
+    if len(scores) > n > 0:
+        # The n-th best score first, over bare floats; then only the few at or above it are
+        # ordered as pairs (ties at the cut broken by document number as before).
+        cut = heapq.nlargest(n, scores.values())[-1]
+        best = sorted(((-score, docnum) for docnum, score in scores.items() if score >= cut))
+    else:
+        best = sorted((-score, docnum) for docnum, score in scores.items())
+    return [(-neg, docnum) for neg, docnum in best[:n]]
 
 
 def _parts(q: Any) -> Iterator[Any]:
@@ -1475,10 +1481,16 @@ class _Cache:
                 local = segment.postings[word] = self._read(sub.reader(), word)
                 segment.held += len(local[0])
             norms = self._leaf_norms(searcher, i)
-            for docnum, tf in zip(*local, strict=True):
-                if docnum not in deleted:
-                    ids.append(start + docnum)
-                    scores.append(idf * ((tf * k1) / (tf + norms[docnum])))
+            # Whole lists at once (a word's first search reads every posting it has, so these
+            # loops are most of a cold search's time in a large store).
+            docnums, tfs = local
+            if deleted:
+                kept = [(d, tf) for d, tf in zip(docnums, tfs, strict=True) if d not in deleted]
+                docnums, tfs = [d for d, _ in kept], [tf for _, tf in kept]
+            ids.extend([start + d for d in docnums] if start else docnums)
+            scores.extend(
+                [idf * ((tf * k1) / (tf + norms[d])) for d, tf in zip(docnums, tfs, strict=True)]
+            )
         return ids, scores
 
     def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
