@@ -1705,10 +1705,8 @@ class _Ranker:
         if isinstance(q, Every):  # an empty query lists the newest first
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
-        fused = ranking.fuse(lists, parts=self.explain)
-        if not every_candidate and len(fused) > limit:
-            last = fused[limit - 1].score  # ties with the last: names break them
-            fused = [f for f in fused if f.score >= last]
+        # Ties with the last: names break them.
+        fused = ranking.fuse(lists, parts=self.explain, limit=None if every_candidate else limit)
         hits: list[Hit] = []
         for f in fused:
             fields = self.cache.fields(f.key)

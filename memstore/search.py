@@ -558,11 +558,13 @@ RECALLS_FILE = "recalls.log"
 def _count_recall(store: Store, confirmed: bool) -> None:
     # An append of one byte (O_APPEND: concurrent recalls never tear it), in the ignored cache:
     # counting is no write to the store.
+    path, flags = store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     try:
-        store.cache.mkdir(exist_ok=True)
-        fd = os.open(
-            store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        )
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:  # no cache folder yet
+            store.cache.mkdir(exist_ok=True)
+            fd = os.open(path, flags)
         try:
             os.write(fd, b"c" if confirmed else b"-")
         finally:
