@@ -83,7 +83,7 @@ with _without_unused_modules():
     from whoosh.lang import porter2
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
-    from whoosh.reading import ReaderClosed
+    from whoosh.reading import ReaderClosed, TermNotFound
     from whoosh.searching import Searcher
     from whoosh.writing import CLEAR
 
@@ -1468,12 +1468,13 @@ class _Cache:
     def _score(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         scores: array[float] = array("d")
-        # (Not in the index at all: no idf either, which needs a document.)
-        if ("text", word) not in searcher.reader():
+        # Whoosh's idf (`self.idf`: the same formula, shared with feedback's look-ups), 0 for
+        # a word in no document (it is never 0 otherwise: n + 1 <= N + 1 < e * N).
+        idf = self.idf(searcher, word)
+        if not idf:
             return ids, scores
         # Whoosh's BM25F (`scoring.bm25`) with the same operations in the same order, so the
         # same floats; the per-document part is worked out once per generation.
-        idf = searcher.idf("text", word)
         k1 = BM25_K1 + 1
         for i, (sub, start, segment, deleted) in enumerate(self.leaves):
             local = segment.postings.get(word)
@@ -1496,16 +1497,19 @@ class _Cache:
     def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         frequencies: array[float] = array("f")
-        if ("text", word) in reader:
-            # A running count: adding up every cached word's postings at each read cost more
-            # than the read itself once a few hundred words were cached.
-            if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
-                for segment in self.segments.values():
-                    segment.postings.clear()
-                    segment.held = 0
-            for block, weights in _blocks(reader.postings("text", word)):
-                ids.extend(block)
-                frequencies.extend(weights)
+        try:  # one look-up of the word, where asking whether the segment holds it took two
+            postings = reader.postings("text", word)
+        except TermNotFound:
+            return ids, frequencies
+        # A running count: adding up every cached word's postings at each read cost more
+        # than the read itself once a few hundred words were cached.
+        if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
+            for segment in self.segments.values():
+                segment.postings.clear()
+                segment.held = 0
+        for block, weights in _blocks(postings):
+            ids.extend(block)
+            frequencies.extend(weights)
         return ids, frequencies
 
     def _leaf_norms(self, searcher: Searcher, leaf: int) -> list[float]:
