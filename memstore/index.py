@@ -1350,7 +1350,8 @@ def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
         # The n-th best score first, over bare floats; then only the few at or above it are
         # ordered as pairs (ties at the cut broken by document number as before).
         cut = heapq.nlargest(n, scores.values())[-1]
-        best = sorted(((-score, docnum) for docnum, score in scores.items() if score >= cut))
+        best = [(-score, docnum) for docnum, score in scores.items() if score >= cut]
+        best.sort()
     else:
         best = sorted((-score, docnum) for docnum, score in scores.items())
     return [(-neg, docnum) for neg, docnum in best[:n]]

@@ -78,13 +78,10 @@ def fuse(
             if score != last:  # equal scores share the better rank: no order among them
                 rank, last = place, score
             share = weight * k / (k + rank)
-            found = shares.get(key)
-            if found is None:
-                scores[key] = share
-                shares[key] = [(name, rank, score, share)]
-            else:
-                scores[key] += share
-                found.append((name, rank, score, share))
+            before = scores.get(key)
+            scores[key] = share if before is None else before + share
+            if parts:
+                shares.setdefault(key, []).append((name, rank, score, share))
     rounded = {key: round(score, 4) for key, score in scores.items()}
     # A stable sort of the keys in the order first seen: equal fused scores keep that order.
     order = sorted(rounded, key=lambda key: -rounded[key])
