@@ -13,6 +13,8 @@ their ratio is the figure to quote. The official server-memory (installed as
 Parts:
   write        memory_store on a store growing from empty to --writes memories (LoCoMo turns)
   recall       memory_recall of each LoCoMo conv-43 question on its 680 turns
+  large        memory_recall of --queries generated queries (1-4 words, each asked once, as
+               compare.py asks them) on --large generated memories
   concurrency  --procs servers x --serve-writes memory_store at once, --rounds per side;
                then checks nothing was lost, left locked or missed by search
 """
@@ -45,6 +47,7 @@ from compare import (
     peer_params,
     round_trips,
     store_arguments,
+    synthetic,
     turn_memory,
     verify,
     write_files,
@@ -194,6 +197,35 @@ async def part_recall(opts: argparse.Namespace, tmp: Path, servers: Servers) -> 
     return lines + ratios(times)
 
 
+async def part_large(opts: argparse.Namespace, tmp: Path, servers: Servers) -> list[str]:
+    memories, text = synthetic(opts.large)
+    rng = random.Random(11)  # compare.py's queries
+    queries = [text.sample(rng.randint(1, 4)) for _ in range(opts.queries)]
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        for side in SIDES:
+            root = tmp / f"large-{side}"
+            init(opts.python[side], root)
+            write_files(root, memories)
+            reindex(opts.python[side], root)
+            clients[side] = await stack.enter_async_context(
+                connect(params(opts.python[side], root, "reader"), servers)
+            )
+        for client in clients.values():
+            await client.call_tool("memory_recall", {"query": "warm up"})
+
+        def call(q: str) -> Callable[[str, Client], Any]:
+            def run(side: str, client: Client) -> Any:
+                return client.call_tool("memory_recall", {"query": q})
+
+            return run
+
+        times = await alternate(clients, [call(q) for q in queries])
+    lines = [f"## large: {opts.large} memories, {len(queries)} queries of 1-4 words, each once"]
+    lines += [row(side, times[side]) for side in clients]
+    return lines + ratios(times)
+
+
 async def writers(
     python: str, root: Path, opts: argparse.Namespace, outcome: Outcome, servers: Servers
 ) -> float:
@@ -251,7 +283,12 @@ async def part_concurrency(opts: argparse.Namespace, tmp: Path, servers: Servers
     return [*lines, f"A / B: {a / b:.2f}", *checks]
 
 
-PARTS = {"write": part_write, "recall": part_recall, "concurrency": part_concurrency}
+PARTS = {
+    "write": part_write,
+    "recall": part_recall,
+    "large": part_large,
+    "concurrency": part_concurrency,
+}
 
 
 async def main() -> None:
@@ -264,6 +301,8 @@ async def main() -> None:
     parser.add_argument("--conversation", default="conv-43")
     parser.add_argument("--writes", type=int, default=1000, help="write: memories (1000)")
     parser.add_argument("--recall-rounds", type=int, default=2, help="recall: rounds (2)")
+    parser.add_argument("--large", type=int, default=10_000, help="large: memories (10000)")
+    parser.add_argument("--queries", type=int, default=200, help="large: queries (200)")
     parser.add_argument("--procs", type=int, default=8, help="concurrency: servers (8)")
     parser.add_argument("--serve-writes", type=int, default=50, help="concurrency: each (50)")
     parser.add_argument("--rounds", type=int, default=2, help="concurrency: rounds per side")
