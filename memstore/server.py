@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import fields, is_dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -85,9 +85,10 @@ def hits_data(hits: "list[search.Hit]") -> list[dict[str, Any]]:
         for f in fields(hit):
             value = getattr(hit, f.name)
             if type(value) is tuple:
-                value = list(value)  # pyright: ignore[reportUnknownArgumentType]
-                if any(type(v) is not str for v in value):  # pyright: ignore[reportUnknownVariableType]
+                items = cast(tuple[object, ...], value)
+                if any(type(v) is not str for v in items):
                     return plain(hits)
+                value = list(items)
             elif type(value) not in _JSON_TYPES:
                 return plain(hits)
             row[f.name] = value
@@ -254,7 +255,7 @@ def build_server(
         if found.expired and hits:
             notes.append(render_text.expired_text([h.name for h in found.expired]))
         shown = render_text.hits_text(hits, query=query, index_view=index, notes=notes)
-        data = {"results": hits_data(hits)}
+        data: dict[str, Any] = {"results": hits_data(hits)}
         if found.expired:
             data["expired"] = [h.name for h in found.expired]
         return result(shown, data)
