@@ -18,6 +18,7 @@ import importlib.util
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,10 @@ class Model:
     ident: str
     """The folder and its weights file's size and modification time."""
     embedder: Embedder
+    centre: bool = True
+    """Compare vectors after taking away the store's mean vector: a static model's vectors
+    share a common direction that makes every memory look somewhat like every question (a
+    transformer's do not, and centring them lowered the banks' figures)."""
 
     def vectors(self, texts: Sequence[str]) -> Any:
         """Unit-length float32 rows, one per text (a zero row for a text with no known token)."""
@@ -109,11 +114,13 @@ def _cached(name: str) -> Path | None:
 
 
 def load(spec: str, root: Path) -> Model:
-    """The model2vec model `spec` names (see `resolve`), from this machine only.
+    """The model `spec` names (see `resolve`), from this machine only: a BERT sentence encoder
+    (a sentence-transformers folder, e.g. all-MiniLM-L6-v2, see `Transformer`) or a static
+    model2vec model.
 
     Raises:
         InvalidMemory: when the model is not on this machine, the semantic extra is not
-            installed, or the folder holds no model2vec model.
+            installed, or the folder holds neither kind of model.
     """
     folder = resolve(spec, root)
     if not available():
@@ -121,6 +128,18 @@ def load(spec: str, root: Path) -> Model:
             f"embedding_model is set but the semantic extra is not installed: "
             f"pip install 'memstore[{EXTRA}]'"
         )
+    if _transformer(folder):
+        if "numpy" not in sys.modules:
+            # A query's matrices are small: BLAS threads cost more than they give (3x slower
+            # on a busy 2-core machine), and must be chosen before numpy loads.
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        try:
+            encoder = Transformer(folder)
+        except Exception as e:  # the tokenizers library raises plain Exception for a bad file
+            raise InvalidMemory(
+                f"embedding_model {spec!r}: cannot read the encoder in {folder} ({e})"
+            ) from e
+        return Model(spec, folder, _ident(folder), encoder, centre=False)
     # Belt and braces: the folder is local, and the hub client is told not to go online.
     os.environ["HF_HUB_OFFLINE"] = "1"
     from model2vec import StaticModel
@@ -132,6 +151,161 @@ def load(spec: str, root: Path) -> Model:
             f"embedding_model {spec!r}: {folder} holds no model2vec model ({e})"
         ) from e
     return Model(spec, folder, _ident(folder), model)
+
+
+def _transformer(folder: Path) -> bool:
+    """Whether `folder` holds a BERT encoder's weights (rather than a static model's)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("model_type") == "bert"
+
+
+LENGTH_MAX = 128
+"""How many tokens of a text the encoder reads: a memory's name, description and first
+lines say what it is about; reading all 256 the model allows costs twice as much per memory
+for no gain on the banks (docs/benchmarks.md)."""
+
+
+class Transformer:
+    """A BERT sentence encoder run with numpy: the folder's `tokenizer.json` (the `tokenizers`
+    library) and `model.safetensors`, memory-mapped (a process touches only the pages it uses),
+    mean pooling over the tokens as sentence-transformers' all-MiniLM-L6-v2 does.
+
+    Inference only, in float32 (a float64 operand sends numpy's matmul down a loop a hundred
+    times slower)."""
+
+    def __init__(self, folder: Path) -> None:
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = np.float32(config.get("layer_norm_eps", 1e-12))
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(
+            min(LENGTH_MAX, int(config.get("max_position_embeddings", 512)))
+        )
+        self.w = _safetensors(folder / "model.safetensors")
+        for name in ("embeddings.word_embeddings.weight", "encoder.layer.0.output.dense.bias"):
+            if name not in self.w:
+                raise KeyError(f"no {name} in model.safetensors")
+
+    def encode(self, sentences: Sequence[str]) -> Any:
+        """One mean-pooled vector per sentence; sentences of like length are run together."""
+        import numpy as np
+
+        encoded = [e.ids for e in self.tokenizer.encode_batch(list(sentences))]
+        out = np.zeros(
+            (len(encoded), self.w["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32
+        )
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        batch = 32
+        for start in range(0, len(order), batch):
+            chunk = order[start : start + batch]
+            length = max(len(encoded[i]) for i in chunk)
+            ids = np.zeros((len(chunk), length), dtype=np.int64)
+            mask = np.zeros((len(chunk), length), dtype=np.float32)
+            for row, i in enumerate(chunk):
+                ids[row, : len(encoded[i])] = encoded[i]
+                mask[row, : len(encoded[i])] = 1.0
+            hidden = self._forward(ids, mask)
+            sums = (hidden * mask[:, :, None]).sum(1)
+            out[chunk] = sums / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        return out
+
+    def _norm(self, x: Any, name: str) -> Any:
+        import numpy as np
+
+        mean = x.mean(-1, keepdims=True)
+        centred = x - mean
+        var = (centred * centred).mean(-1, keepdims=True)
+        return centred / np.sqrt(var + self.eps) * self.w[f"{name}.weight"] + self.w[f"{name}.bias"]
+
+    def _linear(self, x: Any, name: str) -> Any:
+        # torch's Linear keeps (out, in): its transpose is a view BLAS reads as it is.
+        flat = x.reshape(-1, x.shape[-1]) @ self.w[f"{name}.weight"].T + self.w[f"{name}.bias"]
+        return flat.reshape(*x.shape[:-1], -1)
+
+    def _forward(self, ids: Any, mask: Any) -> Any:
+        import numpy as np
+
+        w = self.w
+        batch, length = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length][None]
+            + w["embeddings.token_type_embeddings.weight"][0][None, None]
+        )
+        x = self._norm(x, "embeddings.LayerNorm")
+        hidden = x.shape[-1]
+        size = hidden // self.heads
+        bias = (1.0 - mask[:, None, None, :]) * np.float32(-1e9)
+        scale = np.float32(1 / np.sqrt(size))
+
+        def split(t: Any) -> Any:
+            return t.reshape(batch, length, self.heads, size).transpose(0, 2, 1, 3)
+
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}"
+            q = split(self._linear(x, f"{p}.attention.self.query"))
+            k = split(self._linear(x, f"{p}.attention.self.key"))
+            v = split(self._linear(x, f"{p}.attention.self.value"))
+            scores = q @ k.transpose(0, 1, 3, 2) * scale + bias
+            scores -= scores.max(-1, keepdims=True)
+            probs = np.exp(scores)
+            probs /= probs.sum(-1, keepdims=True)
+            context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
+            x = self._norm(
+                self._linear(context, f"{p}.attention.output.dense") + x,
+                f"{p}.attention.output.LayerNorm",
+            )
+            inner = self._linear(x, f"{p}.intermediate.dense")
+            inner = 0.5 * inner * (1.0 + _erf(inner * np.float32(1 / np.sqrt(2.0))))
+            x = self._norm(self._linear(inner, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
+        return x
+
+
+def _erf(x: Any) -> Any:
+    """erf by Abramowitz and Stegun 7.1.26 (absolute error under 1.5e-7), for BERT's exact
+    GELU without scipy."""
+    import numpy as np
+
+    a = np.abs(x)
+    t = 1.0 / (1.0 + np.float32(0.3275911) * a)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    return np.sign(x) * (1.0 - poly.astype(np.float32) * np.exp(-a * a))
+
+
+_DTYPES = {"F32": "<f4", "F16": "<f2"}
+
+
+def _safetensors(path: Path) -> dict[str, Any]:
+    """The floating-point tensors of a safetensors file as float32 arrays over a read-only
+    memory map (no copy for float32 weights), names without a `bert.` prefix."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    start = 8 + size
+    tensors: dict[str, Any] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _DTYPES.get(info["dtype"])
+        if dtype is None:
+            continue  # e.g. BERT's int64 position ids: no weight the forward pass reads
+        begin, end = info["data_offsets"]
+        array = data[start + begin : start + end].view(dtype).reshape(info["shape"])
+        tensors[name.removeprefix("bert.")] = array.astype(np.float32, copy=False)
+    return tensors
 
 
 def _ident(folder: Path) -> str:
@@ -146,10 +320,6 @@ def _ident(folder: Path) -> str:
 
 
 # -- the vectors cache ------------------------------------------------------------------------
-
-CENTER = True
-"""Compare vectors after taking away the store's mean vector: a static model's vectors share a
-common direction that makes every memory look somewhat like every question."""
 
 SAVE_ALWAYS = 2000
 """Up to this many memories, the cache on disk is rewritten at every change."""
@@ -194,7 +364,8 @@ class Vectors:
             if stamp == self._stamp:
                 return
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            matrix = np.load(data_path, allow_pickle=False)
+            # Memory-mapped: a process that asks one question reads only what it needs.
+            matrix = np.load(data_path, mmap_mode="r", allow_pickle=False)
             paths, digests = list(meta["paths"]), list(meta["digests"])
             if meta.get("model") != self.model.ident or len(paths) != matrix.shape[0]:
                 raise ValueError("another model's vectors")
@@ -301,7 +472,7 @@ class Vectors:
         query = self.model.vectors([text])[0]
         if not query.any():
             return []  # no word of the query is known to the model
-        if CENTER and len(paths) > 1:
+        if self.model.centre and len(paths) > 1:
             centred, mean = self._centred()
             query = query - mean
             query = query / (np.linalg.norm(query) or 1.0)
