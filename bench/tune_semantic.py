@@ -27,6 +27,7 @@ from semantic import bank_store  # noqa: E402
 
 from memstore import embedding, index, search  # noqa: E402
 from memstore.search import Query  # noqa: E402
+from memstore.store import Store  # noqa: E402
 
 
 def _remember_queries() -> None:
@@ -51,10 +52,11 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=HERE / ".models" / "minilm-static")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--weight", nargs="+", default=["0", "0.25"])
-    ap.add_argument("--weak-weight", nargs="+", default=["1", "2"])
-    ap.add_argument("--weak-bm25", nargs="+", default=["8", "12", "1e9"])
-    ap.add_argument("--min-cosine", nargs="+", default=["0.4", "0.6"])
-    ap.add_argument("--new-cosine", nargs="+", default=["0.2", "0.3"])
+    ap.add_argument("--weak-weight", nargs="+", default=["1", "1.25", "2"])
+    ap.add_argument("--weak-bm25", nargs="+", default=["8", "16", "24", "40"])
+    ap.add_argument("--min-cosine", nargs="+", default=["0.5"])
+    ap.add_argument("--new-cosine", nargs="+", default=["0.15", "0.2", "0.3"])
+    ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
     # A first grid (weights 0.25-1, weak weight 2-3, weak below 0-8, minimum cosine 0.2-0.3
@@ -76,15 +78,20 @@ def main() -> None:
         "DENSE_NEW_COSINE": tuple(float(v) for v in args.new_cosine),
     }
     _remember_queries()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.work or Path(scratch)
         stores = []
         for conv in conversations:
             root = Path(tmp) / conv.sample_id
-            store = build_store(root, conv, links=False, captions=False, model=args.model.resolve())
-            search.reindex(store)
+            if (root / ".memstore" / "vectors" / "vectors.npy").is_file():
+                store = Store(root, agent="bench")  # built, and embedded, by an earlier run
+            else:
+                model = args.model.resolve()
+                store = build_store(root, conv, links=False, captions=False, model=model)
+                search.reindex(store)
             stores.append((store, conv))
         dev, dev_questions = bank_store(
-            Path(tmp) / "dev", args.model.resolve(), HERE / "reworded_dev.yaml"
+            Path(scratch) / "dev", args.model.resolve(), HERE / "reworded_dev.yaml"
         )
         rows = []
         off = None

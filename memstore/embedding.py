@@ -324,7 +324,8 @@ def _ident(folder: Path) -> str:
 SAVE_ALWAYS = 2000
 """Up to this many memories, the cache on disk is rewritten at every change."""
 SAVE_CHANGED = 32
-"""Above it, only when at least this many memories were embedded or dropped at once."""
+"""Above it, only when at least this many memories were embedded or dropped at once (for a
+static model; an encoder's rows are always kept)."""
 
 VECTORS = "vectors"
 """The cache's folder in `.memstore/`, beside `index/`."""
@@ -418,10 +419,12 @@ class Vectors:
             matrix = np.concatenate(rows, axis=0) if rows else np.zeros((0, 0), np.float32)
             self.paths, self.digests, self.matrix = paths, sums, matrix
             self._row = {p: i for i, p in enumerate(paths)}
-            # Rewriting the whole matrix for a few rows costs more than embedding them again:
-            # a large store's cache is written when many changed, and a process that reads an
-            # older one embeds the few rows it lacks.
-            if len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
+            # For a static model, rewriting the whole matrix for a few rows costs more than
+            # embedding them again: a large store's cache is written when many changed, and a
+            # process that reads an older one embeds the few rows it lacks. An encoder takes
+            # tens of milliseconds per memory: what it embedded is always kept.
+            static = not isinstance(self.model.embedder, Transformer)
+            if not static or len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
                 self._save()
             self._synced = state
             return len(texts)

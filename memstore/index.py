@@ -138,17 +138,17 @@ DENSE_WEIGHT = 0.0
 `DENSE_WEAK_BM25`): none, so such a query is not even embedded; with all-MiniLM-L6-v2,
 re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by nothing and Hit@5
 by +0.003, for a transformer pass on every search."""
-DENSE_WEIGHT_WEAK = 1.0
+DENSE_WEIGHT_WEAK = 1.25
 """Its weight when the words found little (2 lowered LoCoMo's tuning Hit@5 by 0.03-0.06)."""
-DENSE_WEAK_BM25 = 16.0
+DENSE_WEAK_BM25 = 24.0
 """Below this best BM25F score, the question is taken as worded unlike the memories: the
 dense list joins the fusion, bringing in memories the words did not find
 (`DENSE_NEW_COSINE`) and re-ordering theirs (`DENSE_MIN_COSINE`)."""
 DENSE_MIN_COSINE = 0.5
 """A memory the words found is re-ordered by the dense list only from this cosine up."""
-DENSE_NEW_COSINE = 0.2
-"""A memory the words did not find joins from this cosine up (0.3 lost the development
-bank's Hit@5, 0.92 -> 0.83). All five chosen with bench/tune_semantic.py on all-MiniLM-L6-v2
+DENSE_NEW_COSINE = 0.15
+"""A memory the words did not find joins from this cosine up (0.2 lost the development
+bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on all-MiniLM-L6-v2
 (see docs/benchmarks.md)."""
 
 RACY_NS = 2_000_000_000
