@@ -148,8 +148,8 @@ DENSE_MIN_COSINE = 0.5
 """A memory the words found is re-ordered by the dense list only from this cosine up."""
 DENSE_NEW_COSINE = 0.15
 """A memory the words did not find joins from this cosine up (0.2 lost the development
-bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on all-MiniLM-L6-v2
-(see docs/benchmarks.md)."""
+bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on
+all-MiniLM-L6-v2 (see docs/benchmarks.md)."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
