@@ -130,7 +130,7 @@ def load(spec: str, root: Path) -> Model:
         )
     if _transformer(folder):
         if "numpy" not in sys.modules:
-            # A query's matrices are small: BLAS threads cost more than they give (3x slower
+            # A query's matrices are small: BLAS threads cost more than they give (2.3x slower
             # on a busy 2-core machine), and must be chosen before numpy loads.
             os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
@@ -421,8 +421,8 @@ class Vectors:
             self._row = {p: i for i, p in enumerate(paths)}
             # For a static model, rewriting the whole matrix for a few rows costs more than
             # embedding them again: a large store's cache is written when many changed, and a
-            # process that reads an older one embeds the few rows it lacks. An encoder takes
-            # tens of milliseconds per memory: what it embedded is always kept.
+            # process that reads an older one embeds the few rows it lacks. An encoder takes a
+            # tenth of a second or more per memory: what it embedded is always kept.
             static = not isinstance(self.model.embedder, Transformer)
             if not static or len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
                 self._save()
