@@ -65,10 +65,10 @@ def bank_store(
     return store, [(q["q"], q["expect"]) for q in data["questions"]]
 
 
-def quality(tmp: Path, model: Path) -> None:
+def quality(tmp: Path, model: Path, bank: Path = BANK) -> None:
     rows = []
     for label, with_model in (("words only (extra off)", None), ("words + meaning", model)):
-        store, questions = bank_store(tmp / f"bank-{len(rows)}", with_model)
+        store, questions = bank_store(tmp / f"bank-{len(rows)}", with_model, bank)
         ranks = []
         for question, expect in questions:
             names = [h.name for h in search.search(store, Query(question, limit=10))]
@@ -85,7 +85,7 @@ def quality(tmp: Path, model: Path) -> None:
             misses = [q for (q, _), r in zip(questions, ranks, strict=True) if not r or r > 5]
             print(f"# missed at 5 with meaning: {misses}")
     n = len(rows[0][1])
-    print(f"# reworded bank: {n} questions, {BANK.name}")
+    print(f"# reworded bank: {n} questions, {bank.name}")
     print("| search | Hit@5 | MRR@10 |")
     print("|---|---|---|")
     for label, ranks in rows:
@@ -225,6 +225,7 @@ def costs(tmp: Path, model: Path, size: int, queries: int, cli_runs: int, sample
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--bank", type=Path, default=BANK)
     ap.add_argument("--size", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--cli-runs", type=int, default=10)
@@ -237,7 +238,7 @@ def main() -> None:
         f"Python {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        quality(Path(tmp), model)
+        quality(Path(tmp), model, args.bank)
         if not args.skip_costs:
             costs(Path(tmp), model, args.size, args.queries, args.cli_runs, args.sample)
 
