@@ -1,15 +1,17 @@
 """Semantic recall's benchmark: quality on the reworded bank, and what it costs, side by side
 with search by words alone in the same run.
 
-    .venv/bin/python bench/distill.py      # once: bench/.models/minilm-static
-    .venv/bin/python bench/semantic.py [--model bench/.models/minilm-static] [--size 10000]
+    .venv/bin/python bench/distill.py      # once: bench/.models/all-MiniLM-L6-v2, minilm-static
+    .venv/bin/python bench/semantic.py [--model bench/.models/all-MiniLM-L6-v2] [--size 10000]
+        [--bank bench/reworded_fresh.yaml] [--sample 200] [--skip-costs]
 
-1. The reworded bank (bench/reworded_bank.yaml, written before any tuning and never tuned
-   against): Hit@5 and MRR@10 with the extra off, on, and the dense list alone.
+1. A reworded bank (bench/reworded_bank.yaml, or the second, bench/reworded_fresh.yaml; both
+   never tuned against): Hit@5 and MRR@10 with the extra off, on, and the dense list alone.
 2. At `--size` generated memories (bench/latency.py's generator): in-process search p50/p95
-   by words and with semantic recall, the first search's embedding of the whole store, a
-   write (`Store.add`: file and git commit) with and without a model configured, and the CLI's
-   `memstore search` start to finish.
+   by words and with semantic recall (and how many queries the words answer poorly, which
+   alone embed the query), the encoder's embedding rate on `--sample` memories, writes
+   (`Store.add`: file and git commit) alternately with and without a model configured, and
+   the CLI's `memstore search` start to finish.
 """
 
 from __future__ import annotations
