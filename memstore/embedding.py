@@ -327,6 +327,9 @@ SAVE_CHANGED = 32
 """Above it, only when at least this many memories were embedded or dropped at once (for a
 static model; an encoder's rows are always kept)."""
 
+CHUNK = 256
+"""An encoder embeds this many memories at a time, merging and saving the rows after each."""
+
 VECTORS = "vectors"
 """The cache's folder in `.memstore/`, beside `index/`."""
 
@@ -345,6 +348,9 @@ class Vectors:
         self.dir = directory
         self.model = model
         self._mutex = threading.Lock()
+        """Guards the rows (held briefly: never while embedding)."""
+        self._embedding = threading.Lock()
+        """Held by the one thread bringing the rows in step (see `sync`)."""
         self.paths: list[str] = []
         self.digests: list[str] = []
         self.matrix: Any = None
@@ -386,36 +392,66 @@ class Vectors:
         """Bring the rows in step with `digests` (path → content digest, as the search index
         holds them): embed `text(path)` for new or changed paths, drop gone ones. `state`
         identifies `digests` (e.g. the manifest's stamp): the same state again costs nothing.
-        Returns how many texts were embedded."""
+        While another thread of this process is embedding, returns at once: a search then
+        reads the rows there are. Returns how many texts were embedded."""
+        if not self._embedding.acquire(blocking=False):
+            return 0
+        try:
+            with self._mutex:
+                if state is not None and state == self._synced:
+                    return 0
+                self._load()  # another process may have brought it further
+                held = dict(zip(self.paths, self.digests, strict=True))
+            changed = [p for p, d in digests.items() if held.get(p) != d]
+            gone = {p for p in held if p not in digests}
+            static = not isinstance(self.model.embedder, Transformer)
+            # An encoder's first pass over a large store takes many minutes: it is embedded
+            # in chunks outside the mutex, so searches meanwhile read the rows so far, and
+            # each chunk is kept on disk as it is done.
+            chunk = len(changed) if static else CHUNK
+            done = 0
+            for start in range(0, len(changed), max(chunk, 1)):
+                part = changed[start : start + chunk]
+                texts: list[str] = []
+                kept_new: list[tuple[str, str]] = []
+                for path in part:
+                    found = text(path)
+                    if found is not None:
+                        texts.append(found[:TEXT_MAX])
+                        kept_new.append((path, digests[path]))
+                fresh = self.model.vectors(texts) if texts else None
+                self._merge(set(part) | gone, kept_new, fresh, static, len(texts) + len(gone))
+                gone = set()
+                done += len(texts)
+            if gone:
+                self._merge(gone, [], None, static, len(gone))
+            with self._mutex:
+                self._synced = state
+            return done
+        finally:
+            self._embedding.release()
+
+    def _merge(
+        self,
+        drop: set[str],
+        new: list[tuple[str, str]],
+        fresh: Any,
+        static: bool,
+        count: int,
+    ) -> None:
+        """Replace the rows of `drop` by `new`'s (path, digest) with `fresh` rows, and keep the
+        cache on disk in step (see `SAVE_ALWAYS`)."""
         import numpy as np
 
         with self._mutex:
-            if state is not None and state == self._synced:
-                return 0
-            self._load()  # another process may have brought it further
-            held = dict(zip(self.paths, self.digests, strict=True))
-            changed = [p for p, d in digests.items() if held.get(p) != d]
-            gone = [p for p in held if p not in digests]
-            if not changed and not gone:
-                self._synced = state
-                return 0
-            texts: list[str] = []
-            kept_new: list[tuple[str, str]] = []
-            for path in changed:
-                found = text(path)
-                if found is not None:
-                    texts.append(found[:TEXT_MAX])
-                    kept_new.append((path, digests[path]))
-            fresh = self.model.vectors(texts) if texts else None
-            drop = set(gone) | {p for p in changed}
             keep = [i for i, p in enumerate(self.paths) if p not in drop]
             rows: list[Any] = []
             if self.matrix is not None and keep:
                 rows.append(self.matrix[keep])
             if fresh is not None and len(fresh):
                 rows.append(fresh)
-            paths = [self.paths[i] for i in keep] + [p for p, _ in kept_new]
-            sums = [self.digests[i] for i in keep] + [d for _, d in kept_new]
+            paths = [self.paths[i] for i in keep] + [p for p, _ in new]
+            sums = [self.digests[i] for i in keep] + [d for _, d in new]
             matrix = np.concatenate(rows, axis=0) if rows else np.zeros((0, 0), np.float32)
             self.paths, self.digests, self.matrix = paths, sums, matrix
             self._row = {p: i for i, p in enumerate(paths)}
@@ -423,11 +459,8 @@ class Vectors:
             # embedding them again: a large store's cache is written when many changed, and a
             # process that reads an older one embeds the few rows it lacks. An encoder takes a
             # tenth of a second or more per memory: what it embedded is always kept.
-            static = not isinstance(self.model.embedder, Transformer)
-            if not static or len(paths) <= SAVE_ALWAYS or len(texts) + len(gone) >= SAVE_CHANGED:
+            if not static or len(paths) <= SAVE_ALWAYS or count >= SAVE_CHANGED:
                 self._save()
-            self._synced = state
-            return len(texts)
 
     def current(self, state: object) -> bool:
         """Whether the rows were last brought in step with this manifest `state`."""

@@ -428,3 +428,41 @@ def test_the_encoder_is_loaded_only_for_a_question_the_words_answer_poorly(
     assert not (store.cache / "vectors").exists()
     names(store, "storage space")  # no word of it is in any memory: the encoder is asked
     assert up.vectors is not None and len(vectors_of(store)) == 34
+
+
+def test_a_search_does_not_wait_while_another_thread_embeds(semantic: Store) -> None:
+    seed(semantic)
+    assert names(semantic, "storage full") == ["ci-runner-disk"]
+    vectors = search.upkeep(semantic).vectors
+    assert vectors is not None
+    semantic.add("volume-alerts", type="fact", description="Alert when a volume is 90% full")
+    with vectors._embedding:  # pyright: ignore[reportPrivateUsage]  # as a watcher's long pass
+        assert "volume-alerts" in names(semantic, "volume alerts")  # by words, at once
+        assert "fact/volume-alerts.md" not in vectors_of(semantic)
+    names(semantic, "storage full")
+    assert "fact/volume-alerts.md" in vectors_of(semantic)
+
+
+def test_an_encoder_embeds_a_store_in_chunks_kept_as_they_are_done(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "CHUNK", 3)
+    build_bert(tmp_path / "bert")
+    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
+    seed(store)
+    for i in range(6):
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    up = search.upkeep(store)
+    up.catch_up(store)  # the index first: the vectors follow its manifest
+    saved: list[int] = []
+    monkeypatch.setattr(
+        embedding.Vectors,
+        "_save",
+        lambda self: saved.append(len(self.paths)),  # pyright: ignore[reportUnknownLambdaType, reportUnknownMemberType, reportUnknownArgumentType]
+    )
+    assert up.embed(store) == 10
+    assert saved == [3, 6, 9, 10]
+    vectors = up.vectors
+    assert vectors is not None and sorted(vectors.paths) == sorted(
+        up.index.files()[1]  # type: ignore[index]
+    )
