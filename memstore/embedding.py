@@ -1,9 +1,11 @@
-"""Semantic recall's parts: a static embedding model (model2vec) loaded from this machine only,
+"""Semantic recall's parts: an embedding model loaded from this machine only — a BERT sentence
+encoder such as all-MiniLM-L6-v2 run with numpy (`Transformer`), or a static model2vec model —
 and the memories' vectors, a derived cache beside the search index (see docs/search.md).
 
-Both are optional: numpy and model2vec come with `pip install 'memstore[semantic]'`, and are
-imported only when a store names a model (`embedding_model:` in memstore.yaml). Nothing here
-ever downloads: a model is a local folder or one already in the machine's model cache.
+Both are optional: numpy, tokenizers and model2vec come with `pip install 'memstore[semantic]'`,
+and are imported only when the model is needed (`embedding_model:` in memstore.yaml names
+it). Nothing here ever downloads: a model is a local folder or one already in the machine's
+model cache.
 """
 
 # numpy's and model2vec's types are only partly known to pyright (and optional at run time):
@@ -45,7 +47,8 @@ class Embedder(Protocol):
 
 def available() -> bool:
     """Whether the semantic extra's libraries are installed (nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("numpy", "model2vec"))
+    names = ("numpy", "tokenizers", "model2vec")
+    return all(importlib.util.find_spec(name) is not None for name in names)
 
 
 @dataclass(frozen=True, slots=True)
