@@ -64,8 +64,8 @@ class Model:
     embedder: Embedder
     centre: bool = True
     """Compare vectors after taking away the store's mean vector: a static model's vectors
-    share a common direction that makes every memory look somewhat like every question (a
-    transformer's do not, and centring them lowered the banks' figures)."""
+    share a common direction that makes every memory look somewhat like every question. An
+    encoder's are compared as they are (the fusion was tuned on them so)."""
 
     def vectors(self, texts: Sequence[str]) -> Any:
         """Unit-length float32 rows, one per text (a zero row for a text with no known token)."""
