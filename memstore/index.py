@@ -133,23 +133,23 @@ Digest = Callable[[str], str]
 Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
-DENSE_WEIGHT = 0.25
-"""The dense list's weight in the fusion when the words found something to go by: it then
-only re-orders memories whose words score alike (0.5 and 1 lowered LoCoMo's Recall@10)."""
-DENSE_WEIGHT_WEAK = 1.0
-"""Its weight when the words found little (their best BM25F score below `DENSE_WEAK_BM25`)."""
-DENSE_WEAK_BM25 = 8.0
-"""Below this best BM25F score, the question is taken as worded unlike the memories: the dense
-list may bring in memories the words did not find (`DENSE_NEW_COSINE`), with its weak weight."""
+DENSE_WEIGHT = 0.0
+"""The dense list's weight when the words found enough to go by (best BM25F score at least
+`DENSE_WEAK_BM25`): none, so such a query is not even embedded; with all-MiniLM-L6-v2,
+re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by nothing and Hit@5
+by +0.003, for a transformer pass on every search."""
+DENSE_WEIGHT_WEAK = 1.25
+"""Its weight when the words found little (2 lowered LoCoMo's tuning Hit@5 by 0.03-0.06)."""
+DENSE_WEAK_BM25 = 24.0
+"""Below this best BM25F score, the question is taken as worded unlike the memories: the
+dense list joins the fusion, bringing in memories the words did not find
+(`DENSE_NEW_COSINE`) and re-ordering theirs (`DENSE_MIN_COSINE`)."""
 DENSE_MIN_COSINE = 0.5
-"""A memory the words found is re-ordered by the dense list only from this cosine up (at 0.3,
-LoCoMo's tuning Hit@5 fell from 0.632 to 0.593 for +0.004 Recall@10)."""
-DENSE_NEW_COSINE = 0.1
-"""A memory the words did not find joins, when they found little, from this cosine up (after
-centring, see `embedding.CENTER`, the memory a reworded question wants has a cosine around
-0.2). All five chosen with bench/tune_semantic.py (see docs/benchmarks.md)."""
-"""Memories less similar than this to the query are no candidates of the dense list: every
-memory has some cosine with any question, and the nearest of unrelated ones is noise."""
+"""A memory the words found is re-ordered by the dense list only from this cosine up."""
+DENSE_NEW_COSINE = 0.15
+"""A memory the words did not find joins from this cosine up (0.2 lost the development
+bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on
+all-MiniLM-L6-v2 (see docs/benchmarks.md)."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
@@ -1831,12 +1831,14 @@ class _Ranker:
         """Semantic recall's list: the memories nearest the query by meaning that pass the
         filter and mask, their cosines times each one's boost; memories the words did not find
         only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
+        best = first.entries[0][1] if first.entries else 0.0
+        weak = best < DENSE_WEAK_BM25
+        if not weak and DENSE_WEIGHT <= 0:
+            return None  # the words found enough: the query is not even embedded
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
         found = {docnum for docnum, _ in first.entries}
-        best = first.entries[0][1] if first.entries else 0.0
-        weak = best < DENSE_WEAK_BM25
         # What the words found, the dense list re-orders; a memory they did not find joins
         # only when they found little (weak), the question then being worded unlike it.
         floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE

@@ -88,6 +88,8 @@ class Upkeep:
         """Semantic recall's vectors, once its model is loaded (see `semantic`)."""
         self.semantic_off: str | None = None
         """Why semantic recall is off, once looked at: "" while it is on."""
+        self.spec: str | None = None
+        """memstore.yaml's `embedding_model:` once read ("" for none; see `semantic_named`)."""
         # No lock of its own: searches and a watcher may catch up at once. The index orders
         # its writers, and each records folder times taken before its own scan, so `seen`
         # can only go back to an older, still true view (the next search scans again).
@@ -152,6 +154,20 @@ class Upkeep:
             self.embed(store)
         return result
 
+    def semantic_named(self, store: Store) -> bool:
+        """Whether semantic recall may be on: memstore.yaml names a model and nothing has
+        turned it off yet (read once; nothing is loaded)."""
+        if self.semantic_off is None and self.spec is None:
+            try:
+                self.spec = config.embedding_model(store.root) or ""
+            except InvalidMemory as e:
+                log.warning("searching by words only: %s", e)
+                self.semantic_off = str(e)
+            else:
+                if not self.spec:
+                    self.semantic_off = "no embedding_model in memstore.yaml"
+        return not self.semantic_off
+
     def semantic(self, store: Store) -> embedding.Vectors | None:
         """Semantic recall's vectors for this store, its model loaded on first use; None when
         it is off: no `embedding_model:` in memstore.yaml, the extra not installed, or the
@@ -183,14 +199,22 @@ class Upkeep:
         return vectors.sync(state, {p: d for p, d in digests.items() if d}, _text(store))
 
     def dense(self, store: Store, text: str) -> Dense | None:
-        """The dense ranker for the query `text`, its vectors brought in step first; None when
-        semantic recall is off or the text has no words."""
-        vectors = self.semantic(store)
+        """The dense ranker for the query `text`; None when semantic recall is off or the text
+        has no words. The model is loaded, the vectors brought in step and the query embedded
+        only when the ranker is called: the index calls it only for a query whose words found
+        little (see `index.DENSE_WEAK_BM25`), so most searches never pay for a model."""
         words = content_words(text).strip()
-        if vectors is None or not words:
+        if not words or not self.semantic_named(store):
             return None
-        self.embed(store)
-        return lambda count: vectors.nearest(words, count)
+
+        def nearest(count: int) -> list[tuple[str, float]]:
+            vectors = self.semantic(store)
+            if vectors is None:
+                return []
+            self.embed(store)
+            return vectors.nearest(words, count)
+
+        return nearest
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
         """Index the current content of these files (store-relative paths; a file gone is
