@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,6 +333,11 @@ static model; an encoder's rows are always kept)."""
 
 CHUNK = 256
 """An encoder embeds this many memories at a time, merging and saving the rows after each."""
+BUDGET_CHUNK = 16
+"""The chunk when a search gives the encoder a time budget (a few seconds at most)."""
+SEARCH_BUDGET = 2.0
+"""Seconds a search spends embedding memories the encoder has not seen yet; the rest are
+embedded by later searches and by the server's watcher, and found by words meanwhile."""
 
 VECTORS = "vectors"
 """The cache's folder in `.memstore/`, beside `index/`."""
@@ -390,13 +396,20 @@ class Vectors:
         self._stamp = stamp
 
     def sync(
-        self, state: object, digests: Mapping[str, str], text: Callable[[str], str | None]
+        self,
+        state: object,
+        digests: Mapping[str, str],
+        text: Callable[[str], str | None],
+        budget: float | None = None,
     ) -> int:
         """Bring the rows in step with `digests` (path → content digest, as the search index
         holds them): embed `text(path)` for new or changed paths, drop gone ones. `state`
         identifies `digests` (e.g. the manifest's stamp): the same state again costs nothing.
         While another thread of this process is embedding, returns at once: a search then
-        reads the rows there are. Returns how many texts were embedded."""
+        reads the rows there are. With `budget` (seconds), an encoder stops after the small
+        chunk that went past it, and the next call goes on from there: a search stays quick
+        while a large store's first pass is spread over searches (and the server's watcher).
+        Returns how many texts were embedded."""
         if not self._embedding.acquire(blocking=False):
             return 0
         try:
@@ -411,7 +424,8 @@ class Vectors:
             # An encoder's first pass over a large store takes many minutes: it is embedded
             # in chunks outside the mutex, so searches meanwhile read the rows so far, and
             # each chunk is kept on disk as it is done.
-            chunk = len(changed) if static else CHUNK
+            chunk = len(changed) if static else CHUNK if budget is None else BUDGET_CHUNK
+            deadline = None if budget is None else time.monotonic() + budget
             done = 0
             for start in range(0, len(changed), max(chunk, 1)):
                 part = changed[start : start + chunk]
@@ -426,6 +440,10 @@ class Vectors:
                 self._merge(set(part) | gone, kept_new, fresh, static, len(texts) + len(gone))
                 gone = set()
                 done += len(texts)
+                if deadline is not None and time.monotonic() > deadline:
+                    if start + chunk < len(changed):
+                        return done  # the rest later; the state is not marked in step
+
             if gone:
                 self._merge(gone, [], None, static, len(gone))
             with self._mutex:

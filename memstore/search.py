@@ -186,9 +186,10 @@ class Upkeep:
             self.semantic_off = ""
         return self.vectors
 
-    def embed(self, store: Store) -> int:
+    def embed(self, store: Store, budget: float | None = None) -> int:
         """Bring semantic recall's vectors in step with the index (only what changed is
-        embedded); returns how many memories were. Nothing when semantic recall is off."""
+        embedded); returns how many memories were. Nothing when semantic recall is off. With
+        `budget` (seconds), stop soon after it and leave the rest for later calls."""
         vectors = self.semantic(store)
         if vectors is None or vectors.current(self.index.state()):
             return 0
@@ -196,7 +197,9 @@ class Upkeep:
         if files is None:
             return 0
         state, digests = files
-        return vectors.sync(state, {p: d for p, d in digests.items() if d}, _text(store))
+        return vectors.sync(
+            state, {p: d for p, d in digests.items() if d}, _text(store), budget=budget
+        )
 
     def dense(self, store: Store, text: str) -> Dense | None:
         """The dense ranker for the query `text`; None when semantic recall is off or the text
@@ -211,7 +214,9 @@ class Upkeep:
             vectors = self.semantic(store)
             if vectors is None:
                 return []
-            self.embed(store)
+            from memstore.embedding import SEARCH_BUDGET
+
+            self.embed(store, budget=SEARCH_BUDGET)
             return vectors.nearest(words, count)
 
         return nearest

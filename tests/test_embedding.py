@@ -466,3 +466,23 @@ def test_an_encoder_embeds_a_store_in_chunks_kept_as_they_are_done(
     assert vectors is not None and sorted(vectors.paths) == sorted(
         up.index.files()[1]  # type: ignore[index]
     )
+
+
+def test_a_search_spends_at_most_its_budget_on_an_encoders_first_pass(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "BUDGET_CHUNK", 2)
+    build_bert(tmp_path / "bert")
+    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
+    seed(store)
+    for i in range(6):
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    up = search.upkeep(store)
+    up.catch_up(store)
+    # A budget already spent: one small chunk, then the search goes on with the rows done.
+    assert up.embed(store, budget=0.0) == 2
+    assert len(vectors_of(store)) == 2
+    assert up.embed(store, budget=0.0) == 2  # the next search carries on from there
+    assert up.embed(store) == 6  # without a budget (reindex, the watcher) the rest at once
+    assert len(vectors_of(store)) == 10
+    assert up.embed(store, budget=0.0) == 0
