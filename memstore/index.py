@@ -83,7 +83,7 @@ with _without_unused_modules():
     from whoosh.lang import porter2
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
-    from whoosh.reading import ReaderClosed
+    from whoosh.reading import ReaderClosed, TermNotFound
     from whoosh.searching import Searcher
     from whoosh.writing import CLEAR
 
@@ -133,23 +133,23 @@ Digest = Callable[[str], str]
 Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
-DENSE_WEIGHT = 0.25
-"""The dense list's weight in the fusion when the words found something to go by: it then
-only re-orders memories whose words score alike (0.5 and 1 lowered LoCoMo's Recall@10)."""
-DENSE_WEIGHT_WEAK = 1.0
-"""Its weight when the words found little (their best BM25F score below `DENSE_WEAK_BM25`)."""
-DENSE_WEAK_BM25 = 8.0
-"""Below this best BM25F score, the question is taken as worded unlike the memories: the dense
-list may bring in memories the words did not find (`DENSE_NEW_COSINE`), with its weak weight."""
+DENSE_WEIGHT = 0.0
+"""The dense list's weight when the words found enough to go by (best BM25F score at least
+`DENSE_WEAK_BM25`): none, so such a query is not even embedded; with all-MiniLM-L6-v2,
+re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by nothing and Hit@5
+by +0.003, for a transformer pass on every search."""
+DENSE_WEIGHT_WEAK = 1.25
+"""Its weight when the words found little (2 lowered LoCoMo's tuning Hit@5 by 0.03-0.06)."""
+DENSE_WEAK_BM25 = 24.0
+"""Below this best BM25F score, the question is taken as worded unlike the memories: the
+dense list joins the fusion, bringing in memories the words did not find
+(`DENSE_NEW_COSINE`) and re-ordering theirs (`DENSE_MIN_COSINE`)."""
 DENSE_MIN_COSINE = 0.5
-"""A memory the words found is re-ordered by the dense list only from this cosine up (at 0.3,
-LoCoMo's tuning Hit@5 fell from 0.632 to 0.593 for +0.004 Recall@10)."""
-DENSE_NEW_COSINE = 0.1
-"""A memory the words did not find joins, when they found little, from this cosine up (after
-centring, see `embedding.CENTER`, the memory a reworded question wants has a cosine around
-0.2). All five chosen with bench/tune_semantic.py (see docs/benchmarks.md)."""
-"""Memories less similar than this to the query are no candidates of the dense list: every
-memory has some cosine with any question, and the nearest of unrelated ones is noise."""
+"""A memory the words found is re-ordered by the dense list only from this cosine up."""
+DENSE_NEW_COSINE = 0.15
+"""A memory the words did not find joins from this cosine up (0.2 lost the development
+bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on
+all-MiniLM-L6-v2 (see docs/benchmarks.md)."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
@@ -1361,8 +1361,15 @@ _QUERY_STOP_TERMS = frozenset(
 def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
     """The `n` best (score, document), as Whoosh ranks them: a higher score first, then the
     lower document number."""
-    best = heapq.nlargest(n, ((score, -docnum) for docnum, score in scores.items()))
-    return [(score, -neg) for score, neg in best]
+    if len(scores) > n > 0:
+        # The n-th best score first, over bare floats; then only the few at or above it are
+        # ordered as pairs (ties at the cut broken by document number as before).
+        cut = heapq.nlargest(n, scores.values())[-1]
+        best = [(-score, docnum) for docnum, score in scores.items() if score >= cut]
+        best.sort()
+    else:
+        best = sorted((-score, docnum) for docnum, score in scores.items())
+    return [(-neg, docnum) for neg, docnum in best[:n]]
 
 
 def _parts(q: Any) -> Iterator[Any]:
@@ -1477,12 +1484,13 @@ class _Cache:
     def _score(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         scores: array[float] = array("d")
-        # (Not in the index at all: no idf either, which needs a document.)
-        if ("text", word) not in searcher.reader():
+        # Whoosh's idf (`self.idf`: the same formula, shared with feedback's look-ups), 0 for
+        # a word in no document (it is never 0 otherwise: n + 1 <= N + 1 < e * N).
+        idf = self.idf(searcher, word)
+        if not idf:
             return ids, scores
         # Whoosh's BM25F (`scoring.bm25`) with the same operations in the same order, so the
         # same floats; the per-document part is worked out once per generation.
-        idf = searcher.idf("text", word)
         k1 = BM25_K1 + 1
         for i, (sub, start, segment, deleted) in enumerate(self.leaves):
             local = segment.postings.get(word)
@@ -1490,25 +1498,34 @@ class _Cache:
                 local = segment.postings[word] = self._read(sub.reader(), word)
                 segment.held += len(local[0])
             norms = self._leaf_norms(searcher, i)
-            for docnum, tf in zip(*local, strict=True):
-                if docnum not in deleted:
-                    ids.append(start + docnum)
-                    scores.append(idf * ((tf * k1) / (tf + norms[docnum])))
+            # Whole lists at once (a word's first search reads every posting it has, so these
+            # loops are most of a cold search's time in a large store).
+            docnums, tfs = local
+            if deleted:
+                kept = [(d, tf) for d, tf in zip(docnums, tfs, strict=True) if d not in deleted]
+                docnums, tfs = [d for d, _ in kept], [tf for _, tf in kept]
+            ids.extend([start + d for d in docnums] if start else docnums)
+            scores.extend(
+                [idf * ((tf * k1) / (tf + norms[d])) for d, tf in zip(docnums, tfs, strict=True)]
+            )
         return ids, scores
 
     def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         frequencies: array[float] = array("f")
-        if ("text", word) in reader:
-            # A running count: adding up every cached word's postings at each read cost more
-            # than the read itself once a few hundred words were cached.
-            if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
-                for segment in self.segments.values():
-                    segment.postings.clear()
-                    segment.held = 0
-            for block, weights in _blocks(reader.postings("text", word)):
-                ids.extend(block)
-                frequencies.extend(weights)
+        try:  # one look-up of the word, where asking whether the segment holds it took two
+            postings = reader.postings("text", word)
+        except TermNotFound:
+            return ids, frequencies
+        # A running count: adding up every cached word's postings at each read cost more
+        # than the read itself once a few hundred words were cached.
+        if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
+            for segment in self.segments.values():
+                segment.postings.clear()
+                segment.held = 0
+        for block, weights in _blocks(postings):
+            ids.extend(block)
+            frequencies.extend(weights)
         return ids, frequencies
 
     def _leaf_norms(self, searcher: Searcher, leaf: int) -> list[float]:
@@ -1708,10 +1725,8 @@ class _Ranker:
         if isinstance(q, Every):  # an empty query lists the newest first
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
-        fused = ranking.fuse(lists, parts=self.explain)
-        if not every_candidate and len(fused) > limit:
-            last = fused[limit - 1].score  # ties with the last: names break them
-            fused = [f for f in fused if f.score >= last]
+        # Ties with the last: names break them.
+        fused = ranking.fuse(lists, parts=self.explain, limit=None if every_candidate else limit)
         hits: list[Hit] = []
         for f in fused:
             fields = self.cache.fields(f.key)
@@ -1831,12 +1846,14 @@ class _Ranker:
         """Semantic recall's list: the memories nearest the query by meaning that pass the
         filter and mask, their cosines times each one's boost; memories the words did not find
         only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
+        best = first.entries[0][1] if first.entries else 0.0
+        weak = best < DENSE_WEAK_BM25
+        if not weak and DENSE_WEIGHT <= 0:
+            return None  # the words found enough: the query is not even embedded
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
         found = {docnum for docnum, _ in first.entries}
-        best = first.entries[0][1] if first.entries else 0.0
-        weak = best < DENSE_WEAK_BM25
         # What the words found, the dense list re-orders; a memory they did not find joins
         # only when they found little (weak), the question then being worded unlike it.
         floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE

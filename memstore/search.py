@@ -88,6 +88,8 @@ class Upkeep:
         """Semantic recall's vectors, once its model is loaded (see `semantic`)."""
         self.semantic_off: str | None = None
         """Why semantic recall is off, once looked at: "" while it is on."""
+        self.spec: str | None = None
+        """memstore.yaml's `embedding_model:` once read ("" for none; see `semantic_named`)."""
         # No lock of its own: searches and a watcher may catch up at once. The index orders
         # its writers, and each records folder times taken before its own scan, so `seen`
         # can only go back to an older, still true view (the next search scans again).
@@ -152,6 +154,20 @@ class Upkeep:
             self.embed(store)
         return result
 
+    def semantic_named(self, store: Store) -> bool:
+        """Whether semantic recall may be on: memstore.yaml names a model and nothing has
+        turned it off yet (read once; nothing is loaded)."""
+        if self.semantic_off is None and self.spec is None:
+            try:
+                self.spec = config.embedding_model(store.root) or ""
+            except InvalidMemory as e:
+                log.warning("searching by words only: %s", e)
+                self.semantic_off = str(e)
+            else:
+                if not self.spec:
+                    self.semantic_off = "no embedding_model in memstore.yaml"
+        return not self.semantic_off
+
     def semantic(self, store: Store) -> embedding.Vectors | None:
         """Semantic recall's vectors for this store, its model loaded on first use; None when
         it is off: no `embedding_model:` in memstore.yaml, the extra not installed, or the
@@ -170,9 +186,10 @@ class Upkeep:
             self.semantic_off = ""
         return self.vectors
 
-    def embed(self, store: Store) -> int:
+    def embed(self, store: Store, budget: float | None = None) -> int:
         """Bring semantic recall's vectors in step with the index (only what changed is
-        embedded); returns how many memories were. Nothing when semantic recall is off."""
+        embedded); returns how many memories were. Nothing when semantic recall is off. With
+        `budget` (seconds), stop soon after it and leave the rest for later calls."""
         vectors = self.semantic(store)
         if vectors is None or vectors.current(self.index.state()):
             return 0
@@ -180,17 +197,29 @@ class Upkeep:
         if files is None:
             return 0
         state, digests = files
-        return vectors.sync(state, {p: d for p, d in digests.items() if d}, _text(store))
+        return vectors.sync(
+            state, {p: d for p, d in digests.items() if d}, _text(store), budget=budget
+        )
 
     def dense(self, store: Store, text: str) -> Dense | None:
-        """The dense ranker for the query `text`, its vectors brought in step first; None when
-        semantic recall is off or the text has no words."""
-        vectors = self.semantic(store)
+        """The dense ranker for the query `text`; None when semantic recall is off or the text
+        has no words. The model is loaded, the vectors brought in step and the query embedded
+        only when the ranker is called: the index calls it only for a query whose words found
+        little (see `index.DENSE_WEAK_BM25`), so most searches never pay for a model."""
         words = content_words(text).strip()
-        if vectors is None or not words:
+        if not words or not self.semantic_named(store):
             return None
-        self.embed(store)
-        return lambda count: vectors.nearest(words, count)
+
+        def nearest(count: int) -> list[tuple[str, float]]:
+            vectors = self.semantic(store)
+            if vectors is None:
+                return []
+            from memstore.embedding import SEARCH_BUDGET
+
+            self.embed(store, budget=SEARCH_BUDGET)
+            return vectors.nearest(words, count)
+
+        return nearest
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
         """Index the current content of these files (store-relative paths; a file gone is
@@ -299,10 +328,10 @@ def _scan(root: Path, folders: Folders, only: Collection[str] | None = None) -> 
     return found
 
 
-def _stamp(path: Path) -> Stamp | None:
+def _stamp(path: Path | str) -> Stamp | None:
     """The stamp of a memory file, None if it is gone or not a regular file (a symlink)."""
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
@@ -413,9 +442,6 @@ def search(store: Store, query: Query) -> list[Hit]:
     # A few more than asked, for the upkeep step (`steward`) to re-rank; then the cuts.
     dense = up.dense(store, query.text)
     hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None), dense=dense)
-    if any(_judged(hit) for hit in hits):
-        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
-        hits = [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
     hits = steward(store, query, hits)
     if query.max_tokens is not None:
         hits = fit_tokens(hits, query.max_tokens, query.index_view)
@@ -561,11 +587,13 @@ RECALLS_FILE = "recalls.log"
 def _count_recall(store: Store, confirmed: bool) -> None:
     # An append of one byte (O_APPEND: concurrent recalls never tear it), in the ignored cache:
     # counting is no write to the store.
+    path, flags = store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     try:
-        store.cache.mkdir(exist_ok=True)
-        fd = os.open(
-            store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        )
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:  # no cache folder yet
+            store.cache.mkdir(exist_ok=True)
+            fd = os.open(path, flags)
         try:
             os.write(fd, b"c" if confirmed else b"-")
         finally:
@@ -612,10 +640,11 @@ _STEWARD_KEYS = re.compile(rb"""(?m)^["']?(?:pinned|importance|files)["']?[ \t]*
 
 def meta(store: Store, rel: str) -> Meta:
     """Pin, importance and files of the memory file at `rel`, parsed once per file version."""
-    stamp = _stamp(store.root / rel)
+    top = str(store.root)
+    stamp = _stamp(f"{top}/{rel}")  # a string: a Path per hit cost as much as the lstat
     if stamp is None:
         return _NO_META
-    key = (str(store.root), rel)
+    key = (top, rel)
     with _metas_lock:
         found = _metas.get(key)
     if found is not None and found[0] == stamp:
@@ -647,8 +676,9 @@ def meta(store: Store, rel: str) -> Meta:
 
 def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     """The engine's ranking adjusted for the store's upkeep, cut to `query.size`: memories
-    about `query.path` first, pinned and high-importance ones higher, and a confirmed memory
-    whose files changed since it was confirmed marked as maybe out of date."""
+    about `query.path` first, pinned and high-importance ones higher, each kept one's status
+    and owner as its history backs them (`_shown`), and a confirmed memory whose files changed
+    since it was confirmed marked as maybe out of date."""
     if not hits:
         return hits
     metas = {h.path: meta(store, h.path) for h in hits}
@@ -674,6 +704,11 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     else:  # nothing to adjust: the engine's order stands
         order = list(range(len(hits)))
     ranked = [hits[i] for i in order][: query.size]
+    # Judged after the cut (no order above depends on a status): only the kept hits' files
+    # are read and hashed.
+    if any(_judged(hit) for hit in ranked):
+        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+        ranked = [_shown(store, hit, at) if _judged(hit) else hit for hit in ranked]
     checked = [
         h
         for h in ranked

@@ -268,3 +268,221 @@ def test_check_warns_never_blocks_on_an_action_similar_in_meaning_to_a_rule(
     (semantic.root / "memstore.yaml").unlink()
     plain = Store(semantic.root, agent="alice")
     assert session.check(plain, "paste the api token key").verdict is workflow.Verdict.ALLOW
+
+
+# -- a transformer encoder (a BERT folder, as sentence-transformers saves all-MiniLM-L6-v2) --
+
+BERT = {"hidden": 16, "heads": 2, "layers": 2, "inner": 32, "positions": 64}
+
+
+def build_bert(folder: Path, seed: int = 5) -> Path:
+    """A tiny BERT sentence encoder's folder (config.json, tokenizer.json, model.safetensors)
+    with seeded random weights, laid out as all-MiniLM-L6-v2's."""
+    from safetensors.numpy import save_file
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    words = " ".join(CONCEPTS.values()).split() + OTHER.split()
+    vocab: dict[str, int] = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3}
+    for word in words:
+        vocab.setdefault(word, len(vocab))
+    tokenizer = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    # As the real model's file: padding to a fixed length is switched on in it.
+    tokenizer.enable_padding(length=24, pad_id=0, pad_token="[PAD]")
+    folder.mkdir(parents=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    h, inner = BERT["hidden"], BERT["inner"]
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape: int) -> Any:
+        return rng.normal(scale=0.3, size=shape).astype(np.float32)
+
+    w: dict[str, Any] = {
+        "embeddings.word_embeddings.weight": normal(len(vocab), h),
+        "embeddings.position_embeddings.weight": normal(BERT["positions"], h),
+        "embeddings.token_type_embeddings.weight": normal(2, h),
+        "embeddings.LayerNorm.weight": 1 + normal(h),
+        "embeddings.LayerNorm.bias": normal(h),
+        "embeddings.position_ids": np.arange(BERT["positions"])[None],  # int64, not a weight
+    }
+    for i in range(BERT["layers"]):
+        p = f"encoder.layer.{i}"
+        for name, out, into in (
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", inner, h),
+            ("output.dense", h, inner),
+        ):
+            w[f"{p}.{name}.weight"], w[f"{p}.{name}.bias"] = normal(out, into), normal(out)
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            w[f"{p}.{name}.weight"], w[f"{p}.{name}.bias"] = 1 + normal(h), normal(h)
+    save_file(w, str(folder / "model.safetensors"))
+    config = {
+        "model_type": "bert",
+        "hidden_size": h,
+        "num_attention_heads": BERT["heads"],
+        "num_hidden_layers": BERT["layers"],
+        "intermediate_size": inner,
+        "max_position_embeddings": BERT["positions"],
+        "layer_norm_eps": 1e-12,
+    }
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def reference_vector(folder: Path, text: str) -> Any:
+    """BERT's forward pass and mean pooling written out plainly, one sentence, one head at a
+    time, with math.erf's GELU: what the module's batched pass must agree with."""
+    import math
+
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    w = {k: v.astype(np.float64) for k, v in load_file(folder / "model.safetensors").items()}
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    ids = tokenizer.encode(text).ids
+
+    def norm(x: Any, name: str) -> Any:
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-12) * w[f"{name}.weight"] + w[f"{name}.bias"]
+
+    def linear(x: Any, name: str) -> Any:
+        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+
+    x = np.stack(
+        [
+            w["embeddings.word_embeddings.weight"][t]
+            + w["embeddings.position_embeddings.weight"][i]
+            + w["embeddings.token_type_embeddings.weight"][0]
+            for i, t in enumerate(ids)
+        ]
+    )
+    x = norm(x, "embeddings.LayerNorm")
+    size = BERT["hidden"] // BERT["heads"]
+    gelu = np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))
+    for i in range(BERT["layers"]):
+        p = f"encoder.layer.{i}"
+        q, k, v = (linear(x, f"{p}.attention.self.{n}") for n in ("query", "key", "value"))
+        heads = []
+        for head in range(BERT["heads"]):
+            cols = slice(head * size, (head + 1) * size)
+            scores = q[:, cols] @ k[:, cols].T / math.sqrt(size)
+            probs = np.exp(scores - scores.max(-1, keepdims=True))
+            heads.append(probs / probs.sum(-1, keepdims=True) @ v[:, cols])
+        x = norm(
+            linear(np.hstack(heads), f"{p}.attention.output.dense") + x,
+            f"{p}.attention.output.LayerNorm",
+        )
+        x = norm(
+            linear(gelu(linear(x, f"{p}.intermediate.dense")), f"{p}.output.dense") + x,
+            f"{p}.output.LayerNorm",
+        )
+    pooled = x.mean(0)
+    return pooled / np.linalg.norm(pooled)
+
+
+def test_a_transformer_encoder_agrees_with_a_plain_forward_pass(
+    store: Store, tmp_path: Path
+) -> None:
+    folder = build_bert(tmp_path / "bert")
+    model = embedding.load(str(folder), store.root)
+    assert isinstance(model.embedder, embedding.Transformer) and not model.centre
+    # Sentences of different lengths run together, padded: each must come out as alone.
+    texts = ["disk full", "is it fine to keep the api key in the repo", "deploy on friday"]
+    rows = model.vectors(texts)
+    assert rows.shape == (3, BERT["hidden"])
+    for row, text in zip(rows, texts, strict=True):
+        assert float(row @ reference_vector(folder, text)) == pytest.approx(1.0, abs=1e-5)
+    assert float(rows[0] @ rows[1]) < 0.999  # not one vector for everything
+
+
+def test_a_folder_with_a_broken_encoder_is_a_clear_error(store: Store, tmp_path: Path) -> None:
+    folder = build_bert(tmp_path / "bert")
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(InvalidMemory, match="cannot read the encoder"):
+        embedding.load(str(folder), store.root)
+
+
+def test_the_encoder_is_loaded_only_for_a_question_the_words_answer_poorly(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    # A store this small gives lower BM25F scores than a real one: the line is drawn lower.
+    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 12.0)
+    build_bert(tmp_path / "bert")
+    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
+    seed(store)
+    for i in range(30):  # other memories, so a rare word scores high by BM25F
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    up = search.upkeep(store)
+    assert names(store, "prune docker images nightly")[0] == "ci-runner-disk"
+    assert up.vectors is None  # the words found it clearly: no model loaded, nothing embedded
+    assert not (store.cache / "vectors").exists()
+    names(store, "storage space")  # no word of it is in any memory: the encoder is asked
+    assert up.vectors is not None and len(vectors_of(store)) == 34
+
+
+def test_a_search_does_not_wait_while_another_thread_embeds(semantic: Store) -> None:
+    seed(semantic)
+    assert names(semantic, "storage full") == ["ci-runner-disk"]
+    vectors = search.upkeep(semantic).vectors
+    assert vectors is not None
+    semantic.add("volume-alerts", type="fact", description="Alert when a volume is 90% full")
+    with vectors._embedding:  # pyright: ignore[reportPrivateUsage]  # as a watcher's long pass
+        assert "volume-alerts" in names(semantic, "volume alerts")  # by words, at once
+        assert "fact/volume-alerts.md" not in vectors_of(semantic)
+    names(semantic, "storage full")
+    assert "fact/volume-alerts.md" in vectors_of(semantic)
+
+
+def test_an_encoder_embeds_a_store_in_chunks_kept_as_they_are_done(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "CHUNK", 3)
+    build_bert(tmp_path / "bert")
+    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
+    seed(store)
+    for i in range(6):
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    up = search.upkeep(store)
+    up.catch_up(store)  # the index first: the vectors follow its manifest
+    saved: list[int] = []
+    monkeypatch.setattr(
+        embedding.Vectors,
+        "_save",
+        lambda self: saved.append(len(self.paths)),  # pyright: ignore[reportUnknownLambdaType, reportUnknownMemberType, reportUnknownArgumentType]
+    )
+    assert up.embed(store) == 10
+    assert saved == [3, 6, 9, 10]
+    vectors = up.vectors
+    assert vectors is not None and sorted(vectors.paths) == sorted(
+        up.index.files()[1]  # type: ignore[index]
+    )
+
+
+def test_a_search_spends_at_most_its_budget_on_an_encoders_first_pass(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "BUDGET_CHUNK", 2)
+    build_bert(tmp_path / "bert")
+    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
+    seed(store)
+    for i in range(6):
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    up = search.upkeep(store)
+    up.catch_up(store)
+    # A budget already spent: one small chunk, then the search goes on with the rows done.
+    assert up.embed(store, budget=0.0) == 2
+    assert len(vectors_of(store)) == 2
+    assert up.embed(store, budget=0.0) == 2  # the next search carries on from there
+    assert up.embed(store) == 6  # without a budget (reindex, the watcher) the rest at once
+    assert len(vectors_of(store)) == 10
+    assert up.embed(store, budget=0.0) == 0
