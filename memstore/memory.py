@@ -70,10 +70,6 @@ TRAIL_KEYS = (
 )
 KEY_ORDER = CORE_KEYS + TRAIL_KEYS
 
-_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
-"""A front-matter fence line: python-frontmatter's YAML boundary, so files split as they did
-when it split them (importing that package cost every process more than this regex)."""
-
 
 def _without_timestamps(cls: Any) -> Any:
     # Dates stay strings, so `created: 2026-11-30T08:00:00Z` round-trips unquoted and unchanged.
@@ -468,13 +464,18 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    if not _BOUNDARY.match(text):
-        raise InvalidMemory("no YAML front matter: the file must start with a '---' line")
-    parts = _BOUNDARY.split(text, 2)
-    if len(parts) != 3:
-        raise InvalidMemory("front matter is not closed by a '---' line")
-    _, head, body = parts
+    # python-frontmatter finds the fences; imported here, on the first file read, so a
+    # process that only searches its index or prints help never loads it.
+    import frontmatter.default_handlers
     import yaml
+
+    handler = frontmatter.default_handlers.YAMLHandler()
+    if not handler.detect(text):
+        raise InvalidMemory("no YAML front matter: the file must start with a '---' line")
+    try:
+        head, body = handler.split(text)
+    except ValueError as e:
+        raise InvalidMemory("front matter is not closed by a '---' line") from e
 
     try:
         data = yaml.load(head, Loader=_yaml()[0])  # noqa: S506 - a SafeLoader
