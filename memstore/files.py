@@ -128,10 +128,10 @@ class _LockWait:
 
 
 def atomic_write(
-    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ...
+    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ..., sync: bool = True
 ) -> None:
     """Write `text` (or exact bytes) to `path` via a hidden temp file in the same folder,
-    fsync and rename.
+    fsync (unless not `sync`) and rename.
 
     With `unchanged` (the bytes the caller read, or None for no file), a file someone else
     saved since (an editor does not take memstore's lock) is never replaced: nothing is
@@ -156,7 +156,8 @@ def atomic_write(
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         if unchanged is None:
             try:
                 os.link(tmp, path)  # fails if a file appeared: creation without a window

@@ -658,7 +658,23 @@ def _run_git(
 def _sync_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
-    """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
+    """Point the index entries of these paths at the new blobs, waiting out `index.lock`:
+    in-process when the index is one `_indexed` can rewrite, else by `git update-index`."""
+    waited = False
+    while True:
+        try:
+            if _write_index(repo, blobs):
+                return
+            break
+        except FileExistsError:
+            waited = _wait_for_lock(repo.git_dir / "index.lock", deadline, waited)
+    _update_index(repo, blobs, deadline, keep)
+
+
+def _update_index(
+    repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
+) -> None:
+    """`_sync_index` by a forked `git update-index --index-info`."""
     # NUL-terminated: a path is taken as it is, whatever characters it holds.
     lines = "".join(
         f"0 {_ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
@@ -678,6 +694,134 @@ def _sync_index(
         if "index.lock" not in err and not lock.exists():
             raise GitError(f"git update-index failed: {err}")
         waited = _wait_for_lock(lock, deadline, waited)
+
+
+INDEX_MARK = "memstore-index"
+"""The prefix of the file a writer links to `index.lock` to take it (see `_write_index`)."""
+# Extensions a rewrite keeps as they are; the other optional ones (the cache tree, the
+# untracked and fsmonitor caches, offset tables) are caches git rebuilds, and are left out.
+_KEPT_EXTENSIONS = (b"REUC",)
+
+
+def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
+    """Point the index entries of these paths at the blobs (None: remove), as
+    `git update-index --index-info` does, without forking it; False (nothing changed) when
+    the index is not one this rewrites (see `_indexed`).
+
+    git's lock protocol is kept: `index.lock` is created exclusively, the new index written
+    into it and renamed over `index`. The lock is taken by linking a file named with this
+    pid to it, so `release_dead_index_lock` can tell a lock a killed writer left from any
+    other by its inode, never by a guess.
+
+    Raises:
+        FileExistsError: while another git holds `index.lock`.
+    """
+    if "GIT_INDEX_FILE" in os.environ or os.environ.get("GIT_DIR"):
+        return False
+    index, lock = repo.git_dir / "index", repo.git_dir / "index.lock"
+    mark = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            os.link(mark, lock)
+        except FileExistsError:
+            raise
+        except OSError:
+            return False  # no hard links here: git's own update-index takes the lock
+        try:
+            data = _indexed(_read_index(repo), blobs)
+            if data is None:
+                lock.unlink()
+                return False
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            lock.replace(index)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(fd)
+        mark.unlink(missing_ok=True)
+    return True
+
+
+def release_dead_index_lock(repo: Repo) -> None:
+    """Remove the `index.lock` a writer killed inside `_write_index` left, and its mark.
+
+    Only a lock that is the very file (same inode) a dead pid's mark names is removed: git
+    never links its lock files, so it is that writer's, and no live process holds it."""
+    if not Path("/proc").is_dir():
+        return
+    lock = repo.git_dir / "index.lock"
+    for mark in repo.git_dir.glob(f"{INDEX_MARK}.*.tmp"):
+        pid = mark.name.split(".")[1]
+        if not pid.isdigit() or Path("/proc", pid).exists():
+            continue
+        try:
+            if os.path.samefile(mark, lock):
+                logger.warning("removing %s, left by a killed memstore writer", lock)
+                lock.unlink()
+        except OSError:
+            pass  # no lock, or it went
+        mark.unlink(missing_ok=True)
+
+
+def _indexed(index: bytes | None, blobs: dict[str, str | None]) -> bytes | None:
+    """`index` with these paths' entries set to the blobs at stage 0 (or removed), sorted and
+    checksummed as git writes it; None for an index this does not rewrite (none yet, version
+    4, a split or sparse index, a required extension, no checksum, or a path whose folder is
+    a file in the index or the reverse)."""
+    if index is None or len(index) < 32 or index[-20:] == bytes(20):
+        return None
+    if hashlib.sha1(index[:-20]).digest() != index[-20:]:
+        return None
+    version = int.from_bytes(index[4:8], "big")
+    count = int.from_bytes(index[8:12], "big")
+    entries: list[tuple[bytes, int, bytes]] = []  # (name, stage, raw entry)
+    at = 12
+    for _ in range(count):
+        flags = int.from_bytes(index[at + 60 : at + 62], "big")
+        start = at + 62 + (2 if version >= 3 and flags & 0x4000 else 0)
+        length = flags & 0x0FFF
+        if length == 0x0FFF:
+            length = index.index(b"\0", start) - start
+        end = at + ((start - at + length + 8) & ~7)
+        entries.append((index[start : start + length], (flags >> 12) & 3, index[at:end]))
+        at = end
+    extensions: list[bytes] = []
+    while at < len(index) - 20:
+        sig, size = index[at : at + 4], int.from_bytes(index[at + 4 : at + 8], "big")
+        if not b"A" <= sig[:1] <= b"Z":
+            return None  # required: a split index ("link"), a sparse one ("sdir"), ...
+        if sig in _KEPT_EXTENSIONS:
+            extensions.append(index[at : at + 8 + size])
+        at += 8 + size
+    if at != len(index) - 20:
+        return None
+    names = {rel.encode("utf-8") for rel in blobs}
+    for name, _, _ in entries:
+        for path in names:
+            if path.startswith(name + b"/") or name.startswith(path + b"/"):
+                return None  # a file where a folder goes: git's rules for it, not these
+    kept = [e for e in entries if e[0] not in names]
+    for rel, sha in blobs.items():
+        if sha is not None:
+            name = rel.encode("utf-8")
+            # Stat data left zero, as update-index --index-info leaves it: git compares the
+            # content the next time it looks, and records the stat data then.
+            raw = (
+                bytes(24)
+                + (0o100644).to_bytes(4, "big")
+                + bytes(12)
+                + bytes.fromhex(sha)
+                + min(len(name), 0x0FFF).to_bytes(2, "big")
+                + name
+            )
+            kept.append((name, 0, raw + bytes(8 - len(raw) % 8)))
+    kept.sort(key=lambda e: (e[0], e[1]))
+    body = b"".join([index[:8], len(kept).to_bytes(4, "big"), *(e[2] for e in kept), *extensions])
+    return body + hashlib.sha1(body).digest()
 
 
 def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:

@@ -306,7 +306,10 @@ def _apply(
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
     refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
-    atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
+    # Not fsynced: a killed writer's journal is in the page cache for the next writer. Only a
+    # power cut can lose it, and then a file cut short shows as an uncommitted change (git
+    # status, lint) instead of being rolled back: never committed either way.
+    atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False), sync=False)
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
@@ -494,6 +497,7 @@ def recover(site: Site) -> None:
         return
     message, _, entries = loaded
     _wait_for_survivors(site)
+    history.release_dead_index_lock(site.repo)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
@@ -582,7 +586,20 @@ def remove_dead_temp_files(cache: Path) -> None:
     """
     if not Path("/proc").is_dir():
         return
-    for stray in [*cache.glob(".*.tmp"), *(cache / "index").glob(".*.tmp")]:
-        pid = stray.name.split(".")[-3]
+    for folder in (cache, cache / "index"):
+        try:
+            names = os.listdir(folder)  # each lock looks: a listing, not a glob's matching
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                _remove_if_dead(folder / name)
+
+
+def _remove_if_dead(stray: Path) -> None:
+    """Remove a temp file whose writer's pid (third from the end of its name) no longer runs."""
+    parts = stray.name.split(".")
+    if len(parts) >= 4:
+        pid = parts[-3]
         if pid.isdigit() and not Path("/proc", pid).exists():
             stray.unlink(missing_ok=True)
