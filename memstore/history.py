@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import os
@@ -729,14 +730,17 @@ def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
         except OSError:
             return False  # no hard links here: git's own update-index takes the lock
         try:
-            data = _indexed(_read_index(repo), blobs)
-            if data is None:
+            parsed = _index_of(repo)
+            data = None if parsed is None else _indexed(parsed, blobs)
+            if parsed is None or data is None:
                 lock.unlink()
                 return False
             written = 0
             while written < len(data):
                 written += os.write(fd, data[written:])
             lock.replace(index)
+            with _last_index_lock:
+                _last_index[index] = (data, parsed)
         except BaseException:
             lock.unlink(missing_ok=True)
             raise
@@ -744,6 +748,17 @@ def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
         os.close(fd)
         mark.unlink(missing_ok=True)
     return True
+
+
+def _index_of(repo: Repo) -> _Index | None:
+    """The repository's index parsed (call with `index.lock` held): the one this process
+    wrote last when the file is still that one, else read."""
+    data = _read_index(repo)
+    with _last_index_lock:
+        last = _last_index.pop(repo.git_dir / "index", None)
+    if last is not None and last[0] == data:
+        return last[1]
+    return _parse_index(data)
 
 
 def release_dead_index_lock(repo: Repo) -> None:
@@ -767,27 +782,43 @@ def release_dead_index_lock(repo: Repo) -> None:
         mark.unlink(missing_ok=True)
 
 
-def _indexed(index: bytes | None, blobs: dict[str, str | None]) -> bytes | None:
-    """`index` with these paths' entries set to the blobs at stage 0 (or removed), sorted and
-    checksummed as git writes it; None for an index this does not rewrite (none yet, version
-    4, a split or sparse index, a required extension, no checksum, or a path whose folder is
-    a file in the index or the reverse)."""
+@dataclass(slots=True)
+class _Index:
+    """A parsed index: its header, each entry's name and bytes (in git's order), and the
+    extensions kept."""
+
+    head: bytes
+    names: list[bytes]
+    raws: list[bytes]
+    extensions: list[bytes]
+
+
+_last_index: dict[Path, tuple[bytes, _Index]] = {}
+"""The index this process wrote last, by path, with its bytes: a writer alone on a store
+reads back its own index, and need not parse it again."""
+_last_index_lock = threading.Lock()
+
+
+def _parse_index(index: bytes | None) -> _Index | None:
+    """The entries and kept extensions of a version 2 or 3 index; None for one this does not
+    rewrite (none yet, a split or sparse index, a required extension, no checksum)."""
     if index is None or len(index) < 32 or index[-20:] == bytes(20):
         return None
     if hashlib.sha1(index[:-20]).digest() != index[-20:]:
         return None
-    version = int.from_bytes(index[4:8], "big")
-    count = int.from_bytes(index[8:12], "big")
-    entries: list[tuple[bytes, int, bytes]] = []  # (name, stage, raw entry)
+    extended = index[7] >= 3
+    names: list[bytes] = []
+    raws: list[bytes] = []
     at = 12
-    for _ in range(count):
-        flags = int.from_bytes(index[at + 60 : at + 62], "big")
-        start = at + 62 + (2 if version >= 3 and flags & 0x4000 else 0)
-        length = flags & 0x0FFF
+    for _ in range(int.from_bytes(index[8:12], "big")):
+        high = index[at + 60]
+        start = at + 64 if extended and high & 0x40 else at + 62
+        length = (high & 0x0F) << 8 | index[at + 61]
         if length == 0x0FFF:
             length = index.index(b"\0", start) - start
         end = at + ((start - at + length + 8) & ~7)
-        entries.append((index[start : start + length], (flags >> 12) & 3, index[at:end]))
+        names.append(index[start : start + length])
+        raws.append(index[at:end])
         at = end
     extensions: list[bytes] = []
     while at < len(index) - 20:
@@ -799,15 +830,30 @@ def _indexed(index: bytes | None, blobs: dict[str, str | None]) -> bytes | None:
         at += 8 + size
     if at != len(index) - 20:
         return None
-    names = {rel.encode("utf-8") for rel in blobs}
-    for name, _, _ in entries:
-        for path in names:
-            if path.startswith(name + b"/") or name.startswith(path + b"/"):
-                return None  # a file where a folder goes: git's rules for it, not these
-    kept = [e for e in entries if e[0] not in names]
+    return _Index(index[:8], names, raws, extensions)
+
+
+def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
+    """The index `parsed` with these paths' entries set to the blobs at stage 0 (or
+    removed), in git's order and checksummed as git writes it; `parsed` becomes that index.
+    None (`parsed` unchanged) when a path's folder is a file in the index or the reverse:
+    git's rules for that, not these."""
+    names, raws = parsed.names, parsed.raws
+    for rel in blobs:
+        path = rel.encode("utf-8")
+        folders = path.split(b"/")[:-1]
+        below = bisect.bisect_left(names, path + b"/")
+        if (below < len(names) and names[below].startswith(path + b"/")) or any(
+            _has(names, b"/".join(folders[: i + 1])) for i in range(len(folders))
+        ):
+            return None
     for rel, sha in blobs.items():
+        path = rel.encode("utf-8")
+        # Every stage of the path goes: a stage-0 entry replaces a conflict's, as in git.
+        lo = bisect.bisect_left(names, path)
+        hi = bisect.bisect_right(names, path, lo)
+        new: list[bytes] = []
         if sha is not None:
-            name = rel.encode("utf-8")
             # Stat data left zero, as update-index --index-info leaves it: git compares the
             # content the next time it looks, and records the stat data then.
             raw = (
@@ -815,13 +861,19 @@ def _indexed(index: bytes | None, blobs: dict[str, str | None]) -> bytes | None:
                 + (0o100644).to_bytes(4, "big")
                 + bytes(12)
                 + bytes.fromhex(sha)
-                + min(len(name), 0x0FFF).to_bytes(2, "big")
-                + name
+                + min(len(path), 0x0FFF).to_bytes(2, "big")
+                + path
             )
-            kept.append((name, 0, raw + bytes(8 - len(raw) % 8)))
-    kept.sort(key=lambda e: (e[0], e[1]))
-    body = b"".join([index[:8], len(kept).to_bytes(4, "big"), *(e[2] for e in kept), *extensions])
+            new.append(raw + bytes(8 - len(raw) % 8))
+        names[lo:hi] = [path] * len(new)
+        raws[lo:hi] = new
+    body = b"".join([parsed.head, len(raws).to_bytes(4, "big"), *raws, *parsed.extensions])
     return body + hashlib.sha1(body).digest()
+
+
+def _has(names: list[bytes], name: bytes) -> bool:
+    at = bisect.bisect_left(names, name)
+    return at < len(names) and names[at] == name
 
 
 def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:
