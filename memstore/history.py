@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import logging
 import os
 import re
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
@@ -435,21 +435,35 @@ def _stamp(author: str, email: str) -> str:
 def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
     """Store a loose object and return its sha; an object git already has changes nothing.
 
-    Written as git writes one: compressed to a temp file in its folder, then linked into
-    place, so a reader never sees half an object.
+    Written as git writes one: compressed to a temp file in its folder, created read-only,
+    then linked into place, so a reader never sees half an object.
     """
     raw = b"%s %d\0" % (kind, len(data)) + data
     sha = hashlib.sha1(raw).hexdigest()
-    folder = repo.common_dir / "objects" / sha[:2]
-    path = folder / sha[2:]
-    if path.exists():
+    folder = os.path.join(repo.common_dir, "objects", sha[:2])
+    path = os.path.join(folder, sha[2:])
+    if os.path.exists(path):
         return sha
-    folder.mkdir(exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+    # The pid and a counter make the name unique; `tmp_obj_` is the prefix git's own
+    # `git gc` removes when a killed writer leaves one.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    while True:
+        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{next(_object_names)}")
+        try:
+            fd = os.open(tmp, flags, 0o444)
+            break
+        except FileNotFoundError:  # the object's folder is new
+            os.makedirs(folder, exist_ok=True)
+        except FileExistsError:  # left by a killed process that had this pid
+            continue
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(zlib.compress(raw, 1))
-        os.chmod(tmp, 0o444)
+        try:
+            blob = zlib.compress(raw, 1)
+            written = 0
+            while written < len(blob):
+                written += os.write(fd, blob[written:])
+        finally:
+            os.close(fd)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -457,6 +471,9 @@ def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
     finally:
         os.unlink(tmp)
     return sha
+
+
+_object_names = itertools.count()
 
 
 def _read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
