@@ -128,10 +128,10 @@ class _LockWait:
 
 
 def atomic_write(
-    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ..., sync: bool = True
+    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ...
 ) -> None:
     """Write `text` (or exact bytes) to `path` via a hidden temp file in the same folder,
-    fsync (unless not `sync`) and rename.
+    fsync and rename.
 
     With `unchanged` (the bytes the caller read, or None for no file), a file someone else
     saved since (an editor does not take memstore's lock) is never replaced: nothing is
@@ -156,8 +156,7 @@ def atomic_write(
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            if sync:
-                os.fsync(f.fileno())
+            os.fsync(f.fileno())
         if unchanged is None:
             try:
                 os.link(tmp, path)  # fails if a file appeared: creation without a window

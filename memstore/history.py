@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -436,7 +437,7 @@ def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
     """Store a loose object and return its sha; an object git already has changes nothing.
 
     Written as git writes one: compressed to a temp file in its folder, created read-only,
-    then linked into place, so a reader never sees half an object.
+    then renamed into place, so a reader never sees half an object.
     """
     raw = b"%s %d\0" % (kind, len(data)) + data
     sha = hashlib.sha1(raw).hexdigest()
@@ -464,12 +465,12 @@ def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
                 written += os.write(fd, blob[written:])
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another writer stored the same object
-    finally:
-        os.unlink(tmp)
+        # Over an object another writer stored meanwhile: the same object replaces it.
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return sha
 
 
