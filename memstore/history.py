@@ -771,12 +771,19 @@ def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
 def _index_of(repo: Repo) -> _Index | None:
     """The repository's index parsed (call with `index.lock` held): the one this process
     wrote last when the file is still that one, else read."""
-    data = _read_index(repo)
+    path = repo.git_dir / "index"
+    try:
+        with path.open("rb") as f:
+            data, written = f.read(), os.fstat(f.fileno()).st_mtime_ns // 1_000_000_000
+    except OSError:
+        return None
     with _last_index_lock:
-        last = _last_index.pop(repo.git_dir / "index", None)
+        last = _last_index.pop(path, None)
     if last is not None and last[0] == data:
-        return last[1]
-    return _parse_index(data)
+        return last[1]  # as this process wrote it, racily clean entries smudged then
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    return _parse_index(data, written)
 
 
 def release_dead_index_lock(repo: Repo) -> None:
@@ -817,9 +824,14 @@ reads back its own index, and need not parse it again."""
 _last_index_lock = threading.Lock()
 
 
-def _parse_index(index: bytes | None) -> _Index | None:
+def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
     """The entries and kept extensions of a version 2 or 3 index; None for one this does not
-    rewrite (none yet, a split or sparse index, a required extension, no checksum)."""
+    rewrite (none yet, a split or sparse index, a required extension, no checksum).
+
+    An entry whose file's time is not older than `written` (the index file's modification
+    time, whole seconds) may be "racily clean": the file changed within the tick its stat
+    data was taken. It is smudged (size 0), as git does when it rewrites an index, so git
+    compares its content again instead of trusting stat data a newer index would vouch for."""
     if index is None or len(index) < 32 or index[-20:] == bytes(20):
         return None
     if hashlib.sha1(index[:-20]).digest() != index[-20:]:
@@ -836,7 +848,10 @@ def _parse_index(index: bytes | None) -> _Index | None:
             length = index.index(b"\0", start) - start
         end = at + ((start - at + length + 8) & ~7)
         names.append(index[start : start + length])
-        raws.append(index[at:end])
+        if int.from_bytes(index[at + 8 : at + 12], "big") >= written:
+            raws.append(index[at : at + 36] + bytes(4) + index[at + 40 : end])
+        else:
+            raws.append(index[at:end])
         at = end
     extensions: list[bytes] = []
     while at < len(index) - 20:

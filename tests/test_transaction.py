@@ -366,3 +366,23 @@ def test_a_git_index_lock_is_removed_only_when_it_is_a_dead_writers_own(store: S
     os.link(lock, other)  # the same file as a dead pid's mark: that writer's, left by a kill
     history.release_dead_index_lock(store.repo)
     assert not lock.exists() and not other.exists()
+
+
+def test_a_change_git_could_take_for_clean_by_its_stat_data_is_still_seen_after_a_write(
+    store: Store,
+) -> None:
+    # "Racily clean": a file changed within the tick its index entry's stat data was taken
+    # (same size, same mtime; ctime not trusted here, as on some file systems). An index
+    # rewritten later would vouch for that stat data unless the entry is smudged.
+    git(store.root, "config", "core.trustctime", "false")
+    notes = store.root / "notes.txt"
+    notes.write_text("first\n", encoding="utf-8")
+    git(store.root, "add", "notes.txt")
+    git(store.root, "commit", "-qm", "notes")
+    stamp = notes.stat().st_mtime_ns
+    os.utime(store.root / ".git" / "index", ns=(stamp, stamp))  # the entry is racy now
+    with notes.open("r+", encoding="utf-8") as f:
+        f.write("other\n")  # same size, same inode
+    os.utime(notes, ns=(stamp, stamp))
+    store.add("later", type="fact", description="a write that rewrites git's index")
+    assert git(store.root, "status", "--porcelain") == " M notes.txt\n"
