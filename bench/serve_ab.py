@@ -13,6 +13,8 @@ their ratio is the figure to quote. The official server-memory (installed as
 Parts:
   write        memory_store on a store growing from empty to --writes memories (LoCoMo turns)
   recall       memory_recall of each LoCoMo conv-43 question on its 680 turns
+  large        memory_recall of --queries generated queries (1-4 words, each asked once, as
+               compare.py asks them) on --large generated memories
   concurrency  --procs servers x --serve-writes memory_store at once, --rounds per side;
                then checks nothing was lost, left locked or missed by search
 """
@@ -46,6 +48,7 @@ from compare import (
     peer_params,
     round_trips,
     store_arguments,
+    synthetic,
     turn_memory,
     verify,
     write_files,
@@ -58,12 +61,69 @@ from mcp.client.stdio import stdio_client
 SIDES = ("A", "B")
 
 
+TAG = "MEMSTORE_BENCH_SERVER"
+"""An environment variable naming each reading server, to find its process for its CPU time."""
+
+
 def params(python: str, root: Path, agent: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=python,
         args=["-m", "memstore", "--store", str(root), "serve"],
-        env={"MEMSTORE_AGENT": agent, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+        env={
+            "MEMSTORE_AGENT": agent,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            TAG: f"{os.getpid()}-{root.name}",
+        },
     )
+
+
+def server_pid(root: Path) -> int | None:
+    """The process of the server `params` started on `root` (None where /proc cannot tell)."""
+    wanted = f"{TAG}={os.getpid()}-{root.name}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if wanted in environ.read_bytes().split(b"\0"):
+                return int(environ.parent.name)
+        except OSError:
+            continue
+    return None
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User plus system CPU seconds process `pid` has used so far."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Cpu:
+    """The CPU time each side's server spends per call over a stretch of calls: unlike the
+    time a call takes, it hardly moves with the machine's load."""
+
+    def __init__(self, roots: dict[str, Path]) -> None:
+        self.pids = {side: server_pid(root) for side, root in roots.items()}
+        self.start = {side: cpu_seconds(pid) for side, pid in self.pids.items()}
+
+    def per_call(self, calls: int) -> dict[str, float]:
+        """Milliseconds of CPU per call since this was made, for each side /proc knows."""
+        out: dict[str, float] = {}
+        for side, pid in self.pids.items():
+            start, end = self.start[side], cpu_seconds(pid)
+            if start is not None and end is not None:
+                out[side] = (end - start) / calls * 1e3
+        return out
+
+
+def cpu_lines(per_call: dict[str, float]) -> list[str]:
+    if len(per_call) < 2:
+        return []
+    each = ", ".join(f"{side} {ms:.2f} ms" for side, ms in per_call.items())
+    return [f"server CPU per call: {each}; A / B {per_call['A'] / per_call['B']:.2f}"]
 
 
 @asynccontextmanager
@@ -158,8 +218,8 @@ async def part_recall(opts: argparse.Namespace, tmp: Path, servers: Servers) -> 
     questions = [q for q, _, _ in conv.queries]
     async with AsyncExitStack() as stack:
         clients: dict[str, Client] = {}
-        for side in SIDES:
-            root = tmp / f"recall-{side}"
+        roots = {side: tmp / f"recall-{side}" for side in SIDES}
+        for side, root in roots.items():
             init(opts.python[side], root)
             write_files(root, memories)
             reindex(opts.python[side], root)
@@ -186,13 +246,47 @@ async def part_recall(opts: argparse.Namespace, tmp: Path, servers: Servers) -> 
             return run
 
         rounds = [call(q) for _ in range(opts.recall_rounds) for q in questions]
+        cpu = Cpu(roots)
         times = await alternate(clients, rounds)
+        per_call = cpu.per_call(len(rounds))
     lines = [
         f"## recall: LoCoMo {conv.sample_id}, {len(memories)} memories, "
         f"{len(questions)} questions x {opts.recall_rounds}"
     ]
     lines += [row(side, times[side]) for side in clients]
-    return lines + ratios(times)
+    return lines + ratios(times) + cpu_lines(per_call)
+
+
+async def part_large(opts: argparse.Namespace, tmp: Path, servers: Servers) -> list[str]:
+    memories, text = synthetic(opts.large)
+    rng = random.Random(11)  # compare.py's queries
+    queries = [text.sample(rng.randint(1, 4)) for _ in range(opts.queries)]
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        roots = {side: tmp / f"large-{side}" for side in SIDES}
+        for side, root in roots.items():
+            init(opts.python[side], root)
+            write_files(root, memories)
+            reindex(opts.python[side], root)
+            clients[side] = await stack.enter_async_context(
+                connect(params(opts.python[side], root, "reader"), servers)
+            )
+        for client in clients.values():
+            await client.call_tool("memory_recall", {"query": "warm up"})
+        await anyio.sleep(3)  # each watcher's first catch-up over the folders, before timing
+
+        def call(q: str) -> Callable[[str, Client], Any]:
+            def run(side: str, client: Client) -> Any:
+                return client.call_tool("memory_recall", {"query": q})
+
+            return run
+
+        cpu = Cpu(roots)
+        times = await alternate(clients, [call(q) for q in queries])
+        per_call = cpu.per_call(len(queries))
+    lines = [f"## large: {opts.large} memories, {len(queries)} queries of 1-4 words, each once"]
+    lines += [row(side, times[side]) for side in clients]
+    return lines + ratios(times) + cpu_lines(per_call)
 
 
 async def writers(
@@ -266,7 +360,12 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-PARTS = {"write": part_write, "recall": part_recall, "concurrency": part_concurrency}
+PARTS = {
+    "write": part_write,
+    "recall": part_recall,
+    "large": part_large,
+    "concurrency": part_concurrency,
+}
 
 
 async def main() -> None:
@@ -279,6 +378,8 @@ async def main() -> None:
     parser.add_argument("--conversation", default="conv-43")
     parser.add_argument("--writes", type=int, default=1000, help="write: memories (1000)")
     parser.add_argument("--recall-rounds", type=int, default=2, help="recall: rounds (2)")
+    parser.add_argument("--large", type=int, default=10_000, help="large: memories (10000)")
+    parser.add_argument("--queries", type=int, default=200, help="large: queries (200)")
     parser.add_argument("--procs", type=int, default=8, help="concurrency: servers (8)")
     parser.add_argument("--serve-writes", type=int, default=50, help="concurrency: each (50)")
     parser.add_argument("--rounds", type=int, default=2, help="concurrency: rounds per side")

@@ -8,6 +8,7 @@ Pure functions over text; `workflow` turns what they find into check reasons.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shlex
 from collections.abc import Callable
@@ -31,13 +32,14 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "push package",
         *(
             f"{v} {r}"
-            for v in ("send", "put", "push", "submit")
+            for v in ("send", "put", "push", "submit", "post", "deliver", "distribute", "roll out")
             for r in ("registry", "npm", "pypi")
         ),
         "cut release",
         "get out",
         "put out",
         "make available",
+        "let loose",
         "cut version",
         "tag release",
         "twine upload",
@@ -54,6 +56,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "promote",
         "ship",
         "go live",
+        "get live",
+        "make live",
+        "put live",
+        "take live",
         *(
             f"{v} {e}"
             for v in ("push", "release", "send", "move")
@@ -62,8 +68,48 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "helm upgrade",
         "kubectl apply",
         "kubectl rollout",
+        "kubectl set image",
+        "pulumi up",
+        "railway up",
+        "terraform apply",
+        "helm install",
+        "sam deploy",
         "cut over",
         "cutover",
+        "flip over",
+        "switch over",
+        "redeploy",
+        *(
+            f"{v} {e}"
+            for v in (
+                "launch",
+                "land",
+                "activate",
+                "upgrade",
+                "update",
+                "install",
+                "bump",
+                "restart",
+                "apply",
+                "rollback",
+                "roll back",
+                "revert",
+                "swap",
+                "switch",
+            )
+            for e in ("production", "prod")
+        ),
+        *(f"{v} traffic" for v in ("switch", "shift", "flip", "cut", "move", "route")),
+        *(
+            f"{v} {e}"
+            for v in ("hotpatch", "hot patch", "hotfix", "patch")
+            for e in ("production", "prod")
+        ),
+        *(
+            f"{v} {e}"
+            for v in ("put", "bring", "land")
+            for e in ("production", "prod servers", "prod hosts")
+        ),
     ),
     "delete": (
         "delete",
@@ -87,6 +133,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "get rid",
         "blow away",
         "throw away",
+        "throw out",
         "clean out",
         "tear down",
         "teardown",
@@ -94,6 +141,22 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "shred",
         "zap",
         "trash",
+        "scrap",
+        "expunge",
+        "deprovision",
+        "annihilate",
+        "demolish",
+        "yeet",
+        "eliminate",
+        "eradicate",
+        "discard",
+        "junk",
+        "ditch",
+        "axe",
+        "cull",
+        "dispose",
+        "do away",
+        "scrub",
     ),
     "force-push": (
         "force push",
@@ -110,6 +173,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "overwrite origin",
         "clobber remote",
         "push mirror",
+        *(f"push over {b}" for b in ("main", "master", "trunk", "develop", "release")),
     ),
     "migrate": (
         "migrate",
@@ -120,12 +184,20 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "add column",
         "drop column",
         "rename column",
+        "change column",
+        "alter column",
+        "modify column",
+        "column type",
         "alembic upgrade",
         "flyway",
         "liquibase",
         "db migrate",
         "prisma migrate",
         "manage py migrate",
+        "ddl",
+        "goose up",
+        "dbmate up",
+        "dbmate migrate",
     ),
     "rotate": (
         "rotate",
@@ -135,13 +207,21 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "regenerate",
         "reissue",
         "invalidate",
-        "roll key",
-        "roll secret",
-        "roll token",
-        "roll credential",
-        "cycle key",
-        "cycle credential",
-        "cycle secret",
+        *(
+            f"{v} {c}"
+            for v in ("roll", "cycle", "renew", "swap", "swap out", "replace")
+            for c in (
+                "key",
+                "secret",
+                "token",
+                "credential",
+                "creds",
+                "password",
+                "passwd",
+                "cert",
+                "certificate",
+            )
+        ),
     ),
     "credential": (
         "credential",
@@ -170,6 +250,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "crates io",
         "rubygems",
         "maven central",
+        "twine upload",
+        "cargo publish",
+        "gem push",
+        "poetry publish",
+        "uv publish",
+        "flit publish",
+        "hatch publish",
     ),
 }
 """Action synonyms: a pattern word that belongs to a concept is also met by any of the
@@ -188,7 +275,8 @@ _NAME = re.compile(
 
 # A script run as a command names its action: `./scripts/deploy_prod.sh` deploys.
 _PROGRAM = re.compile(
-    r"(^|&&|\|\||[;|\n]|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl)\s)(\s*)"
+    r"(^|&&|\|\||[;|\n]|\d[.)]\s|:\s|\b(?:sudo|bash|sh|zsh|python3?|node|ruby|perl|run|execute|exec)\s)"
+    r"(\s*)"
     r"([\w.~/-]*/)?([\w-]+)\.(?:sh|py|rb|js|ts|pl|bash)\b"
 )
 
@@ -267,14 +355,70 @@ def _untypo(raw: str) -> str:
     return re.sub(r"[a-z]{6,}", lambda m: typos.get(m.group(0), m.group(0)), raw)
 
 
+_PARTICLE = re.compile(
+    r"\b(tear|roll|wipe|shut|take|blow|throw|clean|empty|get|put|push|rip|flip|switch|cut)\s+"
+    r"((?:(?!down|out|away|off|up|over)[\w'.-]+\s+){1,5}?)(down|out|away|off|over)\b"
+)
+"""A phrasal verb with its object in the middle, put back together: "tear the staging and
+prod environments down" is "tear down the staging and prod environments". (One word in the
+middle is already within a phrase's gap.)"""
+
+
+_FOREIGN: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), english)
+    for pattern, english in (
+        # Spanish, French and German words for the actions and their objects; whole words
+        # only, so English words that share a beginning ("publication") are left alone.
+        (
+            r"\b(?:despleg\w*|desplieg\w*|d[ée]ployer|d[ée]ployez|"
+            r"bereitstell\w*|ausroll\w*)\b",
+            "deploy",
+        ),
+        (
+            r"\b(?:publicar|publica|publique\w*|publier|publie[zr]?|ver[öo]ffentlich\w*)\b",
+            "publish",
+        ),
+        (
+            r"\b(?:borra\w*|eliminar|elimina|elimine\w*|suprim\w*|supprim\w*|effacer|efface[zr]?|"
+            r"l[öo]sch\w*|loesch\w*)\b",
+            "delete",
+        ),
+        (r"\b(?:rotier\w*|rotar|renouvele[rz]|renouvelle\w*)\b", "rotate"),
+        (r"\b(?:producci[óo]n|produktion)(?:s(?=server|umgebung|datenbank))?", "production "),
+        (r"\bbases?\s+de\s+(?:datos|donn[ée]es)\b|\bdatenbank(?:en)?", "database "),
+        (r"\b(?:tabla|tabelle)\b", "table"),
+        (r"\b(?:contrase[ñn]a|mot\s+de\s+passe|passwort)\b", "password"),
+        (r"\b(?:clave|cl[ée]|schl[üu]ssel)\b", "key"),
+        (r"\b(?:migraci[óo]n|migrer|migrier\w*)\b", "migration"),
+    )
+)
+"""Action words of a few other languages read as their English words (docs/workflow.md):
+"supprime la base de données clients en prod" deletes a database."""
+
+
+def _english(raw: str) -> str:
+    if raw.isascii() and not re.search(
+        r"\b(?:despl|depl|d[eé]ploy|bereit|publi|borr|elimin|"
+        r"supr|suppr|effac|l[oö]sch|rotier|rotar|renouv|produc|"
+        r"produk|base|datenb|tabl|contra|mot|passw|clav|cl[eé]|"
+        r"schl|migr|ver[oö]ff|ausroll)",
+        raw,
+    ):
+        return raw
+    for pattern, english in _FOREIGN:
+        raw = pattern.sub(english, raw)
+    return raw
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(text: str) -> Analysis:
     """The search terms, action words and concepts of an action text or a pattern."""
-    raw = _untypo(text.lower())
+    raw = _PARTICLE.sub(r"\1 \3 \2", _english(_untypo(text.lower())))
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
     words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
     concepts: dict[str, tuple[int, ...]] = {}
     present = set(words)
+    shell = _is_shell(raw)
     for concept, phrases in _phrases().items():
         starts = sorted(
             {
@@ -282,7 +426,8 @@ def analyse(text: str) -> Analysis:
                 for p in phrases
                 if p and p[0] in present
                 for s, e in _find(words, p)
-                if concept in _NOUNS or (not _names_document(words, e) and not _looked_at(words, s))
+                if concept in _NOUNS
+                or (not _names_document(words, e, s) and not _looked_at(words, s, shell))
             }
         )
         if starts:
@@ -293,24 +438,46 @@ def analyse(text: str) -> Analysis:
     return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
 
 
-def _names_document(words: tuple[str, ...], end: int) -> bool:
+_RUN_WORDS = frozenset(tokens("run execute exec invoke launch trigger start kick apply"))
+_RUNNABLE = frozenset(tokens("script scripts step steps workflow hook hooks"))
+
+
+def _names_document(words: tuple[str, ...], end: int, start: int | None = None) -> bool:
     """Whether the words after a concept phrase ending at `end` name a document ("release
     notes", "the deploy logs"); a document noun before a noun that holds data is a modifier
     ("wipe the test database", "drop the log tables")."""
+    if words[end + 1 : end + 2] and words[end + 1] in _noun_words():
+        end += 1  # "the rotate-credentials runbook", "the deploy-prod script"
+    if (
+        start is not None
+        and words[end + 1 : end + 2]
+        and words[end + 1] in _RUNNABLE
+        and set(words[max(0, start - 3) : start]) & _RUN_WORDS
+    ):
+        return False  # "executing the migration script against prod" runs a migration
     return words[end + 1 : end + 2] in _DOC_NOUNS and not set(words[end + 2 : end + 3]) & (
         _DATA | _INFRA_OBJECTS | _KUBE_OBJECTS
     )
 
 
+@functools.cache
+def _noun_words() -> frozenset[str]:
+    """The one-word phrases of the noun concepts (credential, production, registry)."""
+    return frozenset(p[0] for c in _NOUNS for p in _phrases()[c] if len(p) == 1)
+
+
 _POSSESSIVES = frozenset("my our your their his her its this that these those".split())
 
 
-def _looked_at(words: tuple[str, ...], start: int) -> bool:
+def _looked_at(words: tuple[str, ...], start: int, shell: bool = True) -> bool:
     """Whether a meta verb comes right before the concept phrase starting at `start`, a
-    possessive or demonstrative between them allowed: "review my migration"."""
+    possessive or demonstrative between them allowed: "review my migration". In English,
+    "get" before a verb is a passive ("the table gets truncated"), not a look."""
     i = start - 1
     while i >= 0 and words[i] in _POSSESSIVES:
         i -= 1
+    if i >= 0 and words[i] == "get" and not shell:
+        return False
     return i >= 0 and (words[i],) in _META_VERBS
 
 
@@ -320,7 +487,9 @@ _DOC_NOUNS = frozenset(
     for w in tokens(
         "note notes guide doc docs documentation comment test tests readme changelog button module "
         "dropdown menu modal diagram ticket issue log logs checklist page section template folder "
-        "directory runbook script check checks guard hook hooks policy pr mr"
+        "directory runbook script check checks guard hook hooks policy pr mr step steps "
+        "workflow label labels dashboard dashboards channel board boards column wiki "
+        "dependencies deps requirements status"
     )
 )
 """A concept word right before one of these names a document or a safeguard, not an action:
@@ -342,6 +511,84 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\bgit\b[^;&|\n]*\bpush\b[^;&|\n]*(?:\s-[a-z]*f[a-z]*\b|--force\b|\s\+[\w/])"),
     ),
     ("delete", re.compile(r"\brm\s+-")),
+    # Bringing something into production deploys it ("bring the new schema into production").
+    (
+        "deploy",
+        re.compile(
+            r"\b(?:bring|put|push|move|roll|send|land|ship|promote|take|get)\b"
+            r"(?:[^.;,!?]|\.(?=\w)){0,40}?"
+            r"\b(?:into|onto|to|on)\s+(?:the\s+)?(?:production|prod)\b(?!\s+(?:logs?|issues?|"
+            r"dashboards?|metrics|incidents?|alerts?|channels?|columns?|boards?|folders?|labels?|"
+            r"tags?|lists?|docs?|pages?|wiki|runbooks?|notes|tickets?|team|on-?call)\b)"
+        ),
+    ),
+    # Wanting production to run something new deploys it ("we need prod running the new
+    # image", "get production on 2.3").
+    (
+        "deploy",
+        re.compile(
+            r"\b(?:need|needs|want|wants|get|have)\s+(?:prod|production)\s+"
+            r"(?:running|on|serving|using)\b"
+        ),
+    ),
+    # Production named inside a name or a path (`--stack acme/prod`, `inventories/production`,
+    # `ProdStack`, `$PROD_URL`, `prod-db:5432`).
+    (
+        "production",
+        re.compile(
+            r"(?<![a-z0-9])(?:prod|production|prd)(?![a-z])"
+            r"|(?<![a-z0-9])prod(?=stack|db|env|cluster|server|api|app|site)"
+        ),
+    ),
+    # Migration runners under other names.
+    (
+        "migrate",
+        re.compile(
+            r"flyway\w*migrate|liquibase\w*update|\bef\s+database\s+update\b|\bdb:migrate\b"
+            r"|\bmigrate\s+(?:up|deploy|latest)\b|\bmigrate:(?:latest|up|fresh|refresh|reset)\b"
+        ),
+    ),
+    # Hosting CLIs that deploy (`vercel --prod`, `netlify deploy --prod`, `fly deploy`).
+    (
+        "deploy",
+        re.compile(
+            r"\bvercel\b[^;&|\n]*--prod\b|\b(?:netlify|fly|flyctl|firebase|serverless|sls|eb)\s+"
+            r"deploy\b|\bgcloud\s+(?:app|run|functions)\s+deploy\b"
+        ),
+    ),
+    # Changing, resetting or expiring a shared credential rotates it; one's own ("change my
+    # password") is not a team's credential.
+    (
+        "rotate",
+        re.compile(
+            r"\b(?:change|reset|expire|generate\s+new|issue\s+new|re-?key)\s+"
+            r"(?!my\b|your\b|his\b|her\b)(?:(?:the|all|every|our)\s+)?(?:[\w-]+\s+){0,3}?"
+            r"(?:passwords?|passwd|credentials?|creds|secrets?|tokens?|keys?|certs?|certificates?)\b"
+            r"(?!\s+(?:of|in)\s+(?:the|a|this|that)?\s*(?:dict|map|hash|object|json|yaml|array|"
+            r"record|row|column|table|config|list|enum)\b)"
+            r"|\bre-?key\s+the\b"
+        ),
+    ),
+    # Force-updating a shared branch or the remote.
+    (
+        "force-push",
+        re.compile(
+            r"\bforce[- ]update\s+(?:the\s+)?(?:main|master|trunk|develop|release|origin|remote|"
+            r"upstream)\b"
+        ),
+    ),
+    # Indexes and backfills on tables are schema and data migrations.
+    (
+        "migrate",
+        re.compile(
+            r"\b(?:add|create|drop|build|rebuild)\s+(?:an?\s+|the\s+)?(?:unique\s+)?index\b"
+            r"[^.;!?]{0,40}?\b(?:tables?|columns?|concurrently)\b"
+            r"|\bcreate\s+(?:unique\s+)?index\b[^;]*\bon\s+[\w.\"]+\s*\("
+            r"|\bbackfill\b[^.;!?]{0,40}?\b(?:columns?|tables?|rows|records)\b"
+        ),
+    ),
+    # An npm package scope (`@acme/ui`) names the npm registry.
+    ("registry", re.compile(r"(?:^|\s)@[a-z0-9][\w.-]*/[a-z0-9][\w.-]*")),
 )
 
 
@@ -401,6 +648,7 @@ _SEP = re.compile(r"&&|\|\||[;|\n]|\$\(|`|\s#\s")
 _WRAPPERS = frozenset({"sudo", "xargs", "env", "exec", "command", "nohup", "time", "doas"})
 _READERS = frozenset(
     {"grep", "rg", "ag", "ack", "echo", "printf", "cat", "less", "more", "head", "tail", "man"}
+    | {"cd", "pushd", "popd", "open", "code", "vim", "vi", "nvim", "nano", "emacs"}
 )
 """Commands that only search or print: `grep -r "DROP TABLE" migrations/` drops nothing."""
 _PRINTERS = frozenset({"echo", "printf", "cat"})
@@ -490,13 +738,19 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
     English only: a shell line's arguments are names (`git rm --cached .env`), not objects."""
     if _is_shell(a.raw):
         return None
+    passive = _PASSIVE.search(a.raw) is not None
     for pos in sorted(verbs):
+        if passive:
+            before = a.words[max(0, pos - window) : pos]
+            hit = next((w for w in reversed(before) if w in objects), None)
+            if hit is not None and not set(before[before.index(hit) + 1 :]) & _CODE_NOUNS:
+                return " ".join(a.words[pos - len(before) + before.index(hit) : pos + 1])
         after = a.words[pos + 1 : pos + 1 + window]
         if after[:1] in (("me",), ("us",)):
             continue  # "drop me a line", "remove us from the thread"
         for i, w in enumerate(after):
-            if w in _CODE_NOUNS and not set(after[i + 1 : i + 2]) & objects:
-                break  # "the test file"; but "the test database" is a database
+            if w in _CODE_NOUNS and not set(after[i + 1 : i + 3]) & objects:
+                break  # "the test file"; but "the test database", "test and prod stacks"
             if w in _CODE_NOUNS:
                 continue
             if w in objects:
@@ -504,6 +758,15 @@ def _near(a: Analysis, verbs: set[int], objects: frozenset[str], window: int = 3
                     break
                 return " ".join(a.words[pos : pos + 2 + i])
     return None
+
+
+_PASSIVE = re.compile(
+    r"\b(?:be|been|being|is|are|was|were|gets?|got|getting)\s+(?:\w+ly\s+)?"
+    r"(?:\w+ed|\w+en|\w+wn|cut|shut|reset|rm'd)\b"
+    r"|\b(?:need|needs|want|wants)\s+(?:[\w'-]+\s+){1,4}?\w+ed\b"
+)
+"""A verb in the passive: its object comes before it ("the users table needs to be
+dropped")."""
 
 
 def _verbs(a: Analysis, *extra: str) -> set[int]:
@@ -589,31 +852,59 @@ def _rm(a: Analysis) -> str | None:
 _SQL = re.compile(
     r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b"
     r"|\btruncate\s+table\b|^\s*truncate\s+[\w\"`.]+\s*;?\s*$"
+    r"|\btruncate\s+(?:only\s+)?[\w\"`.]+(?:\s*,\s*[\w\"`.]+)*\s+"
+    r"(?:cascade|restrict|restart\s+identity|continue\s+identity)\b"
+    r"|\btruncate\s+(?:only\s+)?[\w\"`.]+\s*;?\s*['\"]"
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$|[\"')])"
     r"|\b(?:delete\s+from|update)\s+[\w\"`.]+\s+(?:set\s+[^;]*?)?where\s+(?:1\s*=\s*1|true)\b"
     r"|\balter\s+table\b[^;]*\bdrop\b"
     r"|\bdropdb\b|\bflush(?:all|db)\b|\bdropdatabase\s*\(|\.drop\s*\(\s*\)"
+    r"|\bdb:(?:drop|reset|purge|schema:load|truncate_all)\b|\bpg:reset\b"
     r"|\bupdate\s+[\w\"`.]+\s+set\b(?![^;]*\bwhere\b)"
 )
 _DATA = frozenset(
     tokens(
         "table tables database databases db schema keyspace collection postgres postgresql "
-        "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse"
+        "mysql redis mongo mongodb dynamodb bigquery dataset datasets warehouse indices "
+        "elasticsearch opensearch solr kafka topic topics cassandra record records"
     )
 )
+
+
+_RETIRE = tuple(tokens("decommission retire sunset terminate overwrite clobber"))
+"""Verbs that end a database or a piece of infrastructure without being delete words
+elsewhere ("retire the old endpoint" deletes nothing)."""
+_BLANK_OUT = re.compile(
+    r"\b(?:zero|null|blank)\s+out\s+(?:the\s+|all\s+|every\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:columns?|fields?|tables?)\b"
+)
+"""Overwriting a column's values ("zero out the balances column in accounts")."""
 
 
 def _sql(a: Analysis) -> str | None:
     seen = _scan(a, _SQL)
     if seen:
         return seen
-    return _near(a, _verbs(a, "empti", "clear", "reset"), _DATA, 4)
+    m = _BLANK_OUT.search(a.raw)
+    if m and not _is_shell(a.raw):
+        return " ".join(m.group(0).split())
+    return _near(
+        a,
+        _verbs(a, *_RETIRE, "empti", "clear", "reset", "kill", "recreat", "reiniti", "reinit"),
+        _DATA,
+        4,
+    )
 
 
 _OVERWRITE = re.compile(
-    r"\b(?:overwrite|clobber|replace)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
+    r"\b(?:overwrite|clobber|replace|reset)\s+(?:the\s+)?(?:origin|upstream|remote)\b(?:/[\w./-]+)?"
 )
 """Replacing what a remote holds is a force push, whatever the words for it."""
+_OVERWRITE_SHARED = re.compile(
+    r"\b(?:overwrite|clobber|replace|reset)\s+(?:the\s+)?(?:main|master|trunk|develop|release|"
+    r"production|prod|staging)\b(?:\s+branch)?\s+(?:with|to)\b"
+)
+"""Overwriting a shared branch with another ("overwrite main with my branch") rewrites it."""
 _PUSH_SHARED = frozenset(tokens("main master trunk develop release production prod staging"))
 
 
@@ -631,9 +922,14 @@ def _force_push(a: Analysis) -> str | None:
         refs = [w.lstrip("+:").split(":")[-1] for w in args if not w.startswith("-")][1:]
         refs = [r.removeprefix("refs/heads/") for r in refs]
         shared = not refs or any(SHARED_BRANCHES.match(r) for r in refs)
-        if "--mirror" in flags or force or (deleting and shared) or (lease and shared):
+        # `--force` to a branch of one's own (`feature/x`) rewrites only that branch.
+        if "--mirror" in flags or ((force or deleting or lease) and shared):
             return " ".join(words[:6])
-    m = _OVERWRITE.search(a.raw)
+    if _is_shell(a.raw) and any(
+        c.name == "git" and "push" in c.words[1:3] for c in _commands(a.raw)
+    ):
+        return None  # the push's own flags and branches said it above
+    m = _OVERWRITE.search(a.raw) or _OVERWRITE_SHARED.search(a.raw)
     if m:
         return " ".join(m.group(0).split())
     if a.has("force-push"):
@@ -641,11 +937,15 @@ def _force_push(a: Analysis) -> str | None:
             return None  # with lease, to a branch of one's own
         return "force push"
     verbs = _verbs(a)
+    named = {w for w in re.findall(r"[\w./-]+", a.raw) if SHARED_BRANCHES.match(w)}
     for pos in sorted(verbs):
         near = set(a.words[pos + 1 : pos + 4])
-        if "branch" in near and near & _PUSH_SHARED:
+        if "branch" in near and (near & _PUSH_SHARED or (named and set(a.words) & _REMOTE)):
             return " ".join(a.words[pos : pos + 4])
     return None
+
+
+_REMOTE = frozenset(tokens("origin upstream remote"))
 
 
 _INFRA = re.compile(
@@ -662,13 +962,15 @@ _INFRA = re.compile(
     r"|\bmkfs\b|\bwipefs\b|\bdd\b[^;&|\n]*\bof=/dev/|>\s*/dev/(?:sd|nvme|disk|hd|xvd)"
     r"|\b(?:heroku|fly|flyctl)\b[^;&|\n]*\bdestroy\b|\bvercel\s+(?:remove|rm)\b"
     r"|\bgh\s+(?:repo|release)\s+delete\b|\bnpm\s+unpublish\b"
-    r"|\bcurl\b[^;&|\n]*(?:-x\s*|--request\s+)delete\b"
+    r"|\b(?:curl|gh\s+api|http|https|xh|wget)\b[^;&|\n]*(?:-x\s*|--request[\s=]+|--method[\s=]+)"
+    r"delete\b"
 )
 _INFRA_OBJECTS = frozenset(
     tokens(
         "infra infrastructure stack stacks environment env cluster clusters bucket buckets vpc "
         "volume volumes backup backups snapshot snapshots instance instances server servers "
-        "resource resources account disk drive region terraform s3 vm vms droplet"
+        "resource resources account disk drive region terraform s3 vm vms droplet workspace "
+        "workspaces"
     )
 )
 
@@ -677,7 +979,7 @@ def _infra(a: Analysis) -> str | None:
     seen = _scan(a, _INFRA)
     if seen:
         return seen
-    return _near(a, _verbs(a, "decommiss", "format", "destroy"), _INFRA_OBJECTS, 4)
+    return _near(a, _verbs(a, *_RETIRE, "format", "destroy", "empti"), _INFRA_OBJECTS, 4)
 
 
 _KUBE = re.compile(
@@ -703,7 +1005,7 @@ _GIT_DISCARD = re.compile(
 )
 _DISCARD = frozenset(tokens("discard throw lose nuke wipe blow reset"))
 _UNSAVED = frozenset(tokens("uncommitted unstaged untracked local"))
-_WORK = frozenset(tokens("changes work files edits modifications"))
+_WORK = frozenset(tokens("changes work files edits modifications commits"))
 
 
 def _git_discard(a: Analysis) -> str | None:
@@ -794,12 +1096,19 @@ _PROGRAMS = frozenset(
     cargo gem go make python python3 node ruby perl bash sh zsh ssh scp rsync psql mysql
     sqlite3 mongo mongosh redis-cli dropdb createdb pg_dump alembic flyway liquibase rails rake
     heroku fly flyctl vercel gh curl wget sudo xargs grep rg ag ack echo printf man sed awk ls
-    tar unzip srm
+    tar unzip srm cd pushd popd vim vi nvim nano emacs twine dotnet gradle gradlew mvn php
+    composer bundle knex sequelize prisma goose dbmate ansible-playbook cdk railway netlify
+    firebase eb sam
     """.split()
 )
 """Programs a shell line starts with: such a text is a command, taken as it is written."""
 _WORDS_TOO = frozenset("find make go env cat less more head tail shred truncate".split())
-"""Programs that are English words too: a shell line only with an option or a path next."""
+"""Programs that are English words too: a shell line only with an option or a path next
+(or, for `make`, a target)."""
+_MAKE_ENGLISH = frozenset(
+    "sure certain it its the a an this that these those them sense space room way use time "
+    "one some me us everything all any no do it's".split()
+)
 
 _READ_SUBCOMMANDS = {
     "git": frozenset(
@@ -809,11 +1118,13 @@ _READ_SUBCOMMANDS = {
     "oc": frozenset("get describe logs explain".split()),
     "terraform": frozenset("plan show output validate fmt graph providers version".split()),
     "tofu": frozenset("plan show output validate fmt graph providers version".split()),
-    "helm": frozenset("list ls status get template history show search lint".split()),
+    "helm": frozenset("list ls status get template history show search lint diff".split()),
     "npm": frozenset("view info show ls list outdated search whoami pack".split()),
     "pnpm": frozenset("view info ls list outdated".split()),
     "yarn": frozenset("info list outdated why".split()),
     "alembic": frozenset("history current show heads branches".split()),
+    "flyway": frozenset("info validate".split()),
+    "liquibase": frozenset("status history diff validate".split()),
 }
 """Subcommands that only show or compare: `kubectl get namespace`, `terraform plan -destroy`."""
 _HELP = frozenset({"--help", "-h", "--dry-run", "--dryrun", "--what-if", "--whatif", "--version"})
@@ -842,6 +1153,17 @@ def _only_reads(command: _Command) -> bool:
         return True
     if any(w in _SHOW_WORDS for w in words[1:3]):
         return True  # `python manage.py showmigrations`
+    if re.search(
+        r"\b(?:generate|g)\s+migration\b|\bmake:migration\b|\bmakemigrations\b|"
+        r"\bmigrations?\s+add\b|"
+        r"\balembic\s+revision\b|\bmigrat\w*\s+(?:create|new|make)\b|\bmigrat\w*:(?:make|create)\b",
+        " ".join(words),
+    ):
+        return True  # `rails generate migration …` writes a file; running it is another step
+    if any(w.endswith((":status", ":version")) for w in words[1:4]) or re.search(
+        r"\bmigrat\w*\s+(?:status|info|history|list)\b", " ".join(words[1:5])
+    ):
+        return True  # `rails db:migrate:status`, `npx prisma migrate status`
     subcommands = _READ_SUBCOMMANDS.get(command.name)
     if subcommands is not None:
         verbs = [w for w in words[1:] if not w.startswith("-")][:1]
@@ -875,8 +1197,11 @@ def _is_shell(raw: str) -> bool:
     words = raw.split()
     first = words[0] if words else ""
     second = words[1] if len(words) > 1 else ""
-    if first in _WORDS_TOO and (second.startswith("-") or "/" in second or "." in second):
-        return True
+    if first in _WORDS_TOO:
+        if second.startswith("-") or "/" in second or "." in second:
+            return True
+        if first != "make" or not second or second in _MAKE_ENGLISH:
+            return False  # "find the logs", "make sure …"; `make deploy` is a target
     if not (first in _PROGRAMS or first.startswith(("./", "/", "~/")) or "=" in first):
         return False
     return not _past([first.title(), *words[1:3]])
@@ -891,7 +1216,7 @@ _TIME_FIRST = frozenset("yesterday earlier previously already today recently the
 _IRREGULAR_PAST = frozenset(
     """
     ran did made went took wrote rewrote broke got forgot lost saw told said left began
-    brought sent threw tore led kept built gave had was were
+    brought sent threw tore led kept built gave had was were fue fueron war waren wurde wurden
     """.split()
 )
 _NOT_PAST = frozenset("need feed seed embed shred shed bed red speed proceed exceed".split())
@@ -917,7 +1242,10 @@ _HYPOTHETICAL = re.compile(
 )
 """A clause that imagines an action: "if we were to drop the table", "hypothetically, …"."""
 _NEGATED = re.compile(
-    r"^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
+    r"^(?:nobody|no one|no-one|noone)\s+(?:should|must|may|can|could|will|shall|is|ever|gets?|"
+    r"needs?|has to|is allowed)\b"
+    r"|^no\s+(?!(?:need|problem|problems|worries|rush|doubt|matter|time|way|biggie|one)\b)\w"
+    r"|^(?:(?:please|pls|plz|so|and|but|just)\s+)?"
     r"(?:(?:we|you|i|they|one|people|agents?|nobody|no one|everyone)\s+)?"
     r"(?:never|avoid|refrain from|(?:do|does|should|must|shall|will|may|need|ought to)"
     r"(?:\s+not|n'?t|\s+never)|don'?t|dont|won'?t)\b"
@@ -931,30 +1259,110 @@ _JUDGES = re.compile(
     r"wrong|off|risky|safe|reasonable|sane)\b"
 )
 """A reviewer's judgement of a change ("this migration looks fine to me")."""
-_LOOK_VERBS = frozenset("see look read skim browse compare cf glance peek".split())
+
+
+def _base(word: str) -> str:
+    """A verb's "-ing" form back to its base when the base is a verb of looking, writing,
+    talking or waiting ("checking", "writing", "asking"); other words as they are."""
+    if not word.endswith("ing") or len(word) < 6:
+        return word
+    stem = word[:-3]
+    known = _LOOK_VERBS | _EDIT_VERBS | _TALK_ONLY | _BEFORE_VERBS
+    for base in (stem, stem + "e", stem[:-1]):
+        if base in known:
+            return base
+    return word
+
+
+_BEFORE_VERBS = frozenset(
+    "ask wait notify announce remind ping email message inform warn backup back snapshot dump "
+    "export".split()
+)
+"""Work done ahead of an action, that names the action only as when it is done: "waiting for
+CI before the npm publish", "asking the release manager before deploying to production",
+"backing up the prod database before tomorrow's migration"."""
+_REFERENCE = re.compile(
+    r"\b(?:before|until|till|ahead of|prior to|about|whether|if|"
+    r"for (?:approval|the go-ahead|a go))\b"
+)
+_LOOK_VERBS = frozenset(
+    "see look read skim browse compare cf glance peek check verify monitor inspect watch "
+    "examine audit investigate diagnose show display".split()
+)
 """A clause opening on one of these points at something to look at ("see the DROP TABLE
-statements in old migrations")."""
+statements in old migrations", "check that the prod deploy is healthy", "show me the diff of
+the migration")."""
+_TOPIC = re.compile(
+    r"(?i)\b(?:comment|comments|note|notes|doc|docs|section|paragraph|ticket|issue|todo|message|"
+    r"page|runbook|readme|warning|question|thread|email|slide|slides)\s+"
+    r"(?:about|on|regarding|re|describing|explaining|mentioning|that\s+(?:says|mentions|explains))"
+    r"\b.*$"
+)
+"""What a written thing is about is its topic, not an action: "remove the TODO comment about
+rotating keys"."""
+_IN_GENERAL = re.compile(
+    r"^(?:is|are|was)\s+(?:it|there)\s+(?:\w+\s+){0,2}?(?:safe|possible|bad|risky|dangerous|"
+    r"normal|common|wise|a good idea|expensive|slow|fast|allowed)\s+to\s+[\w-]+\s+"
+    r"(?:a|an|any)\b[^?]*\?\s*$"
+)
+"""A question about an action in general, on "a"/"an"/"any" thing ("is it safe to drop a column
+in a live migration?"): it asks what is true, not leave to act."""
+_SQL_READ = re.compile(r"^\s*(?:select|show|explain|describe|desc|with\s+\w+\s+as\s*\()\b")
+"""A SQL statement that only reads."""
 _PAST_TIME = re.compile(
-    r"\b(?:yesterday|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
+    r"\b(?:yesterday|ayer|anoche|gestern|last\s+(?:night|week|month|year|sprint|time|friday|monday|tuesday|"
     r"wednesday|thursday|saturday|sunday)|\w+\s+ago|earlier\s+today|this\s+morning)\b"
 )
 """A time in the past: with a verb in the past, the clause is a report ("the deploy to prod
 went fine yesterday"), whatever its subject."""
 _REQUEST = re.compile(
-    r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|need to|"
-    r"have to|about to|ok to|okay to|mind if)\b"
+    r"\b(?:please|let's|lets|go ahead|now|should|shall|will|gonna|going to|want to|"
+    r"needs? to|needs? \w+ing|(?:need|needs|want|wants)\s+(?:[\w'-]+\s+){1,4}?\w+ed|has to|"
+    r"have to|must|make sure|ensure|be sure to|about to|ok to|"
+    r"okay to|mind if)\b"
 )
 _EDIT_VERBS = frozenset(
     "write document update edit fix add draft review read explain describe proofread reword "
+    "migrate move port convert "
     "rephrase mention note comment amend correct translate summarise summarize".split()
 )
 _WRITTEN = frozenset(
     """
     doc docs documentation note notes readme changelog runbook runbooks wiki page section
     paragraph guide comment comments typo typos warning message sentence faq adr postmortem
-    lint rule checklist ticket issue description text wording
+    lint rule checklist ticket issue description text wording migration migrations script
+    scripts test tests function query code patch snippet helper pr prs mr diff commit
     """.split()
 )
+_TALK_ONLY = frozenset(
+    "explain describe document summarise summarize outline clarify discuss".split()
+)
+"""A clause opening on one of these talks about what follows ("explain how to deploy to
+production"), asked politely or not."""
+_POLITE = re.compile(
+    r"^(?:(?:can|could|would|will)\s+(?:you|u|ya)\s+|please\s+|pls\s+|plz\s+|kindly\s+|"
+    r"go ahead and\s+|let's\s+|lets\s+|let me\s+|i'll\s+|we'll\s+|just\s+)+"
+)
+"""The asking words in front of a verb: "can you review …", "please document …"."""
+_DESCRIBES = re.compile(
+    r"^(?:the|this|that|our|their|its|every|each|a|an)\s+(?:[\w'-]+\s+){1,3}?"
+    r"(?:drops|deletes|removes|wipes|truncates|purges|deploys|publishes|pushes|rotates|"
+    r"migrates|destroys|runs|releases|ships|revokes|cleans|prunes)\b"
+)
+"""A clause that says what a thing does ("the cleanup job drops temp tables nightly")."""
+_DOING = re.compile(
+    r"^(?:(?i:he|she|they|someone|somebody|the\s+\w+)|[A-Z][a-z]+)(?:'s|'re|\s+is|\s+are)\s+"
+    r"(?:(?i:still|currently|already|just|now)\s+)?[a-z]+ing\b"
+)
+"""What someone else is doing ("he's still migrating the bot", "Bob is deploying to prod"):
+a report; "I'm deploying …" and "we're deploying …" say what we are about to do."""
+_STATEMENT = re.compile(
+    r"^(?!(?:please|pls|plz|just|go|let|make|ensure|get)\b)[\w'-]+(?:\s+(?!(?:that|which|who|"
+    r"where)\b)[\w'#.-]+){0,5}?\s+(?:is|are|was|were|has been|have been|gets|got)\s+"
+    r"(?:\w+ly\s+)?(?:\w+ed|\w+en|done|set|run|shut|held|kept|owned|scheduled|planned)\b"
+)
+"""A clause that says what is done to a thing, in the passive ("the deploy to production is
+scheduled for Thursday", "credential rotation is handled by the security team")."""
 _RUNS = frozenset("run execute exec invoke type enter paste try".split())
 _CODE_TALK_BEFORE = frozenset(
     """
@@ -1013,6 +1421,96 @@ def _steps(raw: str) -> str:
     return "\n".join(out)
 
 
+_CODE_CALL = re.compile(
+    r"^\s*(?:[\w.\[\]]+\s*:?=\s*)?(?:await\s+|return\s+)?(?P<callee>[\w.]+(?:::\w+)*)!?\s*"
+    r"\((?P<args>.*)\)\s*;?\s*$"
+)
+"""A line of code that is one call (`subprocess.run([...], check=True)`, `os.system("…")`,
+`exec.Command("git", "push", "-f")`, `result = await execa("npm", ["publish"])`)."""
+
+
+def _code_calls(raw: str) -> str:
+    """Lines of code that run a command as the shell lines they run, one a line: a call whose
+    string arguments (those of its first list, when it starts with one) make a shell line.
+    Other text as it is."""
+    out: list[str] = []
+    for line in raw.splitlines():
+        m = _CODE_CALL.match(line)
+        if not m:
+            return raw
+        args = m.group("args").strip()
+        if args.startswith("["):
+            args = args[: args.find("]") + 1] if "]" in args else args
+        literals = re.findall(r"""["']([^"']*)["']""", args)
+        said = _api_call(m.group("callee"), m.group("args"), literals)
+        command = literals[0] if len(literals) == 1 else " ".join(literals)
+        if said is None and _is_shell(command.lower()):
+            said = command
+        if said is None:
+            return raw
+        out.append(said)
+    return "\n".join(out) if out else raw
+
+
+_RMTREE = re.compile(
+    r"(?i)^(?:rmtree|rm_rf|rm_r|removeall|rimraf|rmsync|rm|deletedirectory|delete)$"
+)
+_SQL_CALLS = frozenset(
+    "execute exec statement raw query run_sql executescript sql text unprepared "
+    "exec_driver_sql executeupdate execsql executesql".split()
+)
+_API_ACTIONS = frozenset(
+    "delete drop remove destroy terminate truncate purge rotate revoke publish deploy migrate "
+    "flush wipe".split()
+)
+
+
+def _api_call(callee: str, args: str, literals: list[str]) -> str | None:
+    """What a call to a library does, in words a rule or guard reads, or None: a recursive
+    delete (`shutil.rmtree`, `fs.rmSync(…, {recursive: true})`, `FileUtils.rm_rf`,
+    `os.RemoveAll`) as `rm -rf`; SQL handed to a database (`DB::statement('DROP …')`,
+    `cursor.execute(…)`) as the SQL; a method named after an action
+    (`s3.delete_bucket(Bucket="prod-assets")`) as its words and its string arguments."""
+    name = re.split(r"\.|::", callee)[-1]
+    words = " ".join(_split_identifier(name))
+    target = literals[0] if literals else (re.findall(r"[\w./~-]+", args) or ["?"])[0]
+    recursive = name.lower() not in ("rm", "delete") or re.search(
+        r"(?i)recursive\s*[:=]\s*true|,\s*true\s*\)?$", args
+    )
+    if _RMTREE.match(name) and recursive:
+        if re.search(r"(?i)tmp|temp|cache|build|dist|scratch", target):
+            return ""  # a temporary or build folder: nothing a guard warns about
+        return f"rm -rf {target}"
+    if name.lower() in _SQL_CALLS and literals:
+        return "; ".join(literals)
+    if set(words.split()) & _API_ACTIONS and literals:
+        return " ".join([words, *literals])
+    if not literals:
+        return f"{callee}()"  # its arguments are names in code (`cache.delete(key)`), not objects
+    return None
+
+
+def _split_identifier(name: str) -> list[str]:
+    """`delete_bucket`, `deleteBucket`, `DeleteBucket` → delete, bucket."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    return spaced.lower().split()
+
+
+def _json_action(raw: str) -> str:
+    """A JSON object an agent states its next step in (`{"action": "rotate_credentials",
+    "target": "postgres prod password"}`) as its string values, names split into words."""
+    if not raw.startswith("{"):
+        return raw
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(data, dict):
+        return raw
+    values = [v for v in data.values() if isinstance(v, str)]  # pyright: ignore[reportUnknownVariableType]
+    return " ".join(" ".join(_split_identifier(v)) if " " not in v else v for v in values) or raw
+
+
 _QUOTED = re.compile(r"""(?:^|(?<=[\s:(]))(?P<q>["'`])(?P<body>.+?)(?P=q)(?=[\s.,;:!?)]|$)""")
 
 
@@ -1060,13 +1558,34 @@ def _reports(lower: list[str]) -> bool:
 def _talks(clause: str) -> bool:
     """Whether an English clause only talks about an action: reports it, asks about it, or
     edits a document about it."""
-    lowered = clause.lower().strip()
+    lowered = _TOPIC.sub("", clause.lower().strip())
     if _NEGATED.match(lowered) or _HYPOTHETICAL.match(lowered):
+        return True
+    core = re.findall(r"[\w'-]+", _POLITE.sub("", lowered))
+    core[:1] = [_base(w) for w in core[:1]]  # "checking whether …" looks as "check" does
+    if core and core[0] in _LOOK_VERBS and core[1:2] not in (["you"], ["u"], ["ya"]):
+        return True
+    if core and core[0] in _BEFORE_VERBS and _REFERENCE.search(lowered):
+        return True
+    if core and (
+        core[0] in _TALK_ONLY or (core[0] in _EDIT_VERBS and any(w in _WRITTEN for w in core[1:7]))
+    ):
         return True
     if _REQUEST.search(lowered):
         return False
     words = re.findall(r"[\w'-]+", clause)
     lower = [w.lower() for w in words]
+    if (
+        lower
+        and _STATEMENT.match(lowered)
+        and (
+            not set(analyse(lower[0]).concepts) - _NOUNS
+            or (lower[0].endswith("s") and lower[1:2] in (["are"], ["were"]))
+        )
+    ):
+        return True  # "credential rotation is handled by …", "deploys are frozen"
+    if _DESCRIBES.match(lowered) or _DOING.match(clause.strip()):
+        return True
     if _ASKING.match(lowered) or _past([w if w[:1].isupper() else w.lower() for w in words]):
         return True
     if _JUDGES.match(lowered) or (
@@ -1080,18 +1599,53 @@ def _talks(clause: str) -> bool:
     return False
 
 
+_THING = re.compile(
+    r"(?i)\b(?:(?:the|this|that|our|prod|production|staging)\s+)?(?:[\w-]+\s+)?"
+    r"(?:tables?|databases?|db|schemas?|collections?|buckets?|clusters?|namespaces?|"
+    r"certs?|certificates?|keys?|tokens?|credentials?|creds|secrets?|passwords?)\b"
+)
+"""A thing a later pronoun may stand for: "put the new certs in place and throw out the old
+ones", "we found the orphaned table, drop it"."""
+_PRONOUN = re.compile(r"(?i)\b(?:the\s+old\s+ones|the\s+ones|it|them|those|these)\b")
+_GERMAN_QUESTION = re.compile(r"^(?:ist|sind|war|waren|wurde|wurden|hat|haben)\s[^?]*\?\s*$")
+"""A German yes/no question about a state ("Ist das Deployment auf Produktion schon durch?")."""
+_COMMIT_SUBJECT = re.compile(
+    r"(?i)^(?:feat|fix|docs|doc|chore|refactor|test|tests|ci|build|style|perf|revert)"
+    r"(?:\([\w./ -]*\))?!?:\s"
+)
+"""A commit subject in the conventional form ("fix: migration runner crashed on empty
+tables"): it says what a change to the code does, and asks for nothing to be run."""
+_DROP_BY = re.compile(
+    r"(?i)\bdrop\s+(?:by|in\s+on|me|us|off|(?:a|an)\s+(?:line|note|message|comment|ping|link|"
+    r"mail|email|dm))\b"
+)
+""""drop by the channel", "drop me a line", "drop a note": a visit or a message."""
+_ADJECTIVE_EMPTY = re.compile(
+    r"(?i)\b(on|an|a|with|for|of|in|into|is|are|was|were|be|any|no|from|all|some|many)\s+empty\b"
+)
+""""empty" after an article, preposition or copula is an adjective ("on empty tables")."""
+
+
 def acted(text: str) -> str:
     """The part of an action text that asks for something to be done, for rules and guards:
     a shell line less its commands that only read; English less its clauses that report,
     ask about, or write about an action, and less quoted text it is not asked to run.
     `""` when nothing is asked."""
-    raw = _steps(text.strip()).strip()
+    if _COMMIT_SUBJECT.match(text.strip()):
+        return ""
+    raw = _code_calls(_json_action(_steps(text.strip()).strip()))
+    raw = _DROP_BY.sub("visit", _ADJECTIVE_EMPTY.sub(r"\1 blank", raw))
     if _is_shell(raw.lower()):
         commands = _commands(raw.lower())
         if commands and all(_only_reads(c) for c in commands):
             return ""
         return raw
     low = raw.lower()
+    statements = [x for x in low.split(";") if x.strip()]
+    if statements and all(_SQL_READ.match(x) for x in statements):
+        return ""  # `SELECT * FROM migrations ORDER BY id DESC`
+    if _IN_GENERAL.match(low) or _GERMAN_QUESTION.match(low):
+        return ""
     # A whole question; "when you're done, delete …" opens on a condition, not a question.
     if (
         (_ASKING.match(low) or _WONDER.match(low))
@@ -1101,11 +1655,16 @@ def acted(text: str) -> str:
         return ""
     kept: list[str] = []
     position = 0
+    named: str | None = None  # the last thing a clause named that a pronoun may stand for
     for m in [*_CLAUSE.finditer(raw), None]:
         end = m.start() if m else len(raw)
         clause = raw[position:end]
+        if named is not None:
+            clause = _PRONOUN.sub(named, clause, count=1)
+        found = _THING.findall(clause)
+        named = found[-1] if found else named
         if clause.strip() and not _talks(clause):
-            kept.append(clause + (m.group(0) if m else ""))
+            kept.append(_TOPIC.sub("", clause) + (m.group(0) if m else ""))
         position = m.end() if m else len(raw)
     out = "".join(kept).strip()
 

@@ -83,7 +83,7 @@ with _without_unused_modules():
     from whoosh.lang import porter2
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.query import And, Every, NullQuery, Or, Phrase, QueryError, Term, TermRange
-    from whoosh.reading import ReaderClosed
+    from whoosh.reading import ReaderClosed, TermNotFound
     from whoosh.searching import Searcher
     from whoosh.writing import CLEAR
 
@@ -1346,8 +1346,15 @@ _QUERY_STOP_TERMS = frozenset(
 def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
     """The `n` best (score, document), as Whoosh ranks them: a higher score first, then the
     lower document number."""
-    best = heapq.nlargest(n, ((score, -docnum) for docnum, score in scores.items()))
-    return [(score, -neg) for score, neg in best]
+    if len(scores) > n > 0:
+        # The n-th best score first, over bare floats; then only the few at or above it are
+        # ordered as pairs (ties at the cut broken by document number as before).
+        cut = heapq.nlargest(n, scores.values())[-1]
+        best = [(-score, docnum) for docnum, score in scores.items() if score >= cut]
+        best.sort()
+    else:
+        best = sorted((-score, docnum) for docnum, score in scores.items())
+    return [(-neg, docnum) for neg, docnum in best[:n]]
 
 
 def _parts(q: Any) -> Iterator[Any]:
@@ -1462,12 +1469,13 @@ class _Cache:
     def _score(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         scores: array[float] = array("d")
-        # (Not in the index at all: no idf either, which needs a document.)
-        if ("text", word) not in searcher.reader():
+        # Whoosh's idf (`self.idf`: the same formula, shared with feedback's look-ups), 0 for
+        # a word in no document (it is never 0 otherwise: n + 1 <= N + 1 < e * N).
+        idf = self.idf(searcher, word)
+        if not idf:
             return ids, scores
         # Whoosh's BM25F (`scoring.bm25`) with the same operations in the same order, so the
         # same floats; the per-document part is worked out once per generation.
-        idf = searcher.idf("text", word)
         k1 = BM25_K1 + 1
         for i, (sub, start, segment, deleted) in enumerate(self.leaves):
             local = segment.postings.get(word)
@@ -1475,25 +1483,34 @@ class _Cache:
                 local = segment.postings[word] = self._read(sub.reader(), word)
                 segment.held += len(local[0])
             norms = self._leaf_norms(searcher, i)
-            for docnum, tf in zip(*local, strict=True):
-                if docnum not in deleted:
-                    ids.append(start + docnum)
-                    scores.append(idf * ((tf * k1) / (tf + norms[docnum])))
+            # Whole lists at once (a word's first search reads every posting it has, so these
+            # loops are most of a cold search's time in a large store).
+            docnums, tfs = local
+            if deleted:
+                kept = [(d, tf) for d, tf in zip(docnums, tfs, strict=True) if d not in deleted]
+                docnums, tfs = [d for d, _ in kept], [tf for _, tf in kept]
+            ids.extend([start + d for d in docnums] if start else docnums)
+            scores.extend(
+                [idf * ((tf * k1) / (tf + norms[d])) for d, tf in zip(docnums, tfs, strict=True)]
+            )
         return ids, scores
 
     def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
         ids: array[int] = array("i")
         frequencies: array[float] = array("f")
-        if ("text", word) in reader:
-            # A running count: adding up every cached word's postings at each read cost more
-            # than the read itself once a few hundred words were cached.
-            if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
-                for segment in self.segments.values():
-                    segment.postings.clear()
-                    segment.held = 0
-            for block, weights in _blocks(reader.postings("text", word)):
-                ids.extend(block)
-                frequencies.extend(weights)
+        try:  # one look-up of the word, where asking whether the segment holds it took two
+            postings = reader.postings("text", word)
+        except TermNotFound:
+            return ids, frequencies
+        # A running count: adding up every cached word's postings at each read cost more
+        # than the read itself once a few hundred words were cached.
+        if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
+            for segment in self.segments.values():
+                segment.postings.clear()
+                segment.held = 0
+        for block, weights in _blocks(postings):
+            ids.extend(block)
+            frequencies.extend(weights)
         return ids, frequencies
 
     def _leaf_norms(self, searcher: Searcher, leaf: int) -> list[float]:
@@ -1693,10 +1710,8 @@ class _Ranker:
         if isinstance(q, Every):  # an empty query lists the newest first
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
-        fused = ranking.fuse(lists, parts=self.explain)
-        if not every_candidate and len(fused) > limit:
-            last = fused[limit - 1].score  # ties with the last: names break them
-            fused = [f for f in fused if f.score >= last]
+        # Ties with the last: names break them.
+        fused = ranking.fuse(lists, parts=self.explain, limit=None if every_candidate else limit)
         hits: list[Hit] = []
         for f in fused:
             fields = self.cache.fields(f.key)

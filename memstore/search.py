@@ -299,10 +299,10 @@ def _scan(root: Path, folders: Folders, only: Collection[str] | None = None) -> 
     return found
 
 
-def _stamp(path: Path) -> Stamp | None:
+def _stamp(path: Path | str) -> Stamp | None:
     """The stamp of a memory file, None if it is gone or not a regular file (a symlink)."""
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
@@ -413,9 +413,6 @@ def search(store: Store, query: Query) -> list[Hit]:
     # A few more than asked, for the upkeep step (`steward`) to re-rank; then the cuts.
     dense = up.dense(store, query.text)
     hits = up.index.search(replace(query, limit=query.size + POOL, max_tokens=None), dense=dense)
-    if any(_judged(hit) for hit in hits):
-        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
-        hits = [_shown(store, hit, at) if _judged(hit) else hit for hit in hits]
     hits = steward(store, query, hits)
     if query.max_tokens is not None:
         hits = fit_tokens(hits, query.max_tokens, query.index_view)
@@ -561,11 +558,13 @@ RECALLS_FILE = "recalls.log"
 def _count_recall(store: Store, confirmed: bool) -> None:
     # An append of one byte (O_APPEND: concurrent recalls never tear it), in the ignored cache:
     # counting is no write to the store.
+    path, flags = store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     try:
-        store.cache.mkdir(exist_ok=True)
-        fd = os.open(
-            store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        )
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:  # no cache folder yet
+            store.cache.mkdir(exist_ok=True)
+            fd = os.open(path, flags)
         try:
             os.write(fd, b"c" if confirmed else b"-")
         finally:
@@ -612,10 +611,11 @@ _STEWARD_KEYS = re.compile(rb"""(?m)^["']?(?:pinned|importance|files)["']?[ \t]*
 
 def meta(store: Store, rel: str) -> Meta:
     """Pin, importance and files of the memory file at `rel`, parsed once per file version."""
-    stamp = _stamp(store.root / rel)
+    top = str(store.root)
+    stamp = _stamp(f"{top}/{rel}")  # a string: a Path per hit cost as much as the lstat
     if stamp is None:
         return _NO_META
-    key = (str(store.root), rel)
+    key = (top, rel)
     with _metas_lock:
         found = _metas.get(key)
     if found is not None and found[0] == stamp:
@@ -647,8 +647,9 @@ def meta(store: Store, rel: str) -> Meta:
 
 def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     """The engine's ranking adjusted for the store's upkeep, cut to `query.size`: memories
-    about `query.path` first, pinned and high-importance ones higher, and a confirmed memory
-    whose files changed since it was confirmed marked as maybe out of date."""
+    about `query.path` first, pinned and high-importance ones higher, each kept one's status
+    and owner as its history backs them (`_shown`), and a confirmed memory whose files changed
+    since it was confirmed marked as maybe out of date."""
     if not hits:
         return hits
     metas = {h.path: meta(store, h.path) for h in hits}
@@ -674,6 +675,11 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     else:  # nothing to adjust: the engine's order stands
         order = list(range(len(hits)))
     ranked = [hits[i] for i in order][: query.size]
+    # Judged after the cut (no order above depends on a status): only the kept hits' files
+    # are read and hashed.
+    if any(_judged(hit) for hit in ranked):
+        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+        ranked = [_shown(store, hit, at) if _judged(hit) else hit for hit in ranked]
     checked = [
         h
         for h in ranked

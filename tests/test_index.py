@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,13 @@ from filelock import FileLock
 from whoosh.query import NullQuery
 
 from memstore import index, search
-from memstore.index import _clean_query, _parser, parse_query, tokens  # pyright: ignore[reportPrivateUsage]
+from memstore.index import (  # pyright: ignore[reportPrivateUsage]
+    _clean_query,
+    _nlargest,
+    _parser,
+    parse_query,
+    tokens,
+)
 from memstore.memory import Memory, render
 from memstore.ranking import content_words
 from memstore.search import Hit, Query
@@ -444,3 +451,13 @@ def test_a_description_that_repeats_the_body_counts_once_and_a_summary_counts_mo
     summary = "Cache evictions: raise maxmemory"
     weight = index.TEXT_WEIGHTS["description"]
     assert text(summary, body).count("Cache evictions") == weight > 1
+
+
+def test_the_best_candidates_are_the_highest_scores_then_the_lowest_documents() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        scores = {d: float(rng.choice([0.5, 1.0, 1.5, 2.0, rng.random()])) for d in range(60)}
+        for n in (0, 1, 7, 30, 60, 61):
+            # Whoosh's order: a higher score first, then the lower document number.
+            wanted = sorted(((s, d) for d, s in scores.items()), key=lambda p: (-p[0], p[1]))
+            assert _nlargest(scores, n) == wanted[:n]

@@ -26,6 +26,19 @@ def test_equal_scores_share_a_rank_and_fused_ties_keep_the_order_first_seen() ->
     assert [f.key for f in swapped] == ["p", "q"]
 
 
+def test_a_limit_keeps_the_best_and_every_key_tied_with_the_last() -> None:
+    words = Ranked("bm25", 1.0, (("a", 5.0), ("b", 4.0), ("c", 4.0), ("d", 3.0), ("e", 1.0)))
+    feedback = Ranked("feedback", 0.5, (("d", 2.0), ("e", 2.0), ("a", 1.0)))
+    every = fuse([words, feedback], parts=False)
+    for limit in range(1, len(every) + 1):
+        last = every[limit - 1].score
+        assert fuse([words, feedback], parts=False, limit=limit) == [
+            f for f in every if f.score >= last
+        ]
+    assert [f.key for f in fuse([words], limit=2)] == ["a", "b", "c"]  # c ties with b
+    assert fuse([words, feedback], limit=10) == fuse([words, feedback])
+
+
 def test_a_list_weighs_by_its_weight() -> None:
     fused = fuse([Ranked("strong", 2.0, (("a", 1.0),)), Ranked("weak", 0.5, (("b", 1.0),))])
     assert [f.key for f in fused] == ["a", "b"]

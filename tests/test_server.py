@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore.server import build_server
+from memstore import search
+from memstore.search import Query
+from memstore.server import build_server, hits_data, plain
 from memstore.store import Store
 from tests.conftest import as_agent, git
 from tests.mcp_client import call, data, resource_text, text
@@ -342,6 +346,19 @@ async def test_recall_explains_after_an_edit_took_a_word_out_of_the_description(
     result = await call(store, "memory_recall", query="review", explain=True)
     assert [h["name"] for h in data(result)["results"]] == ["skip-review"]
     assert "matched review in name" in text(result)
+
+
+def test_recall_results_data_is_each_hit_as_json_would_give_it(store: Store) -> None:
+    store.add("hpa-off", type="decision", description="HPA is disabled", tags=["k8s", "api"])
+    as_agent(store, "bob").confirm("hpa-off", "checked")
+    store.add("hpa-why", type="fact", description="HPA flapped", links=["hpa-off"])
+    for query in (Query("hpa"), Query("hpa", explain=True, graph=True)):
+        hits = search.recall(store, query).hits
+        assert len(hits) == 2 and any(h.explain for h in hits) == query.explain
+        assert hits_data(hits) == plain(hits)
+        assert json.dumps(hits_data(hits)) == json.dumps(plain(hits))
+    odd = replace(hits[0], tags=(cast(str, date(2026, 1, 2)),))  # JSON has no date: as text
+    assert hits_data([odd]) == plain([odd]) and hits_data([odd])[0]["tags"] == ["2026-01-02"]
 
 
 async def test_recall_index_view_and_budget_cut_the_output(store: Store) -> None:

@@ -237,13 +237,20 @@ def test_idioms_and_code_edits_with_a_risky_verb_are_allowed() -> None:
         assert workflow.decide(text, [rule]).verdict is Verdict.ALLOW, text
 
 
-def test_force_with_lease_to_a_personal_branch_is_allowed_but_not_to_a_shared_one(
+def test_a_force_push_to_a_personal_branch_is_allowed_but_not_to_a_shared_or_unnamed_one(
     store: Store,
 ) -> None:
-    lease = "git push --force-with-lease origin"
-    assert session.check(store, f"{lease} feature/login").verdict is Verdict.ALLOW
-    assert session.check(store, f"{lease} main").verdict is Verdict.WARN
-    assert session.check(store, "git push --force origin feature/login").verdict is Verdict.WARN
+    for push in (
+        "git push --force-with-lease origin",
+        "git push --force origin",
+        "git push -f origin",
+    ):
+        assert session.check(store, f"{push} feature/login").verdict is Verdict.ALLOW, push
+        assert session.check(store, f"{push} main").verdict is Verdict.WARN, push
+        assert session.check(store, f"{push} release/2.0").verdict is Verdict.WARN, push
+    # No branch named: the current one may be shared.
+    assert session.check(store, "git push --force").verdict is Verdict.WARN
+    assert session.check(store, "git push origin +feature/x:main").verdict is Verdict.WARN
 
 
 @pytest.mark.parametrize(
@@ -860,3 +867,434 @@ def test_a_possessive_between_a_meta_verb_and_an_action_word_keeps_it_talked_abo
     for text in ("can you review my migration PR?", "explain our deploy to production"):
         assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, text
     assert workflow.decide("run my migration on prod", [CAREFUL]).verdict is Verdict.BLOCK
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a command run from code is the command it runs
+        'subprocess.run(["npm", "publish"], check=True)',
+        'exec.Command("git", "push", "-f").Run()',
+        "spawn('rm', ['-rf', '/var/data'])",
+        # a passive request names its object before the verb
+        "the users table needs to be dropped before the release",
+        "make sure the old_orders table gets truncated tonight",
+        "I need the orders table dropped",
+        # a Rails task that drops the database
+        "run `rails db:drop` on production",
+    ],
+)
+def test_code_calls_passive_requests_and_task_names_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a rehearsal run from code, a migration tool's status
+        'subprocess.run(["npm", "publish", "--dry-run"])',
+        "rails db:migrate:status",
+        "npx prisma migrate status",
+        # a commit subject, a statement of what is done or scheduled, what a job does
+        "fix: migration runner crashed on empty tables",
+        "chore: bump version before the next npm publish",
+        "the deploy to production is scheduled for Thursday",
+        "credential rotation is handled by the security team's runbook",
+        "the cleanup job drops temp tables nightly",
+        # "no …", "nobody should …"
+        "no force pushes to main, please",
+        "nobody should run alter table on prod by hand",
+        # everyday senses, code and documents written or read, not run
+        "drop by the #ops channel if the deploy breaks",
+        "Remove the npm publish step from the release workflow",
+        "write a migration that adds an index on orders.created_at",
+        "can you review the ALTER TABLE in migration 0042?",
+        "docs: explain how to deploy to production",
+    ],
+)
+def test_commit_subjects_statements_and_written_code_ask_for_nothing(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_credentials_cycled_are_rotated() -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    for text in ("cycle the database password for the payments service", "roll the API token"):
+        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
+    assert workflow.decide("cycle through the tabs", [rotate]).verdict is Verdict.ALLOW
+
+
+def test_make_is_a_command_only_before_a_target() -> None:
+    from memstore import actions
+
+    assert actions.acted("make sure the sessions table gets truncated") != ""
+    assert workflow.decide("make sure the sessions table gets truncated", []).verdict is (
+        Verdict.WARN
+    )
+    assert workflow.decide("make deploy-prod", [CAREFUL]).verdict is not Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "psql $PROD_URL -c 'TRUNCATE users CASCADE'",
+        "twine upload dist/*",
+        "cargo publish --allow-dirty",
+        "get 3.0 live in production for all customers",
+        "reset origin/main to last week's commit",
+        "tear the staging and prod environments down",
+    ],
+)
+def test_uploads_truncates_and_phrasal_verbs_split_by_their_object_still_act(text: str) -> None:
+    rules = [
+        CAREFUL,
+        workflow.Rule(
+            name="publish",
+            type="correction",
+            status="confirmed",
+            severity="p0",
+            applies_when=("npm publish",),
+            description="CI publishes",
+            binding=True,
+        ),
+    ]
+    assert workflow.decide(text, rules).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cd terraform-destroy-module",
+        "the rotate-credentials runbook is out of date",
+        "SELECT * FROM migrations ORDER BY id DESC LIMIT 5",
+        "is it safe to drop a column in a live migration?",
+        "check that the prod deploy is healthy",
+        "show me the diff of the migration",
+        "remove the TODO comment about rotating keys",
+    ],
+)
+def test_names_reads_general_questions_looks_and_topics_ask_for_nothing(text: str) -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_a_read_before_a_write_in_sql_or_a_look_before_an_order_still_acts() -> None:
+    for text in ("SELECT 1; DROP TABLE users;", "watch the logs, then drop the users table"):
+        assert workflow.decide(text, []).verdict is Verdict.WARN, text
+    assert workflow.decide("is it ok to drop the users table?", []).verdict is Verdict.WARN
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "publishing @acme/ui 3.1.0",
+        "wiping the Elasticsearch indices on prod",
+        "emptying the S3 bucket acme-prod-assets",
+        "executing the migration script against prod",
+        "change the column type of payments.amount in production",
+        "throw away my local commits and reset to origin",
+        # asked to do it, not waited for
+        "ask the release manager to deploy to production",
+    ],
+)
+def test_what_agents_say_they_are_about_to_do_still_acts(text: str) -> None:
+    publish = workflow.Rule(
+        name="publish",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("npm publish", "alter table"),
+        description="CI publishes; the migration job migrates",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, publish]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "helm diff upgrade api ./chart -n prod",
+        "checking whether the prod deploy finished",
+        "asking the release manager before deploying to production",
+        "waiting for CI before the npm publish",
+        "backing up the prod database before tomorrow's migration",
+        "delete the deploy script",
+    ],
+)
+def test_work_done_ahead_of_an_action_and_looks_in_the_ing_form_ask_for_nothing(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scrap the orders table and start over",
+        "expunge all customer records from the prod database",
+        "recreate the production database from scratch",
+        "kill the prod database and restore from last night",
+        "zero out the balances column in accounts on prod",
+        "deprovision the staging and prod stacks",
+        "overwrite main with my branch",
+        "remove the release/2.x branch from the remote",
+        "flip production over to the new build",
+        "switch prod traffic to v2",
+        "hot-patch the production API servers",
+        "bring the new schema into production",
+        "destroy the test and prod workspaces in terraform cloud",
+    ],
+)
+def test_less_common_verbs_for_an_action_still_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scrap the draft proposal and start over",
+        "recreate the bug locally",
+        "kill the dev server on port 3000",
+        "zero out the counter in the test fixture",
+        "overwrite the local config with the template",
+        "switch to the main branch",
+        "move the ticket to the prod column on the board",
+        "migrate my notes to the new wiki",
+        "reset my password on the staging site",
+        "clear the print queue",
+    ],
+)
+def test_the_same_verbs_on_harmless_things_ask_for_nothing(text: str) -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+def test_credentials_renewed_swapped_or_replaced_are_rotated() -> None:
+    rotate = workflow.Rule(
+        name="rotate",
+        type="correction",
+        status="confirmed",
+        severity="p1",
+        applies_when=("rotate credentials",),
+        description="follow the runbook",
+        binding=True,
+    )
+    for text in (
+        "renew the database credentials and redeploy",
+        "swap out the prod API keys for new ones",
+        "replace the leaked AWS keys",
+    ):
+        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
+
+
+ROTATE = workflow.Rule(
+    name="rotate",
+    type="correction",
+    status="confirmed",
+    severity="p1",
+    applies_when=("rotate credentials", "alter table"),
+    description="follow the runbook; the migration job migrates",
+    binding=True,
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # deleting: each verb of the family on data or infrastructure
+        *(
+            f"{verb} the prod database"
+            for verb in ("eliminate", "discard", "ditch", "axe", "decommission", "retire")
+        ),
+        "terminate the staging cluster",
+        # deploying
+        "launch 2.3 in production",
+        "upgrade production to 2.3",
+        "install 2.3 on the prod servers",
+        "redeploy production",
+        "roll back production to 2.2",
+        "apply the terraform plan to prod",
+        "get 2.3 onto prod",
+        # publishing, force pushing
+        "deliver 2.3 to the npm registry",
+        "distribute 2.3 via npm",
+        "force-update main on origin",
+        "push my branch over main",
+        # rotating a shared credential; migrating
+        "change the prod db password",
+        "reset the API keys",
+        "expire all API tokens",
+        "add an index to the orders table in prod",
+        "backfill the new column in production",
+        "goose up",
+    ],
+)
+def test_each_family_of_verbs_acts(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "retire the old endpoint",
+        "discard the draft",
+        "terminate the background thread",
+        "apply the prod label to the issue",
+        "install the prod dependencies locally",
+        "revert the last commit on my branch",
+        "change my password",
+        "refresh the access token in the test client",
+        "change the key of the dict",
+        "force the update of the local cache",
+        "add the search index to the sidebar",
+        "backfill the missing changelog entries",
+    ],
+)
+def test_the_families_leave_everyday_work_alone(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we found the orphaned users table, drop it",
+        "the staging db is stale; wipe it and reseed",
+        "put the new certs in place and throw out the old ones",
+    ],
+)
+def test_a_pronoun_stands_for_the_thing_named_before_it(text: str) -> None:
+    assert workflow.decide(text, []).verdict is Verdict.WARN, actions_acted(text)
+
+
+def test_a_pronoun_for_a_harmless_thing_stays_harmless() -> None:
+    for text in (
+        "put the new screenshots in place and throw out the old ones",
+        "I updated the token docs, please review them",
+    ):
+        assert workflow.decide(text, []).verdict is Verdict.ALLOW, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "heroku pg:reset DATABASE_URL --app acme-prod --confirm acme-prod",
+        "run migrate.py against the production DB",
+        "blue/green switch prod to green",
+        "we need prod running the new image before lunch",
+        "yeet the staging database",
+    ],
+)
+def test_resets_scripts_by_name_switches_and_wanting_prod_on_something_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+def test_a_status_of_an_action_is_a_state_not_the_action() -> None:
+    text = "rollout status deployment/api -n prod is stuck at 3/4"
+    assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "supprime la base de données clients en prod",
+        "Vamos a desplegar la rama main en producción ahora mismo",
+        "Rotiere bitte das Datenbank-Passwort für den Produktionsserver",
+        "kubectl set image deployment/web web=acme/web:1.9.0 -n production",
+        "vercel --prod",
+        "replace the TLS certificate on the prod load balancer with a freshly issued one",
+        "I'm deploying to prod now",
+    ],
+)
+def test_other_languages_hosting_clis_and_our_own_doing_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rails generate migration AddLastSeenToUsers last_seen:datetime",
+        "python manage.py makemigrations",
+        "Don't revoke Bob's token yet, he's still migrating the bot",
+        "Bob is deploying to prod",
+        "Ist das Deployment auf Produktion schon durch?",
+        "el deploy a producción fue ayer",
+    ],
+)
+def test_new_migration_files_others_doing_and_questions_in_other_languages_ask_nothing(
+    text: str,
+) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # library calls that delete, run SQL or are named after an action
+        'shutil.rmtree("/srv/app/uploads")',
+        "fs.rmSync(path.join(os.homedir(), 'data'), { recursive: true, force: true })",
+        "DB::statement('DROP TABLE sessions');",
+        's3.delete_bucket(Bucket="acme-prod-assets")',
+        # a step stated as JSON
+        '{"action": "rotate_credentials", "target": "postgres prod password"}',
+        # deploy and migration runners; production named inside names and paths
+        "railway up --environment production",
+        "cdk deploy ProdStack --require-approval never",
+        "pulumi up --stack acme/prod --yes",
+        "ansible-playbook -i inventories/production site.yml --tags deploy",
+        "Plan: 1) bump version 2) tag v3.1.0 3) ./scripts/deploy.sh production",
+        "./gradlew flywayMigrate -Pflyway.url=jdbc:postgresql://prod-db:5432/app",
+        'dotnet ef database update --connection "$PROD_CONNECTION_STRING"',
+        "gh api -X DELETE /orgs/acme/actions/secrets/NPM_TOKEN",
+    ],
+)
+def test_library_calls_json_steps_and_deploy_runners_act(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "shutil.rmtree(tmp_path)",
+        "cache.delete(key)",
+        'cursor.execute("SELECT * FROM users")',
+        '{"action": "run_tests", "target": "unit"}',
+        "pulumi preview --stack acme/prod",
+        "dotnet ef migrations add AddInvoiceIndex",
+        "reproduce the prod bug locally",
+    ],
+)
+def test_harmless_library_calls_previews_and_new_migrations_ask_for_nothing(text: str) -> None:
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
