@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -319,14 +320,17 @@ async def writers(
 
 async def part_concurrency(opts: argparse.Namespace, tmp: Path, servers: Servers) -> list[str]:
     rates: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     checks: list[str] = []
     for r in range(opts.rounds):
         for side in SIDES if r % 2 == 0 else SIDES[::-1]:
             root = tmp / f"conc-{side}-{r}"
             init(opts.python[side], root)
             outcome = Outcome()
+            before = _children_cpu()
             took = await writers(opts.python[side], root, opts, outcome, servers)
             rates[side].append(len(outcome.ok) / took)
+            cpu[side].append((_children_cpu() - before) / max(len(outcome.ok), 1))
             found = verify(root, outcome.ok)
             bad = {
                 k: v
@@ -342,7 +346,18 @@ async def part_concurrency(opts: argparse.Namespace, tmp: Path, servers: Servers
         each = " ".join(f"{x:.1f}" for x in rates[side])
         lines.append(f"{side}: median {sorted(rates[side])[len(rates[side]) // 2]:.1f} ({each})")
     a, b = (sorted(rates[s])[len(rates[s]) // 2] for s in SIDES)
-    return [*lines, f"A / B: {a / b:.2f}", *checks]
+    lines.append(f"A / B: {a / b:.2f}")
+    # On two cores the CPU a write costs, summed over every process, bounds the throughput.
+    lines.append("CPU per write (servers and their gits, start-up included), ms:")
+    for side in SIDES:
+        lines.append(f"{side}: " + " ".join(f"{x * 1000:.1f}" for x in cpu[side]))
+    return [*lines, *checks]
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the children that ended so far (the servers, and the gits they ran)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 PARTS = {

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import hashlib
+import itertools
 import logging
 import os
 import re
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
@@ -434,28 +436,45 @@ def _stamp(author: str, email: str) -> str:
 def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
     """Store a loose object and return its sha; an object git already has changes nothing.
 
-    Written as git writes one: compressed to a temp file in its folder, then linked into
-    place, so a reader never sees half an object.
+    Written as git writes one: compressed to a temp file in its folder, created read-only,
+    then renamed into place, so a reader never sees half an object.
     """
     raw = b"%s %d\0" % (kind, len(data)) + data
     sha = hashlib.sha1(raw).hexdigest()
-    folder = repo.common_dir / "objects" / sha[:2]
-    path = folder / sha[2:]
-    if path.exists():
+    folder = os.path.join(repo.common_dir, "objects", sha[:2])
+    path = os.path.join(folder, sha[2:])
+    if os.path.exists(path):
         return sha
-    folder.mkdir(exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(zlib.compress(raw, 1))
-        os.chmod(tmp, 0o444)
+    # The pid and a counter make the name unique; `tmp_obj_` is the prefix git's own
+    # `git gc` removes when a killed writer leaves one.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    while True:
+        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{next(_object_names)}")
         try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another writer stored the same object
-    finally:
-        os.unlink(tmp)
+            fd = os.open(tmp, flags, 0o444)
+            break
+        except FileNotFoundError:  # the object's folder is new
+            os.makedirs(folder, exist_ok=True)
+        except FileExistsError:  # left by a killed process that had this pid
+            continue
+    try:
+        try:
+            blob = zlib.compress(raw, 1)
+            written = 0
+            while written < len(blob):
+                written += os.write(fd, blob[written:])
+        finally:
+            os.close(fd)
+        # Over an object another writer stored meanwhile: the same object replaces it.
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return sha
+
+
+_object_names = itertools.count()
 
 
 def _read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
@@ -658,7 +677,23 @@ def _run_git(
 def _sync_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
-    """Point the index entries of these paths at the new blobs, waiting out `index.lock`."""
+    """Point the index entries of these paths at the new blobs, waiting out `index.lock`:
+    in-process when the index is one `_indexed` can rewrite, else by `git update-index`."""
+    waited = False
+    while True:
+        try:
+            if _write_index(repo, blobs):
+                return
+            break
+        except FileExistsError:
+            waited = _wait_for_lock(repo.git_dir / "index.lock", deadline, waited)
+    _update_index(repo, blobs, deadline, keep)
+
+
+def _update_index(
+    repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
+) -> None:
+    """`_sync_index` by a forked `git update-index --index-info`."""
     # NUL-terminated: a path is taken as it is, whatever characters it holds.
     lines = "".join(
         f"0 {_ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
@@ -678,6 +713,200 @@ def _sync_index(
         if "index.lock" not in err and not lock.exists():
             raise GitError(f"git update-index failed: {err}")
         waited = _wait_for_lock(lock, deadline, waited)
+
+
+INDEX_MARK = "memstore-index"
+"""The prefix of the file a writer links to `index.lock` to take it (see `_write_index`)."""
+# Extensions a rewrite keeps as they are; the other optional ones (the cache tree, the
+# untracked and fsmonitor caches, offset tables) are caches git rebuilds, and are left out.
+_KEPT_EXTENSIONS = (b"REUC",)
+
+
+def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
+    """Point the index entries of these paths at the blobs (None: remove), as
+    `git update-index --index-info` does, without forking it; False (nothing changed) when
+    the index is not one this rewrites (see `_indexed`).
+
+    git's lock protocol is kept: `index.lock` is created exclusively, the new index written
+    into it and renamed over `index`. The lock is taken by linking a file named with this
+    pid to it, so `release_dead_index_lock` can tell a lock a killed writer left from any
+    other by its inode, never by a guess.
+
+    Raises:
+        FileExistsError: while another git holds `index.lock`.
+    """
+    if "GIT_INDEX_FILE" in os.environ or os.environ.get("GIT_DIR"):
+        return False
+    index, lock = repo.git_dir / "index", repo.git_dir / "index.lock"
+    mark = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            os.link(mark, lock)
+        except FileExistsError:
+            raise
+        except OSError:
+            return False  # no hard links here: git's own update-index takes the lock
+        try:
+            parsed = _index_of(repo)
+            data = None if parsed is None else _indexed(parsed, blobs)
+            if parsed is None or data is None:
+                lock.unlink()
+                return False
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            lock.replace(index)
+            with _last_index_lock:
+                _last_index[index] = (data, parsed)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(fd)
+        mark.unlink(missing_ok=True)
+    return True
+
+
+def _index_of(repo: Repo) -> _Index | None:
+    """The repository's index parsed (call with `index.lock` held): the one this process
+    wrote last when the file is still that one, else read."""
+    path = repo.git_dir / "index"
+    try:
+        with path.open("rb") as f:
+            data, written = f.read(), os.fstat(f.fileno()).st_mtime_ns // 1_000_000_000
+    except OSError:
+        return None
+    with _last_index_lock:
+        last = _last_index.pop(path, None)
+    if last is not None and last[0] == data:
+        return last[1]  # as this process wrote it, racily clean entries smudged then
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    return _parse_index(data, written)
+
+
+def release_dead_index_lock(repo: Repo) -> None:
+    """Remove the `index.lock` a writer killed inside `_write_index` left, and its mark.
+
+    Only a lock that is the very file (same inode) a dead pid's mark names is removed: git
+    never links its lock files, so it is that writer's, and no live process holds it."""
+    if not Path("/proc").is_dir():
+        return
+    lock = repo.git_dir / "index.lock"
+    for mark in repo.git_dir.glob(f"{INDEX_MARK}.*.tmp"):
+        pid = mark.name.split(".")[1]
+        if not pid.isdigit() or Path("/proc", pid).exists():
+            continue
+        try:
+            if os.path.samefile(mark, lock):
+                logger.warning("removing %s, left by a killed memstore writer", lock)
+                lock.unlink()
+        except OSError:
+            pass  # no lock, or it went
+        mark.unlink(missing_ok=True)
+
+
+@dataclass(slots=True)
+class _Index:
+    """A parsed index: its header, each entry's name and bytes (in git's order), and the
+    extensions kept."""
+
+    head: bytes
+    names: list[bytes]
+    raws: list[bytes]
+    extensions: list[bytes]
+
+
+_last_index: dict[Path, tuple[bytes, _Index]] = {}
+"""The index this process wrote last, by path, with its bytes: a writer alone on a store
+reads back its own index, and need not parse it again."""
+_last_index_lock = threading.Lock()
+
+
+def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
+    """The entries and kept extensions of a version 2 or 3 index; None for one this does not
+    rewrite (none yet, a split or sparse index, a required extension, no checksum).
+
+    An entry whose file's time is not older than `written` (the index file's modification
+    time, whole seconds) may be "racily clean": the file changed within the tick its stat
+    data was taken. It is smudged (size 0), as git does when it rewrites an index, so git
+    compares its content again instead of trusting stat data a newer index would vouch for."""
+    if index is None or len(index) < 32 or index[-20:] == bytes(20):
+        return None
+    if hashlib.sha1(index[:-20]).digest() != index[-20:]:
+        return None
+    extended = index[7] >= 3
+    names: list[bytes] = []
+    raws: list[bytes] = []
+    at = 12
+    for _ in range(int.from_bytes(index[8:12], "big")):
+        high = index[at + 60]
+        start = at + 64 if extended and high & 0x40 else at + 62
+        length = (high & 0x0F) << 8 | index[at + 61]
+        if length == 0x0FFF:
+            length = index.index(b"\0", start) - start
+        end = at + ((start - at + length + 8) & ~7)
+        names.append(index[start : start + length])
+        if int.from_bytes(index[at + 8 : at + 12], "big") >= written:
+            raws.append(index[at : at + 36] + bytes(4) + index[at + 40 : end])
+        else:
+            raws.append(index[at:end])
+        at = end
+    extensions: list[bytes] = []
+    while at < len(index) - 20:
+        sig, size = index[at : at + 4], int.from_bytes(index[at + 4 : at + 8], "big")
+        if not b"A" <= sig[:1] <= b"Z":
+            return None  # required: a split index ("link"), a sparse one ("sdir"), ...
+        if sig in _KEPT_EXTENSIONS:
+            extensions.append(index[at : at + 8 + size])
+        at += 8 + size
+    if at != len(index) - 20:
+        return None
+    return _Index(index[:8], names, raws, extensions)
+
+
+def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
+    """The index `parsed` with these paths' entries set to the blobs at stage 0 (or
+    removed), in git's order and checksummed as git writes it; `parsed` becomes that index.
+    None (`parsed` unchanged) when a path's folder is a file in the index or the reverse:
+    git's rules for that, not these."""
+    names, raws = parsed.names, parsed.raws
+    for rel in blobs:
+        path = rel.encode("utf-8")
+        folders = path.split(b"/")[:-1]
+        below = bisect.bisect_left(names, path + b"/")
+        if (below < len(names) and names[below].startswith(path + b"/")) or any(
+            _has(names, b"/".join(folders[: i + 1])) for i in range(len(folders))
+        ):
+            return None
+    for rel, sha in blobs.items():
+        path = rel.encode("utf-8")
+        # Every stage of the path goes: a stage-0 entry replaces a conflict's, as in git.
+        lo = bisect.bisect_left(names, path)
+        hi = bisect.bisect_right(names, path, lo)
+        new: list[bytes] = []
+        if sha is not None:
+            # Stat data left zero, as update-index --index-info leaves it: git compares the
+            # content the next time it looks, and records the stat data then.
+            raw = (
+                bytes(24)
+                + (0o100644).to_bytes(4, "big")
+                + bytes(12)
+                + bytes.fromhex(sha)
+                + min(len(path), 0x0FFF).to_bytes(2, "big")
+                + path
+            )
+            new.append(raw + bytes(8 - len(raw) % 8))
+        names[lo:hi] = [path] * len(new)
+        raws[lo:hi] = new
+    body = b"".join([parsed.head, len(raws).to_bytes(4, "big"), *raws, *parsed.extensions])
+    return body + hashlib.sha1(body).digest()
+
+
+def _has(names: list[bytes], name: bytes) -> bool:
+    at = bisect.bisect_left(names, name)
+    return at < len(names) and names[at] == name
 
 
 def _move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:

@@ -306,7 +306,7 @@ def _apply(
             entries.append({"path": rel(site, change.path), "size": size, "append": text})
     refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
-    atomic_write(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
+    _write_journal(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
@@ -331,6 +331,22 @@ def _apply(
     _clear(site)
     site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
     return sha
+
+
+def _write_journal(path: Path, text: str) -> None:
+    """Write the journal in place. It needs no temp file and rename: it is whole before any
+    file changes, and one a kill cut short (nothing changed yet) is dropped as unreadable.
+    Nor an fsync: a killed writer's journal is in the page cache for the next writer; a power
+    cut can lose it, and then a file cut short shows as an uncommitted change (git status,
+    lint) instead of being rolled back, never committed either way."""
+    data = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
 
 
 def _unlink_unchanged(path: Path, expected: bytes) -> None:
@@ -494,6 +510,7 @@ def recover(site: Site) -> None:
         return
     message, _, entries = loaded
     _wait_for_survivors(site)
+    history.release_dead_index_lock(site.repo)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
@@ -582,7 +599,20 @@ def remove_dead_temp_files(cache: Path) -> None:
     """
     if not Path("/proc").is_dir():
         return
-    for stray in [*cache.glob(".*.tmp"), *(cache / "index").glob(".*.tmp")]:
-        pid = stray.name.split(".")[-3]
+    for folder in (cache, cache / "index"):
+        try:
+            names = os.listdir(folder)  # each lock looks: a listing, not a glob's matching
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                _remove_if_dead(folder / name)
+
+
+def _remove_if_dead(stray: Path) -> None:
+    """Remove a temp file whose writer's pid (third from the end of its name) no longer runs."""
+    parts = stray.name.split(".")
+    if len(parts) >= 4:
+        pid = parts[-3]
         if pid.isdigit() and not Path("/proc", pid).exists():
             stray.unlink(missing_ok=True)

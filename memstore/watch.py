@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,11 +25,13 @@ def relevant(change: Change, path: str, root: Path) -> bool:
     """Whether a change can affect the index: a memory file or a type folder, not the cache,
     git, a temp file or a record file at the root."""
     del change
-    try:
-        parts = Path(path).relative_to(root).parts
-    except ValueError:
+    # Called for every event under the store, git's object and lock files among them (several
+    # dozen a write, in each server): string tests, no path objects.
+    top = str(root)
+    if not path.startswith(top) or path[len(top) : len(top) + 1] != os.sep:
         return False
-    if not parts or parts[0].startswith("."):
+    parts = path[len(top) + 1 :].split(os.sep)
+    if not parts[0] or parts[0].startswith("."):
         return False
     if len(parts) == 1:  # a type folder comes or goes; a root file (ledger.jsonl) is no memory
         return "." not in parts[0] or parts[0] == STORE_CONFIG

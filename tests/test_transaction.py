@@ -16,7 +16,7 @@ from memstore.errors import Conflict, UnsafePath
 from memstore.index import Query
 from memstore.search import search
 from memstore.store import Store
-from tests.conftest import GIT_ENV, git
+from tests.conftest import GIT_ENV, git, processes_started
 
 
 def memstore(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
@@ -283,3 +283,106 @@ def test_the_last_step_of_a_write_swaps_the_files_in_one_step(tmp_path: Path) ->
     )
     with pytest.raises(Conflict, match="saved by someone else"):
         files._exchange(new, tmp_path / "deleted")  # pyright: ignore[reportPrivateUsage]
+
+
+# -- git's index, rewritten in-process -------------------------------------------------------
+
+
+def staged_entries(root: Path) -> list[str]:
+    return git(root, "ls-files", "-s", "--", ".").splitlines()
+
+
+def test_writes_keep_git_index_in_step_without_forking_git(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (store.root / "notes.txt").write_text("a person's work\n", encoding="utf-8")
+    git(store.root, "add", "-N", "notes.txt")  # intent to add: an index of version 3
+    started = processes_started(monkeypatch)
+    store.add("first", type="fact", description="one")
+    store.add("second", type="fact", description="two")
+    store.edit("first", body="changed")
+    store.forget("second", "a duplicate")
+    assert not [c for c in started if "update-index" in str(c)]
+    entries = staged_entries(store.root)
+    blob = git(store.root, "hash-object", "fact/first.md").strip()
+    assert f"100644 {blob} 0\tfact/first.md" in entries
+    assert not [e for e in entries if "second" in e]
+    assert git(store.root, "status", "--porcelain") == " A notes.txt\n"  # still intended
+    git(store.root, "fsck", "--strict")
+    git(store.root, "write-tree")  # git reads the index it was given
+
+
+def test_an_index_git_keeps_in_a_form_memstore_does_not_rewrite_goes_through_git(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git(store.root, "update-index", "--index-version", "4")
+    started = processes_started(monkeypatch)
+    store.add("first", type="fact", description="one")
+    assert [c for c in started if "update-index" in str(c)]
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_removes(
+    store: Store,
+) -> None:
+    # The kill lands while the writer holds index.lock, its journal written, its commit not.
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from memstore import history\n"
+        "from memstore.store import Store\n"
+        "history._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "Store(Path(sys.argv[1]), agent='bob').add('cut', type='fact', description='cut')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(store.root)], capture_output=True, timeout=60
+    )
+    assert done.returncode == -9, done.stderr
+    lock = store.root / ".git" / "index.lock"
+    assert lock.exists()
+    store.add("next", type="fact", description="after the kill")
+    assert not lock.exists()
+    assert not (store.root / "fact" / "cut.md").exists()  # never committed: undone
+    assert not list((store.root / ".git").glob(f"{history.INDEX_MARK}.*"))
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_git_index_lock_is_removed_only_when_it_is_a_dead_writers_own(store: Store) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    lock = store.root / ".git" / "index.lock"
+    lock.write_bytes(b"a git at work")
+    other = store.root / ".git" / f"{history.INDEX_MARK}.{dead}.1.tmp"
+    other.write_bytes(b"a dead writer's mark, another file")
+    live = store.root / ".git" / f"{history.INDEX_MARK}.{os.getpid()}.1.tmp"
+    os.link(lock, live)  # this process is alive: its lock is not left over
+    history.release_dead_index_lock(store.repo)
+    assert lock.exists() and live.exists() and not other.exists()
+    live.unlink()
+    os.link(lock, other)  # the same file as a dead pid's mark: that writer's, left by a kill
+    history.release_dead_index_lock(store.repo)
+    assert not lock.exists() and not other.exists()
+
+
+def test_a_change_git_could_take_for_clean_by_its_stat_data_is_still_seen_after_a_write(
+    store: Store,
+) -> None:
+    # "Racily clean": a file changed within the tick its index entry's stat data was taken
+    # (same size, same mtime; ctime not trusted here, as on some file systems). An index
+    # rewritten later would vouch for that stat data unless the entry is smudged.
+    git(store.root, "config", "core.trustctime", "false")
+    notes = store.root / "notes.txt"
+    notes.write_text("first\n", encoding="utf-8")
+    git(store.root, "add", "notes.txt")
+    git(store.root, "commit", "-qm", "notes")
+    stamp = notes.stat().st_mtime_ns
+    os.utime(store.root / ".git" / "index", ns=(stamp, stamp))  # the entry is racy now
+    with notes.open("r+", encoding="utf-8") as f:
+        f.write("other\n")  # same size, same inode
+    os.utime(notes, ns=(stamp, stamp))
+    store.add("later", type="fact", description="a write that rewrites git's index")
+    assert git(store.root, "status", "--porcelain") == " M notes.txt\n"
