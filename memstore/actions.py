@@ -251,6 +251,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "rubygems",
         "maven central",
         "twine upload",
+        "lerna publish",
+        "changeset publish",
+        "changesets publish",
         "cargo publish",
         "gem push",
         "poetry publish",
@@ -569,6 +572,10 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bre-?key\s+the\b"
         ),
     ),
+    # HashiCorp Vault rotating a secret engine's credentials (`vault write -f
+    # database/rotate-root/prod-postgres`, `…/rotate-role/…`).
+    ("rotate", re.compile(r"\bvault\s+write\b[^;&|\n]*/rotate(?:-root|-role)?\b")),
+    ("credential", re.compile(r"\bvault\s+write\b[^;&|\n]*/rotate(?:-root|-role)?\b")),
     # Force-updating a shared branch or the remote.
     (
         "force-push",
@@ -827,6 +834,13 @@ def _rm(a: Analysis) -> str | None:
                 return " ".join(words[:6])
         if name in ("remove-item", "ri") and any(w.startswith("-r") for w in words):
             return " ".join(words[:6])  # PowerShell's rm -r
+        if name in ("rmdir", "rd", "del", "erase") and "/s" in words:
+            # Split as cmd.exe does: a backslash is a folder separator, not an escape.
+            targets = [w for w in command.raw.split()[1:] if not w.startswith("/")]
+            windows_temp = re.compile(r"(?:^|[/:])(?:temp|tmp|%temp%|\$env:temp)(?:/|$)")
+            paths = [t.replace("\\", "/") for t in targets]
+            if not paths or not all(_disposable(p) or windows_temp.search(p) for p in paths):
+                return " ".join(words[:6])  # cmd.exe's recursive delete
         if name not in ("rm", "rmdir", "shred", "srm"):
             continue
         flags = "".join(w[1:] for w in words[1:] if w.startswith("-") and not w.startswith("--"))
@@ -1096,9 +1110,9 @@ _PROGRAMS = frozenset(
     cargo gem go make python python3 node ruby perl bash sh zsh ssh scp rsync psql mysql
     sqlite3 mongo mongosh redis-cli dropdb createdb pg_dump alembic flyway liquibase rails rake
     heroku fly flyctl vercel gh curl wget sudo xargs grep rg ag ack echo printf man sed awk ls
-    tar unzip srm cd pushd popd vim vi nvim nano emacs twine dotnet gradle gradlew mvn php
-    composer bundle knex sequelize prisma goose dbmate ansible-playbook cdk railway netlify
-    firebase eb sam
+    tar unzip srm rd del lerna changeset vault cd pushd popd vim vi nvim nano emacs twine dotnet
+    gradle gradlew mvn php composer bundle knex sequelize prisma goose dbmate ansible-playbook
+    cdk railway netlify firebase eb sam
     """.split()
 )
 """Programs a shell line starts with: such a text is a command, taken as it is written."""

@@ -1298,3 +1298,37 @@ def test_library_calls_json_steps_and_deploy_runners_act(text: str) -> None:
 )
 def test_harmless_library_calls_previews_and_new_migrations_ask_for_nothing(text: str) -> None:
     assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lerna publish from-package --yes",
+        "npx changeset publish",
+        "vault write -f database/rotate-root/prod-postgres",
+        "rmdir /s /q D:\\shares\\finance",
+    ],
+)
+def test_monorepo_publishers_vault_rotation_and_windows_recursive_deletes_act(text: str) -> None:
+    publish = workflow.Rule(
+        name="publish",
+        type="correction",
+        status="confirmed",
+        severity="p0",
+        applies_when=("npm publish",),
+        description="CI publishes",
+        binding=True,
+    )
+    assert workflow.decide(text, [publish, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
+
+
+def test_their_harmless_neighbours_ask_for_nothing() -> None:
+    for text in (
+        "npx changeset version",
+        "vault read database/creds/readonly",
+        "del /s /q C:\\temp\\scratch",
+        "rmdir /s /q build",
+    ):
+        assert workflow.decide(text, [ROTATE]).verdict is Verdict.ALLOW, text
