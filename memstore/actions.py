@@ -551,6 +551,17 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bmigrate\s+(?:up|deploy|latest)\b|\bmigrate:(?:latest|up|fresh|refresh|reset)\b"
         ),
     ),
+    # Deploying commands with their options in between (`kubectl --context prod apply -f …`,
+    # `helm -n prod upgrade …`), and CI workflows named for a deploy run by hand
+    # (`gh workflow run deploy.yml -f environment=production`).
+    (
+        "deploy",
+        re.compile(
+            r"\bkubectl\b[^;&|\n]*\s(?:apply|set\s+image|rollout\s+(?:restart|undo))\b"
+            r"|\bhelm\b[^;&|\n]*\s(?:upgrade|install)\b"
+            r"|\b(?:workflow|pipeline)\s+(?:run|trigger|start)\s+[\w./-]*deploy"
+        ),
+    ),
     # Hosting CLIs that deploy (`vercel --prod`, `netlify deploy --prod`, `fly deploy`).
     (
         "deploy",
@@ -1216,6 +1227,8 @@ def _is_shell(raw: str) -> bool:
             return True
         if first != "make" or not second or second in _MAKE_ENGLISH:
             return False  # "find the logs", "make sure …"; `make deploy` is a target
+    if "/" in first and first.rsplit("/", 1)[-1] in _PROGRAMS:
+        return True  # `bin/rails …`, `vendor/bin/…`, `node_modules/.bin/…`
     if not (first in _PROGRAMS or first.startswith(("./", "/", "~/")) or "=" in first):
         return False
     return not _past([first.title(), *words[1:3]])

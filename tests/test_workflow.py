@@ -1332,3 +1332,22 @@ def test_their_harmless_neighbours_ask_for_nothing() -> None:
         "rmdir /s /q build",
     ):
         assert workflow.decide(text, [ROTATE]).verdict is Verdict.ALLOW, text
+
+
+def test_deploys_with_options_between_and_deploy_workflows_run_by_hand_act() -> None:
+    for text in (
+        "gh workflow run deploy.yml -f environment=production",
+        "kubectl --context prod-eu apply -f k8s/production/api-deployment.yaml",
+        "helm -n prod upgrade api ./chart",
+    ):
+        assert workflow.decide(text, [CAREFUL]).verdict is not Verdict.ALLOW, actions_acted(text)
+    for text in ("kubectl --context prod-eu get pods", "gh workflow run tests.yml"):
+        assert workflow.decide(text, [CAREFUL]).verdict is Verdict.ALLOW, text
+
+
+def test_a_program_run_from_a_folder_is_a_command() -> None:
+    text = "bin/rails generate migration AddLastSeenToUsers last_seen:datetime"
+    assert workflow.decide(text, [ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
+    assert workflow.decide("bin/rails db:migrate RAILS_ENV=production", [ROTATE]).verdict is (
+        Verdict.WARN
+    )
