@@ -443,17 +443,24 @@ def test_a_search_does_not_wait_while_another_thread_embeds(semantic: Store) -> 
     assert "fact/volume-alerts.md" in vectors_of(semantic)
 
 
-def test_an_encoder_embeds_a_store_in_chunks_kept_as_they_are_done(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(embedding, "CHUNK", 3)
+def encoder_store(store: Store, tmp_path: Path) -> search.Upkeep:
+    """`store` with a tiny BERT encoder set, ten memories and its index built (the vectors
+    follow the index's manifest), none embedded yet."""
     build_bert(tmp_path / "bert")
     (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
     seed(store)
     for i in range(6):
         write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
     up = search.upkeep(store)
-    up.catch_up(store)  # the index first: the vectors follow its manifest
+    up.catch_up(store)
+    return up
+
+
+def test_an_encoder_embeds_a_store_in_chunks_kept_as_they_are_done(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "CHUNK", 3)
+    up = encoder_store(store, tmp_path)
     saved: list[int] = []
     monkeypatch.setattr(
         embedding.Vectors,
@@ -472,13 +479,7 @@ def test_a_search_spends_at_most_its_budget_on_an_encoders_first_pass(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embedding, "BUDGET_CHUNK", 2)
-    build_bert(tmp_path / "bert")
-    (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
-    seed(store)
-    for i in range(6):
-        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
-    up = search.upkeep(store)
-    up.catch_up(store)
+    up = encoder_store(store, tmp_path)
     # A budget already spent: one small chunk, then the search goes on with the rows done.
     assert up.embed(store, budget=0.0) == 2
     assert len(vectors_of(store)) == 2

@@ -748,6 +748,26 @@ CAREFUL = workflow.Rule(
     binding=True,
 )
 
+ROTATE = workflow.Rule(
+    name="rotate",
+    type="correction",
+    status="confirmed",
+    severity="p1",
+    applies_when=("rotate credentials", "alter table"),
+    description="follow the runbook; the migration job migrates",
+    binding=True,
+)
+
+PUBLISH = workflow.Rule(
+    name="publish",
+    type="correction",
+    status="confirmed",
+    severity="p0",
+    applies_when=("npm publish", "alter table"),
+    description="CI publishes; the migration job migrates",
+    binding=True,
+)
+
 
 @pytest.mark.parametrize(
     "text",
@@ -917,18 +937,9 @@ def test_commit_subjects_statements_and_written_code_ask_for_nothing(text: str) 
 
 
 def test_credentials_cycled_are_rotated() -> None:
-    rotate = workflow.Rule(
-        name="rotate",
-        type="correction",
-        status="confirmed",
-        severity="p1",
-        applies_when=("rotate credentials",),
-        description="follow the runbook",
-        binding=True,
-    )
     for text in ("cycle the database password for the payments service", "roll the API token"):
-        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
-    assert workflow.decide("cycle through the tabs", [rotate]).verdict is Verdict.ALLOW
+        assert workflow.decide(text, [ROTATE]).verdict is Verdict.WARN, text
+    assert workflow.decide("cycle through the tabs", [ROTATE]).verdict is Verdict.ALLOW
 
 
 def test_make_is_a_command_only_before_a_target() -> None:
@@ -953,19 +964,9 @@ def test_make_is_a_command_only_before_a_target() -> None:
     ],
 )
 def test_uploads_truncates_and_phrasal_verbs_split_by_their_object_still_act(text: str) -> None:
-    rules = [
-        CAREFUL,
-        workflow.Rule(
-            name="publish",
-            type="correction",
-            status="confirmed",
-            severity="p0",
-            applies_when=("npm publish",),
-            description="CI publishes",
-            binding=True,
-        ),
-    ]
-    assert workflow.decide(text, rules).verdict is not Verdict.ALLOW, actions_acted(text)
+    assert workflow.decide(text, [CAREFUL, PUBLISH]).verdict is not Verdict.ALLOW, actions_acted(
+        text
+    )
 
 
 @pytest.mark.parametrize(
@@ -981,16 +982,7 @@ def test_uploads_truncates_and_phrasal_verbs_split_by_their_object_still_act(tex
     ],
 )
 def test_names_reads_general_questions_looks_and_topics_ask_for_nothing(text: str) -> None:
-    rotate = workflow.Rule(
-        name="rotate",
-        type="correction",
-        status="confirmed",
-        severity="p1",
-        applies_when=("rotate credentials",),
-        description="follow the runbook",
-        binding=True,
-    )
-    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
 
 
 def test_a_read_before_a_write_in_sql_or_a_look_before_an_order_still_acts() -> None:
@@ -1013,16 +1005,7 @@ def test_a_read_before_a_write_in_sql_or_a_look_before_an_order_still_acts() -> 
     ],
 )
 def test_what_agents_say_they_are_about_to_do_still_acts(text: str) -> None:
-    publish = workflow.Rule(
-        name="publish",
-        type="correction",
-        status="confirmed",
-        severity="p0",
-        applies_when=("npm publish", "alter table"),
-        description="CI publishes; the migration job migrates",
-        binding=True,
-    )
-    assert workflow.decide(text, [CAREFUL, publish]).verdict is not Verdict.ALLOW, actions_acted(
+    assert workflow.decide(text, [CAREFUL, PUBLISH]).verdict is not Verdict.ALLOW, actions_acted(
         text
     )
 
@@ -1082,45 +1065,16 @@ def test_less_common_verbs_for_an_action_still_act(text: str) -> None:
     ],
 )
 def test_the_same_verbs_on_harmless_things_ask_for_nothing(text: str) -> None:
-    rotate = workflow.Rule(
-        name="rotate",
-        type="correction",
-        status="confirmed",
-        severity="p1",
-        applies_when=("rotate credentials",),
-        description="follow the runbook",
-        binding=True,
-    )
-    assert workflow.decide(text, [CAREFUL, rotate]).verdict is Verdict.ALLOW, actions_acted(text)
+    assert workflow.decide(text, [CAREFUL, ROTATE]).verdict is Verdict.ALLOW, actions_acted(text)
 
 
 def test_credentials_renewed_swapped_or_replaced_are_rotated() -> None:
-    rotate = workflow.Rule(
-        name="rotate",
-        type="correction",
-        status="confirmed",
-        severity="p1",
-        applies_when=("rotate credentials",),
-        description="follow the runbook",
-        binding=True,
-    )
     for text in (
         "renew the database credentials and redeploy",
         "swap out the prod API keys for new ones",
         "replace the leaked AWS keys",
     ):
-        assert workflow.decide(text, [rotate]).verdict is Verdict.WARN, text
-
-
-ROTATE = workflow.Rule(
-    name="rotate",
-    type="correction",
-    status="confirmed",
-    severity="p1",
-    applies_when=("rotate credentials", "alter table"),
-    description="follow the runbook; the migration job migrates",
-    binding=True,
-)
+        assert workflow.decide(text, [ROTATE]).verdict is Verdict.WARN, text
 
 
 @pytest.mark.parametrize(
@@ -1310,16 +1264,7 @@ def test_harmless_library_calls_previews_and_new_migrations_ask_for_nothing(text
     ],
 )
 def test_monorepo_publishers_vault_rotation_and_windows_recursive_deletes_act(text: str) -> None:
-    publish = workflow.Rule(
-        name="publish",
-        type="correction",
-        status="confirmed",
-        severity="p0",
-        applies_when=("npm publish",),
-        description="CI publishes",
-        binding=True,
-    )
-    assert workflow.decide(text, [publish, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
+    assert workflow.decide(text, [PUBLISH, ROTATE]).verdict is not Verdict.ALLOW, actions_acted(
         text
     )
 
