@@ -8,8 +8,10 @@ session is what it would have been. An opening request the SDK answered in an ea
 answers are kept in `<store>/.memstore/answers.json`, under a fingerprint of memstore's and the
 SDK's files and the store's `memstore.yaml`) is answered at once, and the SDK's own answer to
 it, when it comes, is dropped. An SDK answer that differs from the one sent replaces it for the
-next run, and for `tools/list` the client is told the list changed (the server declares
-`listChanged`), so it asks again. The SDK's first answers are what fills the file.
+next run, and for `tools/list` the client is sent `notifications/tools/list_changed`, so a
+client that heeds it asks again (the SDK's capabilities do not declare `listChanged`, so a
+strict client may not: the fingerprint is what keeps a kept answer from going stale). The
+SDK's first answers are what fills the file.
 
 Only the first `WATCHED` messages each way are read as JSON; after them, bytes pass through.
 """
