@@ -401,6 +401,7 @@ class Vectors:
         digests: Mapping[str, str],
         text: Callable[[str], str | None],
         budget: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> int:
         """Bring the rows in step with `digests` (path → content digest, as the search index
         holds them): embed `text(path)` for new or changed paths, drop gone ones. `state`
@@ -409,7 +410,8 @@ class Vectors:
         reads the rows there are. With `budget` (seconds), an encoder stops after the small
         chunk that went past it, and the next call goes on from there: a search stays quick
         while a large store's first pass is spread over searches (and the server's watcher).
-        Returns how many texts were embedded."""
+        `progress(done, total)` is told after each chunk. Returns how many texts were
+        embedded."""
         if not self._embedding.acquire(blocking=False):
             return 0
         try:
@@ -440,6 +442,8 @@ class Vectors:
                 self._merge(set(part) | gone, kept_new, fresh, static, len(texts) + len(gone))
                 gone = set()
                 done += len(texts)
+                if progress is not None:
+                    progress(min(start + chunk, len(changed)), len(changed))
                 if deadline is not None and time.monotonic() > deadline:
                     if start + chunk < len(changed):
                         return done  # the rest later; the state is not marked in step

@@ -487,3 +487,26 @@ def test_a_search_spends_at_most_its_budget_on_an_encoders_first_pass(
     assert up.embed(store) == 6  # without a budget (reindex, the watcher) the rest at once
     assert len(vectors_of(store)) == 10
     assert up.embed(store, budget=0.0) == 0
+
+
+def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memstore.cli import main
+
+    monkeypatch.setattr(embedding, "CHUNK", 4)
+    encoder_store(store, tmp_path)
+    # A first pass over a large store takes minutes: each chunk done is said on stderr.
+    done = CliRunner().invoke(main, ["--store", str(store.root), "doctor", "--no-lint"])
+    assert done.exit_code == 0, done.output
+    paced = [line for line in done.stderr.splitlines() if line.startswith("embedded ")]
+    assert paced == [f"embedded {n}/10 memories for semantic recall" for n in (4, 8, 10)]
+    assert "(10 memories embedded)" in done.stdout
+    done = CliRunner().invoke(main, ["--store", str(store.root), "doctor", "--no-lint"])
+    assert "embedded " not in done.stderr  # nothing left to embed: nothing said
+    done = CliRunner().invoke(main, ["--store", str(store.root), "reindex"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.splitlines()[-1] == "embedded 10/10 memories for semantic recall"
+    assert done.stdout == "reindexed 10 memories\n"
