@@ -56,6 +56,9 @@ def main() -> None:
     ap.add_argument("--weak-bm25", nargs="+", default=["8", "16", "24", "40"])
     ap.add_argument("--min-cosine", nargs="+", default=["0.5"])
     ap.add_argument("--new-cosine", nargs="+", default=["0.15", "0.2", "0.3"])
+    ap.add_argument("--covered", nargs="+", default=["1"], help="1: a covered query is strong")
+    ap.add_argument("--lead-margin", nargs="+", default=["1e9"])
+    ap.add_argument("--words-scale", nargs="+", default=["0"])
     ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
@@ -76,8 +79,18 @@ def main() -> None:
         "DENSE_WEAK_BM25": tuple(float(v) for v in args.weak_bm25),
         "DENSE_MIN_COSINE": tuple(float(v) for v in args.min_cosine),
         "DENSE_NEW_COSINE": tuple(float(v) for v in args.new_cosine),
+        "DENSE_COVERED": tuple(bool(int(v)) for v in args.covered),
+        "DENSE_LEAD_MARGIN": tuple(float(v) for v in args.lead_margin),
+        "DENSE_WORDS_SCALE": tuple(float(v) for v in args.words_scale),
     }
     _remember_queries()
+    nearest, asked = embedding.Vectors.nearest, [0]
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked[0] += 1
+        return nearest(self, text, count)
+
+    embedding.Vectors.nearest = counted  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.work or Path(scratch)
         stores = []
@@ -101,6 +114,7 @@ def main() -> None:
                     setattr(embedding if name == "CENTER" else index, name, value)
             r10: list[float] = []
             hit5: list[float] = []
+            asked[0] = 0
             for store, conv in stores:
                 up = search.upkeep(store)
                 for question, relevant, _ in conv.queries:
@@ -113,31 +127,46 @@ def main() -> None:
                     r10.append(len(relevant & set(names[:10])) / len(relevant))
                     hit5.append(1.0 if relevant & set(names[:5]) else 0.0)
             dev_hits = 0
+            dev_rr = 0.0
             for question, expect in dev_questions:
                 query = Query(question, limit=10)
                 found = search.upkeep(dev).index.search(query) if values is None else None
                 hits = found if found is not None else search.search(dev, query)
-                dev_hits += expect in [h.name for h in hits[:5]]
+                names = [h.name for h in hits[:10]]
+                dev_hits += expect in names[:5]
+                dev_rr += 1 / (names.index(expect) + 1) if expect in names else 0.0
             n = len(r10)
-            row = (sum(r10) / n, sum(hit5) / n, dev_hits / len(dev_questions), values)
+            row = (
+                sum(r10) / n,
+                sum(hit5) / n,
+                dev_hits / len(dev_questions),
+                values,
+                dev_rr / len(dev_questions),
+            )
             if values is None:
                 off = row
             else:
                 rows.append(row)
-            print(f"# {row[3]}: R@10 {row[0]:.3f} Hit@5 {row[1]:.3f} dev {row[2]:.2f}", flush=True)
+            print(
+                f"# {row[3]}: R@10 {row[0]:.3f} Hit@5 {row[1]:.3f} dev {row[2]:.2f} "
+                f"MRR {row[4]:.3f}; {asked[0]} of {n + len(dev_questions)} queries embedded",
+                flush=True,
+            )
         assert off is not None
         print(
             f"# tune conversations {', '.join(TUNE)}: {len(r10)} queries; model {args.model.name}"
         )
         print(
             f"words only: LoCoMo R@10 {off[0]:.3f}, Hit@5 {off[1]:.3f}; dev bank Hit@5 {off[2]:.2f}"
+            f", MRR@10 {off[4]:.3f}"
         )
-        print(f"| {' | '.join(grid)} | LoCoMo R@10 | LoCoMo Hit@5 | dev bank Hit@5 |")
-        print(f"|{'---|' * (len(grid) + 3)}")
-        for r10_, hit5_, dev_, values in sorted(rows, key=lambda r: (-r[2], -r[0], -r[1])):
+        header = "LoCoMo R@10 | LoCoMo Hit@5 | dev bank Hit@5 | dev bank MRR@10"
+        print(f"| {' | '.join(grid)} | {header} |")
+        print(f"|{'---|' * (len(grid) + 4)}")
+        for r10_, hit5_, dev_, values, mrr in sorted(rows, key=lambda r: (-r[2], -r[4], -r[0])):
             print(
                 f"| {' | '.join(f'{v:g}' for v in values or ())} | {r10_:.3f} | {hit5_:.3f} "
-                f"| {dev_:.2f} |"
+                f"| {dev_:.2f} | {mrr:.3f} |"
             )
 
 
