@@ -4,10 +4,13 @@ bank of reworded questions (bench/reworded_dev.yaml), Hit@5, for each setting.
 
     .venv/bin/python bench/tune_semantic.py --model bench/.models/all-MiniLM-L6-v2 \
         [--weight 0 0.25] [--weak-weight 1 2] [--weak-bm25 8 12 1e9] \
-        [--min-cosine 0.4 0.6] [--new-cosine 0.2 0.3]
+        [--min-cosine 0.4 0.6] [--new-cosine 0.2 0.3] [--covered 0 1] \
+        [--lead-margin 0.01 0.02 1e9] [--words-scale 0 1]
 
-The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25 and
-DENSE_MIN_COSINE, set on the module for each run (the stores are built once). The held-out
+The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
+DENSE_MIN_COSINE, DENSE_NEW_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN and DENSE_WORDS_SCALE,
+set on the module for each run (the stores are built once); each row also says how many
+questions were embedded. The held-out
 conversations and the test bank (bench/reworded_bank.yaml) are never read here.
 """
 
