@@ -76,6 +76,9 @@ def main() -> None:
     # found. The last: with and without that re-ordering (a minimum cosine of 1.1 turns it off).
     # With all-MiniLM-L6-v2 (its vectors not centred; a DENSE_WEIGHT of 0 leaves a query
     # whose words found enough unembedded): see docs/benchmarks.md for the grids run.
+    # Then the covered gate (--covered 0 1) and the lead of a confident nearest memory
+    # (--lead-margin 0 0.01 0.02 0.03 0.04 0.06 0.08 0.1 0.15 1e9) against scaling the word
+    # lists down by how little they found (--words-scale 0 0.5 1 2), at weak weight 1-1.5.
     grid = {
         "DENSE_WEIGHT": tuple(float(v) for v in args.weight),
         "DENSE_WEIGHT_WEAK": tuple(float(v) for v in args.weak_weight),
