@@ -195,6 +195,11 @@ def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     words = next(h for h in hits if h.name == "api-release-notes")
     fused = next(line for line in words.explain if line.startswith("fused"))
     assert "bm25 #1" in fused and "feedback #1" in fused
+    # A deprecated memory nearer still is hidden, and does not take the lead away.
+    write_memory(semantic, "old-secrets", "Secrets key credentials vault", status="deprecated")
+    assert names(semantic, question)[0] == "secrets-in-vault"
+    assert "old-secrets" not in names(semantic, question)
+    assert "old-secrets" in names(semantic, question, include_deprecated=True)
     # Without the rule, reciprocal rank fusion puts the words' choice first.
     monkeypatch.setattr(index, "DENSE_LEAD_MARGIN", 1e9)
     assert names(semantic, question)[0] == "api-release-notes"
