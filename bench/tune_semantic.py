@@ -4,10 +4,13 @@ bank of reworded questions (bench/reworded_dev.yaml), Hit@5, for each setting.
 
     .venv/bin/python bench/tune_semantic.py --model bench/.models/all-MiniLM-L6-v2 \
         [--weight 0 0.25] [--weak-weight 1 2] [--weak-bm25 8 12 1e9] \
-        [--min-cosine 0.4 0.6] [--new-cosine 0.2 0.3]
+        [--min-cosine 0.4 0.6] [--new-cosine 0.2 0.3] [--covered 0 1] \
+        [--lead-margin 0.01 0.02 1e9] [--words-scale 0 1]
 
-The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25 and
-DENSE_MIN_COSINE, set on the module for each run (the stores are built once). The held-out
+The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
+DENSE_MIN_COSINE, DENSE_NEW_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN and DENSE_WORDS_SCALE,
+set on the module for each run (the stores are built once); each row also says how many
+questions were embedded. The held-out
 conversations and the test bank (bench/reworded_bank.yaml) are never read here.
 """
 
@@ -56,6 +59,9 @@ def main() -> None:
     ap.add_argument("--weak-bm25", nargs="+", default=["8", "16", "24", "40"])
     ap.add_argument("--min-cosine", nargs="+", default=["0.5"])
     ap.add_argument("--new-cosine", nargs="+", default=["0.15", "0.2", "0.3"])
+    ap.add_argument("--covered", nargs="+", default=["1"], help="1: a covered query is strong")
+    ap.add_argument("--lead-margin", nargs="+", default=["1e9"])
+    ap.add_argument("--words-scale", nargs="+", default=["0"])
     ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
@@ -70,14 +76,27 @@ def main() -> None:
     # found. The last: with and without that re-ordering (a minimum cosine of 1.1 turns it off).
     # With all-MiniLM-L6-v2 (its vectors not centred; a DENSE_WEIGHT of 0 leaves a query
     # whose words found enough unembedded): see docs/benchmarks.md for the grids run.
+    # Then the covered gate (--covered 0 1) and the lead of a confident nearest memory
+    # (--lead-margin 0 0.01 0.02 0.03 0.04 0.06 0.08 0.1 0.15 1e9) against scaling the word
+    # lists down by how little they found (--words-scale 0 0.5 1 2), at weak weight 1-1.5.
     grid = {
         "DENSE_WEIGHT": tuple(float(v) for v in args.weight),
         "DENSE_WEIGHT_WEAK": tuple(float(v) for v in args.weak_weight),
         "DENSE_WEAK_BM25": tuple(float(v) for v in args.weak_bm25),
         "DENSE_MIN_COSINE": tuple(float(v) for v in args.min_cosine),
         "DENSE_NEW_COSINE": tuple(float(v) for v in args.new_cosine),
+        "DENSE_COVERED": tuple(bool(int(v)) for v in args.covered),
+        "DENSE_LEAD_MARGIN": tuple(float(v) for v in args.lead_margin),
+        "DENSE_WORDS_SCALE": tuple(float(v) for v in args.words_scale),
     }
     _remember_queries()
+    nearest, asked = embedding.Vectors.nearest, [0]
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked[0] += 1
+        return nearest(self, text, count)
+
+    embedding.Vectors.nearest = counted  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.work or Path(scratch)
         stores = []
@@ -101,6 +120,7 @@ def main() -> None:
                     setattr(embedding if name == "CENTER" else index, name, value)
             r10: list[float] = []
             hit5: list[float] = []
+            asked[0] = 0
             for store, conv in stores:
                 up = search.upkeep(store)
                 for question, relevant, _ in conv.queries:
@@ -113,31 +133,46 @@ def main() -> None:
                     r10.append(len(relevant & set(names[:10])) / len(relevant))
                     hit5.append(1.0 if relevant & set(names[:5]) else 0.0)
             dev_hits = 0
+            dev_rr = 0.0
             for question, expect in dev_questions:
                 query = Query(question, limit=10)
                 found = search.upkeep(dev).index.search(query) if values is None else None
                 hits = found if found is not None else search.search(dev, query)
-                dev_hits += expect in [h.name for h in hits[:5]]
+                names = [h.name for h in hits[:10]]
+                dev_hits += expect in names[:5]
+                dev_rr += 1 / (names.index(expect) + 1) if expect in names else 0.0
             n = len(r10)
-            row = (sum(r10) / n, sum(hit5) / n, dev_hits / len(dev_questions), values)
+            row = (
+                sum(r10) / n,
+                sum(hit5) / n,
+                dev_hits / len(dev_questions),
+                values,
+                dev_rr / len(dev_questions),
+            )
             if values is None:
                 off = row
             else:
                 rows.append(row)
-            print(f"# {row[3]}: R@10 {row[0]:.3f} Hit@5 {row[1]:.3f} dev {row[2]:.2f}", flush=True)
+            print(
+                f"# {row[3]}: R@10 {row[0]:.3f} Hit@5 {row[1]:.3f} dev {row[2]:.2f} "
+                f"MRR {row[4]:.3f}; {asked[0]} of {n + len(dev_questions)} queries embedded",
+                flush=True,
+            )
         assert off is not None
         print(
             f"# tune conversations {', '.join(TUNE)}: {len(r10)} queries; model {args.model.name}"
         )
         print(
             f"words only: LoCoMo R@10 {off[0]:.3f}, Hit@5 {off[1]:.3f}; dev bank Hit@5 {off[2]:.2f}"
+            f", MRR@10 {off[4]:.3f}"
         )
-        print(f"| {' | '.join(grid)} | LoCoMo R@10 | LoCoMo Hit@5 | dev bank Hit@5 |")
-        print(f"|{'---|' * (len(grid) + 3)}")
-        for r10_, hit5_, dev_, values in sorted(rows, key=lambda r: (-r[2], -r[0], -r[1])):
+        header = "LoCoMo R@10 | LoCoMo Hit@5 | dev bank Hit@5 | dev bank MRR@10"
+        print(f"| {' | '.join(grid)} | {header} |")
+        print(f"|{'---|' * (len(grid) + 4)}")
+        for r10_, hit5_, dev_, values, mrr in sorted(rows, key=lambda r: (-r[2], -r[4], -r[0])):
             print(
                 f"| {' | '.join(f'{v:g}' for v in values or ())} | {r10_:.3f} | {hit5_:.3f} "
-                f"| {dev_:.2f} |"
+                f"| {dev_:.2f} | {mrr:.3f} |"
             )
 
 

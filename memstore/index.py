@@ -141,8 +141,8 @@ by +0.003, for a transformer pass on every search."""
 DENSE_WEIGHT_WEAK = 1.25
 """Its weight when the words found little (2 lowered LoCoMo's tuning Hit@5 by 0.03-0.06)."""
 DENSE_WEAK_BM25 = 24.0
-"""Below this best BM25F score, the question is taken as worded unlike the memories: the
-dense list joins the fusion, bringing in memories the words did not find
+"""Below this best BM25F score (and unless `DENSE_COVERED`), the question is taken as worded
+unlike the memories: the dense list joins the fusion, bringing in memories the words did not find
 (`DENSE_NEW_COSINE`) and re-ordering theirs (`DENSE_MIN_COSINE`)."""
 DENSE_MIN_COSINE = 0.5
 """A memory the words found is re-ordered by the dense list only from this cosine up."""
@@ -150,6 +150,26 @@ DENSE_NEW_COSINE = 0.15
 """A memory the words did not find joins from this cosine up (0.2 lost the development
 bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on
 all-MiniLM-L6-v2 (see docs/benchmarks.md)."""
+DENSE_COVERED = True
+"""A query every word of which the words' best match holds is not weak, whatever its score:
+it is asked in that memory's own words, so it is not embedded (a short question scores low
+by BM25F however well it matches). On LoCoMo's tuning conversations and the development
+bank it kept the figures (one tune question fewer in the top 5) and cut the questions
+embedded from 389 to 299 of 407; of bench/latency.py's generated queries, from 129 of 151
+to 30."""
+DENSE_LEAD_MARGIN = 0.02
+"""When the dense list's first memory is nearer the query than its second by at least this
+cosine (both boosted), it is taken as the answer the meaning found and leads the fusion (a
+`lead` list of that one memory, weighing as much as the word lists together): reciprocal
+rank fusion alone counts lists, so a memory both word lists hold would outrank it. Chosen
+from 0-0.15 (and off): 0.01-0.08 took the development bank's MRR@10 from 0.726 to 0.778
+(0: 0.757), and LoCoMo's tuning R@10 / Hit@5 from 0.705 / 0.674 to 0.710 / 0.684 at 0.02
+(0.713 / 0.687 at 0.01, at the plateau's edge)."""
+DENSE_WORDS_SCALE = 0.0
+"""For a weak query, the word lists' weight is multiplied by (best BM25F /
+`DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have
+(0 leaves it at 1). Tried at 0.5, 1 and 2: every figure fell (development bank Hit@5 0.96 ->
+0.88-0.83, LoCoMo tuning Hit@5 0.684 -> 0.62-0.56), so it is off."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
@@ -1765,9 +1785,16 @@ class _Ranker:
             if more is not None:
                 lists.append(more)
         if self.dense is not None and plain is not None:
-            near = self._dense(self.dense, first, wanted, boosts)
-            if near is not None:
-                lists.append(near)
+            weak = self._weak(first, plain)
+            near = self._dense(self.dense, first, wanted, boosts, weak)
+            if near and weak and DENSE_WORDS_SCALE > 0:
+                best = first.entries[0][1] if first.entries else 0.0
+                scale = min(1.0, best / DENSE_WEAK_BM25) ** DENSE_WORDS_SCALE
+                lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
+            if near:
+                if near[0].ranker == "lead":
+                    near[0] = ranking.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
+                lists.extend(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
 
@@ -1840,16 +1867,34 @@ class _Ranker:
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
         return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
 
+    def _weak(self, first: ranking.Ranked[int], terms: Sequence[str]) -> bool:
+        """Whether the words found little, the question then probably being asked in other
+        words than the memories': their best BM25F score is below `DENSE_WEAK_BM25` and (with
+        `DENSE_COVERED`) their best match lacks some word of the query."""
+        if not first.entries:
+            return True
+        if first.entries[0][1] >= DENSE_WEAK_BM25:
+            return False
+        if not DENSE_COVERED:
+            return True
+        top = first.entries[0][0]
+        return not all(_holds(self.cache.term(self.searcher, t)[0], top) for t in terms)
+
     def _dense(
-        self, dense: Dense, first: ranking.Ranked[int], wanted: int, boosts: dict[int, float]
-    ) -> ranking.Ranked[int] | None:
-        """Semantic recall's list: the memories nearest the query by meaning that pass the
+        self,
+        dense: Dense,
+        first: ranking.Ranked[int],
+        wanted: int,
+        boosts: dict[int, float],
+        weak: bool,
+    ) -> list[ranking.Ranked[int]]:
+        """Semantic recall's lists: the memories nearest the query by meaning that pass the
         filter and mask, their cosines times each one's boost; memories the words did not find
-        only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
-        best = first.entries[0][1] if first.entries else 0.0
-        weak = best < DENSE_WEAK_BM25
+        only when the words found little (`weak`). When the nearest stands clear of the next
+        (`DENSE_LEAD_MARGIN`), a first list `lead` of that memory alone (its weight is set by
+        the caller)."""
         if not weak and DENSE_WEIGHT <= 0:
-            return None  # the words found enough: the query is not even embedded
+            return []  # the words found enough: the query is not even embedded
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
@@ -1858,25 +1903,38 @@ class _Ranker:
         # only when they found little (weak), the question then being worded unlike it.
         floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE
         scored: list[tuple[float, int]] = []
+        nearest: list[tuple[float, int]] = []  # the first two that pass filter and mask
         for path, cosine in dense(count):
-            if cosine < floor:
+            if cosine < floor and len(nearest) >= 2:
                 break  # best first: the rest are further still
             docnum = self.cache.docnum(self.searcher, path)
             if docnum is None:
+                continue
+            if (allowed is not None and docnum not in allowed) or (
+                hidden is not None and docnum in hidden
+            ):
+                continue
+            if len(nearest) < 2:
+                nearest.append((cosine * boosts.get(docnum, 1.0), docnum))
+            if cosine < floor:
                 continue
             if docnum in found:
                 if cosine < DENSE_MIN_COSINE:
                     continue
             elif not weak or cosine < DENSE_NEW_COSINE:
                 continue
-            if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
-                scored.append((cosine, docnum))
-                if len(scored) >= wanted:
-                    break
+            scored.append((cosine, docnum))
+            if len(scored) >= wanted:
+                break
         if not scored:
-            return None
+            return []
         weight = DENSE_WEIGHT_WEAK if weak else DENSE_WEIGHT
-        return self._ranked("dense", weight, scored, boosts)
+        near = self._ranked("dense", weight, scored, boosts)
+        if weak and nearest and near.entries[0][0] == nearest[0][1]:
+            margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
+            if margin >= DENSE_LEAD_MARGIN:
+                return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
+        return [near]
 
     def _totals(self, words: list[str]) -> dict[int, float]:
         """Every document that holds any of the words and passes the filter and mask, with

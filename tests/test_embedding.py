@@ -179,6 +179,58 @@ def test_explain_shows_both_engines_ranks(semantic: Store) -> None:
     assert len(fused) == 1 and "bm25 #1" in fused[0] and "dense #1" in fused[0]
 
 
+def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    # Holds two of the question's words, and is about something else (a release).
+    write_memory(semantic, "api-release-notes", "Release notes for the api live in the repo")
+    question = "is the api key fine in the repo"
+    hits = find(semantic, question, explain=True)
+    assert hits[0].name == "secrets-in-vault"
+    fused = next(line for line in hits[0].explain if line.startswith("fused"))
+    assert "dense #1" in fused and "lead #1" in fused and "bm25" not in fused
+    words = next(h for h in hits if h.name == "api-release-notes")
+    fused = next(line for line in words.explain if line.startswith("fused"))
+    assert "bm25 #1" in fused and "feedback #1" in fused
+    # A deprecated memory nearer still is hidden, and does not take the lead away.
+    write_memory(semantic, "old-secrets", "Secrets key credentials vault", status="deprecated")
+    assert names(semantic, question)[0] == "secrets-in-vault"
+    assert "old-secrets" not in names(semantic, question)
+    assert "old-secrets" in names(semantic, question, include_deprecated=True)
+    # Without the rule, reciprocal rank fusion puts the words' choice first.
+    monkeypatch.setattr(index, "DENSE_LEAD_MARGIN", 1e9)
+    assert names(semantic, question)[0] == "api-release-notes"
+
+
+def test_a_question_in_a_memorys_own_words_is_not_embedded(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    asked: list[str] = []
+    nearest = embedding.Vectors.nearest
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked.append(text)
+        return nearest(self, text, count)
+
+    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    # Every word is in one memory: its BM25F score is low (a short question, a small store),
+    # yet the words found it; the model is not even loaded.
+    assert names(semantic, "prune docker images") == ["ci-runner-disk"]
+    assert asked == [] and search.upkeep(semantic).vectors is None
+    # A word of it in no memory: asked in other words, so embedded.
+    assert names(semantic, "prune docker storage")[0] == "ci-runner-disk"
+    assert asked == ["prune docker storage"]
+    monkeypatch.setattr(index, "DENSE_COVERED", False)  # by the score alone, it is weak
+    names(semantic, "prune docker images")
+    assert asked[-1] == "prune docker images"
+
+
 def test_a_model_name_not_on_this_machine_is_refused_without_a_download(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,7 +241,8 @@ def test_a_model_name_not_on_this_machine_is_refused_without_a_download(
         "embedding_model: someone/some-model\n", encoding="utf-8"
     )
     seed(store)
-    assert names(store, "docker images") == ["ci-runner-disk"]  # by words, as without it
+    # "storage" is in no memory, so the model is asked for: the search goes on by words.
+    assert names(store, "docker images storage") == ["ci-runner-disk"]
     assert "never downloads" in str(search.upkeep(store).semantic_off)
 
 
