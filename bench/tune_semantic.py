@@ -14,8 +14,9 @@ DENSE_MIN_COSINE, DENSE_WEAK_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN and DENSE_
 set on the module for each run (the stores are built once); each row also says how many
 questions were embedded, of LoCoMo's and of each bank's. The first rows are words alone and
 the dense list alone (each bank's Hit@5 and MRR@10 by meaning only, the query's content words
-embedded as a search embeds them: what fusion can hope to reach). The rows are sorted by the banks' mean Hit@5. The held-out conversations and the test
-banks (bench/reworded_bank.yaml, reworded_fresh.yaml, reworded_blind.yaml) are never read here.
+embedded as a search embeds them: what fusion can hope to reach). The rows are sorted by the
+banks' mean Hit@5. The held-out conversations and the test banks (bench/reworded_bank.yaml,
+reworded_fresh.yaml, reworded_blind.yaml) are never read here.
 """
 
 from __future__ import annotations
