@@ -159,8 +159,9 @@ is mostly memories that share its common words, so the one it means is often amo
 low. Those used to be re-ordered only from `DENSE_MIN_COSINE` (0.5), which left the
 meaning's nearest memory out of its own list whenever the words had it anywhere in their top
 30: the development banks' Hit@5 stayed at 0.96 / 0.86 / 0.68 where the dense list alone finds
-1.00 / 0.86 / 0.94. With one floor, 0.05-0.15 give the same (0.96 / 0.86 / 0.94 with the
-other values here; 0.25 and 0.35 lose 0.04-0.08 of devB)."""
+1.00 / 0.86 / 0.94. With one floor, 0.05-0.15 give 0.96 / 0.86 / 0.94 (with the other values
+here); 0.2 loses a question or two on each bank (0.92 / 0.84 / 0.92), 0.35 more (0.75 / 0.82 /
+0.82). LoCoMo's tuning figures hardly move (R@10 0.715-0.719, Hit@5 0.695)."""
 DENSE_COVERED = True
 """A query every word of which the words' best match holds is not weak: it is asked in that
 memory's own words, so it is not embedded (a short question scores low by BM25F however well
@@ -175,7 +176,7 @@ rank fusion alone counts lists, so a memory both word lists hold would outrank i
 meaning's nearest memory always comes first for a question the words answer poorly. Chosen
 from 0-0.08 (and off) once every memory could join the dense list: 0 and 0.005 give the
 development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.719 / 0.695;
-0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.674)."""
+0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
 DENSE_WORDS_SCALE = 0.0
 """For a weak query, the word lists' weight is multiplied by (best BM25F /
 `DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have
