@@ -134,10 +134,10 @@ Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
 DENSE_WEIGHT = 0.0
-"""The dense list's weight when the words found enough to go by (best BM25F score at least
-`DENSE_WEAK_BM25`): none, so such a query is not even embedded; with all-MiniLM-L6-v2,
-re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by nothing and Hit@5
-by +0.003, for a transformer pass on every search."""
+"""The dense list's weight when the words found enough to go by (their best match holds
+every word of the query, `DENSE_COVERED`): none, so such a query is not even embedded; with
+all-MiniLM-L6-v2, re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by
+nothing and Hit@5 by +0.003, for a transformer pass on every search."""
 DENSE_WEIGHT_WEAK = 1.5
 """Its weight when the words found little. On the three development banks of reworded
 questions (bench/reworded_dev.yaml, reworded_devA.yaml, reworded_devB.yaml) 1.25-1.75 give the
@@ -166,8 +166,8 @@ DENSE_COVERED = True
 """A query every word of which the words' best match holds is not weak: it is asked in that
 memory's own words, so it is not embedded (a short question scores low by BM25F however well
 it matches). This is the whole test of weakness (`DENSE_WEAK_BM25` is off). On LoCoMo's tuning
-conversations 282 of 383 questions are embedded, on the development banks 124 of 124; of
-bench/semantic.py's generated queries at 10,000 memories, see docs/benchmarks.md."""
+conversations 282 of 383 questions are embedded, on the development banks 124 of 124, of
+bench/semantic.py's generated queries at 10,000 memories 61 of 301 (as with the cut at 24)."""
 DENSE_LEAD_MARGIN = 0.0
 """When the dense list's first memory is nearer the query than its second by at least this
 cosine (both boosted), it is taken as the answer the meaning found and leads the fusion (a
@@ -179,9 +179,10 @@ development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.7
 0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
 DENSE_WORDS_SCALE = 0.0
 """For a weak query, the word lists' weight is multiplied by (best BM25F /
-`DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have
-(0 leaves it at 1). Tried at 0.5, 1 and 2: every figure fell (development bank Hit@5 0.96 ->
-0.88-0.83, LoCoMo tuning Hit@5 0.684 -> 0.62-0.56), so it is off."""
+`DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have (0 leaves
+it at 1; with `DENSE_WEAK_BM25` off, any other value silences the words). Tried at 0.5, 1 and
+2 with a cut at 24: every figure fell (development bank Hit@5 0.96 -> 0.88-0.83, LoCoMo
+tuning Hit@5 0.684 -> 0.62-0.56), so it is off."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
