@@ -214,7 +214,7 @@ class Upkeep:
         """The dense ranker for the query `text`; None when semantic recall is off or the text
         has no words. The model is loaded, the vectors brought in step and the query embedded
         only when the ranker is called: the index calls it only for a query whose words found
-        little (see `index.DENSE_WEAK_BM25` and `DENSE_COVERED`), so most searches never pay
+        little (see `index.DENSE_COVERED` and `DENSE_WEAK_BM25`), so most searches never pay
         for a model."""
         words = content_words(text).strip()
         if not words or not self.semantic_named(store):

@@ -15,6 +15,7 @@ from test_index import find, names, write_memory
 
 from memstore import embedding, search
 from memstore.errors import InvalidMemory
+from memstore.search import Query
 from memstore.store import Store
 
 np = pytest.importorskip("numpy")
@@ -205,6 +206,29 @@ def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     assert names(semantic, question)[0] == "api-release-notes"
 
 
+def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    # It holds two of the question's words, about the mobile app; the vault memory holds
+    # one, "vault", so the words rank it second. The meaning finds it nearest.
+    write_memory(semantic, "changelog-layout", "Changelog layout for the mobile app")
+    question = "vault changelog layout"
+    assert names(semantic, "vault")[0] == "secrets-in-vault"  # the index is built
+    by_words = [h.name for h in search.upkeep(semantic).index.search(Query(question))]
+    assert by_words.index("secrets-in-vault") > 0
+    # For a question the words answer poorly, no floor of its own keeps a memory the words
+    # found out of the meaning's list: however high `DENSE_MIN_COSINE` is, the vault memory
+    # is the dense list's first, and leads.
+    monkeypatch.setattr(index, "DENSE_MIN_COSINE", 1.01)
+    hits = find(semantic, question, explain=True)
+    assert hits[0].name == "secrets-in-vault"
+    fused = next(line for line in hits[0].explain if line.startswith("fused"))
+    assert "lead #1" in fused and "dense #1" in fused and "bm25" in fused
+
+
 def test_a_question_in_a_memorys_own_words_is_not_embedded(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -229,6 +253,39 @@ def test_a_question_in_a_memorys_own_words_is_not_embedded(
     monkeypatch.setattr(index, "DENSE_COVERED", False)  # by the score alone, it is weak
     names(semantic, "prune docker images")
     assert asked[-1] == "prune docker images"
+
+
+def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    for i in range(30):  # other memories, so rare words score high by BM25F
+        write_memory(semantic, f"other-{i}", f"Release note {i} for the payments service")
+    write_memory(
+        semantic,
+        "ci-cache-keys",
+        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
+    )
+    asked: list[str] = []
+    nearest = embedding.Vectors.nearest
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked.append(text)
+        return nearest(self, text, count)
+
+    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    # Many of its words, rare ones, are in one memory, which scores high; "storage" is in
+    # none: the question is not in that memory's words, so the meaning is asked too.
+    question = "gradle wrapper jars pinned lockfile hash storage"
+    hit = next(h for h in find(semantic, question, explain=True) if h.name == "ci-cache-keys")
+    assert float(hit.explain[0].split()[1]) >= 24  # "bm25 <score>"
+    assert asked == [question]
+    # By the score alone (as before), such a question was taken as found by its words.
+    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 24.0)
+    names(semantic, question)
+    assert asked == [question]
 
 
 def test_a_model_name_not_on_this_machine_is_refused_without_a_download(
@@ -464,12 +521,8 @@ def test_a_folder_with_a_broken_encoder_is_a_clear_error(store: Store, tmp_path:
 
 
 def test_the_encoder_is_loaded_only_for_a_question_the_words_answer_poorly(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, tmp_path: Path
 ) -> None:
-    from memstore import index
-
-    # A store this small gives lower BM25F scores than a real one: the line is drawn lower.
-    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 12.0)
     build_bert(tmp_path / "bert")
     (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
     seed(store)
