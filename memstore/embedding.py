@@ -100,8 +100,8 @@ def resolve(spec: str, root: Path) -> Path:
             return cached
     raise InvalidMemory(
         f"embedding_model {spec!r} is neither a folder (looked at {path}) nor a model in this "
-        "machine's model cache; memstore never downloads one: put a model2vec model's folder "
-        "there, or run `memstore model fetch NAME`, which downloads"
+        "machine's model cache; memstore never downloads one: put the model's folder there "
+        "(a sentence-transformers folder such as all-MiniLM-L6-v2's, or a model2vec model)"
     )
 
 
@@ -155,6 +155,15 @@ def load(spec: str, root: Path) -> Model:
             f"embedding_model {spec!r}: {folder} holds no model2vec model ({e})"
         ) from e
     return Model(spec, folder, _ident(folder), model)
+
+
+def static(spec: str, root: Path) -> bool:
+    """Whether the model `spec` names is a static one (not a sentence encoder), read from its
+    folder's config without loading it; False when there is no such folder."""
+    try:
+        return not _transformer(resolve(spec, root))
+    except InvalidMemory:
+        return False
 
 
 def _transformer(folder: Path) -> bool:

@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memstore import ranking
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
@@ -130,9 +130,21 @@ Raises InvalidMemory or OSError for a file that cannot be indexed."""
 Digest = Callable[[str], str]
 """The content digest of the file at a store-relative path (`""` when it cannot be read)."""
 
-Dense = Callable[[int], Sequence[tuple[str, float]]]
-"""Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
-nearest the query by meaning, with their cosines, best first."""
+
+class Dense(Protocol):
+    """Semantic recall's ranker (see `embedding.py`): called with `count`, the memories
+    (store-relative paths) nearest the query by meaning, with their cosines, best first."""
+
+    @property
+    def static(self) -> bool:
+        """Whether the model is a static one (model2vec) rather than a sentence encoder: its
+    cosines run on another scale (its vectors are centred) and it finds less, so the fusion
+    trusts it on the `STATIC_*` settings instead of the `DENSE_*` ones."""
+        ...
+
+    def __call__(self, count: int, /) -> Sequence[tuple[str, float]]: ...
+
+
 DENSE_WEIGHT = 0.0
 """The dense list's weight when the words found enough to go by (their best match holds
 every word of the query, `DENSE_COVERED`): none, so such a query is not even embedded; with
@@ -177,6 +189,23 @@ meaning's nearest memory always comes first for a question the words answer poor
 from 0-0.08 (and off) once every memory could join the dense list: 0 and 0.005 give the
 development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.719 / 0.695;
 0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
+STATIC_WEIGHT_WEAK = 1.25
+"""A static model's `DENSE_WEIGHT_WEAK`. The five `STATIC_*` settings are those chosen for
+every model before the encoder's were retuned (bench/tune_semantic.py --model
+bench/.models/minilm-static): on LoCoMo's tuning conversations R@10 / Hit@5 0.678 / 0.655
+(words alone 0.671 / 0.648) and the development banks' mean Hit@5 0.771 (words 0.716). The
+encoder's settings gave a static model 0.627 / 0.556 on LoCoMo (below words alone) for a
+mean Hit@5 of 0.838, and nothing on their grid (weight 0.75-1.25, one floor 0.1-0.4, lead
+margin 0, 0.05 or off) kept LoCoMo at words' level with the banks above 0.771."""
+STATIC_WEAK_BM25 = 24.0
+"""A static model's `DENSE_WEAK_BM25`: a question whose words score this high is not weak."""
+STATIC_FOUND_COSINE = 0.5
+"""For a static model, a memory the words found joins a weak question's dense list only from
+this cosine up (the encoder's: `DENSE_WEAK_COSINE`)."""
+STATIC_NEW_COSINE = 0.15
+"""For a static model, a memory the words did not find joins from this cosine up."""
+STATIC_LEAD_MARGIN = 0.02
+"""A static model's `DENSE_LEAD_MARGIN`."""
 DENSE_WORDS_SCALE = 0.0
 """For a weak query, the word lists' weight is multiplied by (best BM25F /
 `DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have (0 leaves
@@ -1887,7 +1916,10 @@ class _Ranker:
         is high enough: coverage alone decides)."""
         if not first.entries:
             return True
-        if first.entries[0][1] >= DENSE_WEAK_BM25:
+        strong = (
+            STATIC_WEAK_BM25 if self.dense is not None and self.dense.static else DENSE_WEAK_BM25
+        )
+        if first.entries[0][1] >= strong:
             return False
         if not DENSE_COVERED:
             return True
@@ -1915,9 +1947,17 @@ class _Ranker:
         allowed, hidden = self.filter, self.mask
         found = {docnum for docnum, _ in first.entries}
         # When the words found little (weak), the question is worded unlike the memories: the
-        # meaning ranks every memory near enough, the words' as well. Otherwise it may only
-        # re-order what the words found.
-        floor = DENSE_WEAK_COSINE if weak else DENSE_MIN_COSINE
+        # meaning ranks every memory near enough, the words' as well (a static model: theirs
+        # only when it is sure of them). Otherwise it may only re-order what the words found.
+        if not weak:
+            found_floor, new_floor, lead = DENSE_MIN_COSINE, math.inf, math.inf
+        elif dense.static:
+            found_floor, new_floor = STATIC_FOUND_COSINE, STATIC_NEW_COSINE
+            lead = STATIC_LEAD_MARGIN
+        else:
+            found_floor = new_floor = DENSE_WEAK_COSINE
+            lead = DENSE_LEAD_MARGIN
+        floor = min(found_floor, new_floor)
         scored: list[tuple[float, int]] = []
         nearest: list[tuple[float, int]] = []  # the first two that pass filter and mask
         for path, cosine in dense(count):
@@ -1932,18 +1972,21 @@ class _Ranker:
                 continue
             if len(nearest) < 2:
                 nearest.append((cosine * boosts.get(docnum, 1.0), docnum))
-            if cosine < floor or not (weak or docnum in found):
+            if cosine < (found_floor if docnum in found else new_floor):
                 continue
             scored.append((cosine, docnum))
             if len(scored) >= wanted:
                 break
         if not scored:
             return []
-        weight = DENSE_WEIGHT_WEAK if weak else DENSE_WEIGHT
+        if not weak:
+            weight = DENSE_WEIGHT
+        else:
+            weight = STATIC_WEIGHT_WEAK if dense.static else DENSE_WEIGHT_WEAK
         near = self._ranked("dense", weight, scored, boosts)
         if weak and nearest and near.entries[0][0] == nearest[0][1]:
             margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
-            if margin >= DENSE_LEAD_MARGIN:
+            if margin >= lead:
                 return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
         return [near]
 

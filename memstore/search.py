@@ -90,6 +90,8 @@ class Upkeep:
         """Why semantic recall is off, once looked at: "" while it is on."""
         self.spec: str | None = None
         """memstore.yaml's `embedding_model:` once read ("" for none; see `semantic_named`)."""
+        self.static: bool | None = None
+        """Whether that model is a static one (see `index.Dense.static`), once looked at."""
         # No lock of its own: searches and a watcher may catch up at once. The index orders
         # its writers, and each records folder times taken before its own scan, so `seen`
         # can only go back to an older, still true view (the next search scans again).
@@ -220,6 +222,9 @@ class Upkeep:
         if not words or not self.semantic_named(store):
             return None
 
+        if self.static is None:
+            self.static = embedding.static(self.spec or "", store.root)
+
         def nearest(count: int) -> list[tuple[str, float]]:
             vectors = self.semantic(store)
             if vectors is None:
@@ -229,7 +234,7 @@ class Upkeep:
             self.embed(store, budget=SEARCH_BUDGET)
             return vectors.nearest(words, count)
 
-        return nearest
+        return _Nearest(nearest, self.static)
 
     def changed(self, store: Store, rels: Iterable[str]) -> Sync:
         """Index the current content of these files (store-relative paths; a file gone is
@@ -383,6 +388,17 @@ def semantic_model(store: Store) -> embedding.Model | None:
     """
     spec = config.embedding_model(store.root)
     return None if spec is None else embedding.load(spec, store.root)
+
+
+@dataclass(frozen=True, slots=True)
+class _Nearest:
+    """`index.Dense`: the nearest memories by meaning, and the kind of model that finds them."""
+
+    find: Callable[[int], list[tuple[str, float]]]
+    static: bool
+
+    def __call__(self, count: int, /) -> list[tuple[str, float]]:
+        return self.find(count)
 
 
 def semantic_state(store: Store, embedded: Progress | None = None) -> str:

@@ -4,6 +4,7 @@ real loading code, its vectors kept beside the index, and its list fused with BM
 from __future__ import annotations
 
 import json
+import math
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,13 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: refuse(None, a))  # pyright: ignore[reportArgumentType]
     yield attempts
     assert attempts == [], f"a network request was attempted: {attempts}"
+
+
+@pytest.fixture
+def encoder_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fusion a sentence encoder gets (`index.DENSE_*`), for the tiny static model: it
+    stands in for an encoder, whose passes these tests need not pay."""
+    monkeypatch.setattr(embedding, "static", lambda spec, root: False)  # pyright: ignore[reportUnknownLambdaType]
 
 
 @pytest.fixture
@@ -180,6 +188,7 @@ def test_explain_shows_both_engines_ranks(semantic: Store) -> None:
     assert len(fused) == 1 and "bm25 #1" in fused[0] and "dense #1" in fused[0]
 
 
+@pytest.mark.usefixtures("encoder_rules")
 def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +264,7 @@ def test_a_question_in_a_memorys_own_words_is_not_embedded(
     assert asked[-1] == "prune docker images"
 
 
+@pytest.mark.usefixtures("encoder_rules")
 def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -616,3 +626,37 @@ def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
     assert done.exit_code == 0, done.output
     assert done.stderr.splitlines()[-1] == "embedded 10/10 memories for semantic recall"
     assert done.stdout == "reindexed 10 memories\n"
+
+
+def test_a_static_model_is_trusted_on_its_own_settings(
+    semantic: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    assert embedding.static("../model", semantic.root)  # model2vec's folder
+    assert not embedding.static(str(build_bert(tmp_path / "bert")), semantic.root)
+    assert not embedding.static("../nowhere", semantic.root)
+    seed(semantic)
+    for i in range(30):
+        write_memory(semantic, f"other-{i}", f"Release note {i} for the payments service")
+    write_memory(
+        semantic,
+        "ci-cache-keys",
+        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
+    )
+    asked: list[str] = []
+    nearest = embedding.Vectors.nearest
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked.append(text)
+        return nearest(self, text, count)
+
+    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    # The words score this question high: a static model's weaker list is not asked
+    # (`STATIC_WEAK_BM25`), where an encoder's would be (see the test above).
+    question = "gradle wrapper jars pinned lockfile hash storage"
+    assert names(semantic, question)[0] == "ci-cache-keys"
+    assert asked == []
+    monkeypatch.setattr(index, "STATIC_WEAK_BM25", math.inf)
+    names(semantic, question)
+    assert asked == [question]
