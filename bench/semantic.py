@@ -12,6 +12,7 @@ with search by words alone in the same run.
    alone embed the query), the encoder's embedding rate on `--sample` memories, writes
    (`Store.add`: file and git commit) alternately with and without a model configured, and
    the CLI's `memstore search` start to finish.
+3. The dense list's exact cosine (matrix product and top 40) at 10,000 and 100,000 memories.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 from time import perf_counter
+from typing import Any
 
 import yaml
 
@@ -225,6 +227,28 @@ def costs(tmp: Path, model: Path, size: int, queries: int, cli_runs: int, sample
         print(f"| {label} | {value} |")
 
 
+def exact_cosine(sizes: tuple[int, ...] = (10_000, 100_000), dim: int = 384) -> None:
+    """The dense list's own cost by store size: `Vectors.nearest`'s matrix product and top-40
+    selection over random unit rows (all-MiniLM-L6-v2's width), the query already embedded."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    print("| memories | cosine + top 40, p50 | matrix in memory |")
+    print("|---|---|---|")
+    for n in sizes:
+        matrix = rng.standard_normal((n, dim), dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        queries = [matrix[int(i)] + 0.1 for i in rng.integers(0, n, 50)]
+
+        def top(q: object, matrix: Any = matrix) -> None:
+            scores = matrix @ q
+            best = np.argpartition(-scores, 39)[:40]
+            best[np.lexsort((best, -scores[best]))]
+
+        times = [timed(lambda q=q: top(q)) for q in queries]
+        print(f"| {n} | {pct(times, 0.5):.2f} ms | {matrix.nbytes / 1e6:.0f} MB |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
@@ -244,6 +268,7 @@ def main() -> None:
         quality(Path(tmp), model, args.bank)
         if not args.skip_costs:
             costs(Path(tmp), model, args.size, args.queries, args.cli_runs, args.sample)
+            exact_cosine()
 
 
 if __name__ == "__main__":
