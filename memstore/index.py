@@ -444,7 +444,8 @@ def _schema(vectors: bool = True) -> Schema:
     )
 
 
-def _expires(memory: Memory) -> str:
+def expiry(memory: Memory) -> str:
+    """The `YYYY-MM-DD` day after which `memory` leaves searches ("" for none), as indexed."""
     value = memory.extra.get("expires")
     if value is None:
         return ""
@@ -480,7 +481,7 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
         "scope": scope if isinstance(scope, str) else "",
         "created": memory.created,
         "updated": memory.updated,
-        "expires": _expires(memory),
+        "expires": expiry(memory),
         "links": ",".join(links),
     }
 
@@ -1146,6 +1147,19 @@ class Index:
             if manifest is None:
                 return None
             return self._seen_stamp, manifest.digests
+
+    def behind(self, disk: dict[str, Stamp]) -> tuple[list[str], list[str]] | None:
+        """The memory files the index does not reflect, read without its lock and writing
+        nothing: those in `disk` (every memory file and its stamp) added or changed since it
+        was last written, and those it holds that are gone; None when there is no usable
+        index. Racy files (see `_Manifest.suspects`) count as changed."""
+        with self._mutex:
+            manifest = self._read_manifest()
+            if manifest is None or not self._usable():
+                return None
+        stamps = manifest.stamps
+        changed = [p for p, s in disk.items() if stamps.get(p) != s or p in manifest.racy]
+        return changed, [p for p in stamps if p not in disk]
 
     def search(
         self, query: Query, today: str | None = None, dense: Dense | None = None

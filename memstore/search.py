@@ -243,6 +243,12 @@ class Upkeep:
         )
         return self.catch_up(store) if result is None else result
 
+    def behind(self, store: Store) -> tuple[list[str], list[str]] | None:
+        """The memory files (store-relative) the index does not reflect yet — (added or
+        changed, gone) — found without its lock and without writing it; None when there is
+        no usable index."""
+        return self.index.behind(_scan(store.root, _folders(store.root)))
+
     def fresh(self, store: Store) -> None:
         """Bring the index up to what a search must see: this process's own writes, then any
         folder whose modification time moved (a file created, deleted, renamed or replaced).

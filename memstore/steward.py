@@ -35,6 +35,9 @@ CLUSTER_SIMILARITY = 0.6
 HINT_MAX = 3
 HINT_WORDS = 6
 """How many of a new memory's words the hint looks up."""
+HINT_READS = 32
+"""At most this many memory files the index does not reflect yet are read by a hint; more,
+and the hint brings the index up to date first (one commit for them all, under its lock)."""
 COMMON_WORD = 30
 """A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
 
@@ -75,8 +78,10 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     """The existing memories (not deprecated) closest to a memory with this name and
     description, most alike first: a hint on write, never a refusal.
 
-    One query on the search index (brought up to date first, as a search does, unless a
-    watcher keeps it current).
+    One query on the search index as it is, without its lock; the few memory files it does
+    not reflect yet (just written by this or another process) are read and compared instead
+    of their entries. With more than HINT_READS of those, the index is brought up to date
+    first, as a search does. A server's watcher keeps the index current: then no look.
     """
     mine = words(name, description)
     if not mine:
@@ -87,19 +92,46 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
     try:
         up = search.upkeep(store)
-        if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
+        # Indexing under the index lock is what concurrent writers would queue on: the hint
+        # reads what the index lacks, and leaves the indexing to the next search.
+        nothing: tuple[list[str], list[str]] = ([], [])
+        behind = nothing if up.watched else up.behind(store)
+        if behind is None or len(behind[0]) > HINT_READS:
             up.fresh(store)
+            behind = nothing
         # Without feedback: the hint wants memories sharing these words, not related ones.
         hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10, feedback=False))
     except MemstoreError:  # a hint never fails the write it follows
         return []
+    changed, gone = behind
+    outdated = {*changed, *gone}
+    candidates = [(h.name, h.type, h.status, h.description) for h in hits if h.path not in outdated]
+    candidates += _unindexed(store, changed, skip=f"{name}.md")
     found = [
-        Similar(h.name, h.type, h.status, h.description, round(score, 2))
-        for h in hits
-        if h.name != name
-        and (score := jaccard(mine, words(h.name, h.description))) >= HINT_SIMILARITY
+        Similar(*c, round(score, 2))
+        for c in candidates
+        if c[0] != name and (score := jaccard(mine, words(c[0], c[3]))) >= HINT_SIMILARITY
     ]
     return sorted(found, key=lambda s: -s.similarity)[:HINT_MAX]
+
+
+def _unindexed(store: Store, rels: list[str], skip: str) -> list[tuple[str, str, str, str]]:
+    """(name, type, status, description) of the memories in these files (store-relative)
+    that a search would show (not deprecated, not expired), read from the files; `skip` is a
+    file name left out (the new memory's)."""
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    found: list[tuple[str, str, str, str]] = []
+    for rel in rels:
+        if rel.rpartition("/")[2] == skip:
+            continue
+        try:
+            m = store.read_file(store.root / rel, raw=True)[0]
+        except (MemstoreError, OSError):  # gone or broken since the scan: the index skips it too
+            continue
+        expires = index.expiry(m)
+        if m.status != Status.DEPRECATED and not (expires and expires < today):
+            found.append((m.name, m.type, m.status, m.description))
+    return found
 
 
 def clusters(memories: Iterable[Memory]) -> list[list[str]]:

@@ -245,6 +245,25 @@ def test_add_names_near_duplicates_and_still_saves(store: Store) -> None:
     assert steward.similar(store, "deploy-freeze", "Deploy freeze on Fridays") == []
 
 
+def test_hint_names_a_memory_another_process_just_wrote_and_leaves_the_index_alone(
+    store: Store,
+) -> None:
+    store.add("seed", type="fact", description="something else entirely")
+    search.search(store, Query("seed"))  # the index is built and current
+    manifest = store.cache / "index" / "manifest.json"
+    other = as_agent(store, "bob")  # another process: its writes are not indexed yet
+    other.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    before = manifest.stat()
+    close = steward.similar(store, "zod-validation", "Validate API input with zod schema")
+    assert [(s.name, s.status) for s in close] == [("use-zod", "draft")]
+    after = manifest.stat()
+    assert (after.st_mtime_ns, after.st_ino) == (before.st_mtime_ns, before.st_ino)
+    assert [h.name for h in search.search(store, Query("zod"))] == ["use-zod"]
+    # A change the index has not seen yet is read from the file, not the index's entry.
+    other.deprecate("use-zod", "zod is gone")
+    assert steward.similar(store, "zod-validation", "Validate API input with zod schema") == []
+
+
 def test_doctor_lists_what_needs_tidying_and_fails_only_on_lint(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
