@@ -20,7 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import config, documents, drift, embedding, trust, when
+from memstore import config, trust
+
+# drift, documents, embedding and when load with the search that needs them: a write's
+# duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.files import lock_file, read_regular, version_of
 from memstore.index import (
@@ -41,6 +44,7 @@ from memstore.ranking import content_words
 from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
+    from memstore import embedding
     from memstore.store import Store
 
 __all__ = [
@@ -135,6 +139,8 @@ class Upkeep:
         now = time.monotonic()
         if not force and now - self.docs_at <= RESCAN_SECONDS:
             return Sync()
+        from memstore import documents
+
         top = store.repo.top
         disk = documents.find(top, self.docs, exclude=None if store.root == top else store.root)
         result = self.index.sync_docs(disk, lambda rel: _doc_sections(top, rel))
@@ -182,6 +188,8 @@ class Upkeep:
             if model is None:
                 self.semantic_off = "no embedding_model in memstore.yaml"
                 return None
+            from memstore import embedding
+
             self.vectors = embedding.Vectors(self.cache / embedding.VECTORS, model)
             self.semantic_off = ""
         return self.vectors
@@ -281,6 +289,8 @@ class Upkeep:
 
 
 def _doc_sections(top: Path, rel: str) -> list[DocSection]:
+    from memstore import documents
+
     return [DocSection(rel, s.heading, s.anchor, s.text) for s in documents.read(top / rel)]
 
 
@@ -359,6 +369,8 @@ def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp, str]]:
 
 
 def _text(store: Store) -> Callable[[str], str | None]:
+    from memstore import embedding
+
     def text(rel: str) -> str | None:
         try:
             memory = store.read_file(store.root / rel, raw=True)[0]
@@ -377,6 +389,8 @@ def semantic_model(store: Store) -> embedding.Model | None:
         InvalidMemory: when the model cannot be loaded (not on this machine, the extra not
             installed), saying why.
     """
+    from memstore import embedding
+
     spec = config.embedding_model(store.root)
     return None if spec is None else embedding.load(spec, store.root)
 
@@ -388,6 +402,8 @@ def semantic_state(store: Store) -> str:
     Raises:
         InvalidMemory: for a memstore.yaml that cannot be read.
     """
+    from memstore import embedding
+
     spec = config.embedding_model(store.root)
     if spec is None:
         how = "by words (BM25) only; semantic recall is off (no embedding_model in memstore.yaml"
@@ -469,6 +485,8 @@ def since_read(query: Query) -> Query:
     """
     if query.since is None:
         return query
+    from memstore import when
+
     return replace(query, since=when.since_stamp(query.since))
 
 
@@ -666,6 +684,8 @@ def meta(store: Store, rel: str) -> Meta:
         memory = store.read_file(store.root / rel, raw=True)[0]
     except (InvalidMemory, OSError, UnsafePath):
         return _NO_META
+    from memstore import drift
+
     importance = memory.extra.get("importance")
     value = Meta(
         bool(memory.pinned),
@@ -687,6 +707,8 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     since it was confirmed marked as maybe out of date."""
     if not hits:
         return hits
+    from memstore import drift
+
     metas = {h.path: meta(store, h.path) for h in hits}
     about = drift.matcher(query.path.strip().removeprefix("./")) if query.path else None
 
