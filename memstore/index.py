@@ -851,21 +851,16 @@ class Index:
         ix = self._open_for_write()
         writer = ix.writer(limitmb=128)
         try:
+            if not clear:
+                _delete(writer, "path", [*removed, *(path for path, *_ in updates)])
             for path in removed:
-                if not clear:
-                    writer.delete_by_term("path", path)
                 manifest.stamps.pop(path, None)
                 manifest.digests.pop(path, None)
                 manifest.racy.discard(path)
             now = time.time_ns()
             for path, memory, stamp, digest in updates:
-                if memory is None:
-                    if not clear:
-                        writer.delete_by_term("path", path)
-                elif clear:
+                if memory is not None:
                     writer.add_document(**_document(path, memory))
-                else:
-                    writer.update_document(**_document(path, memory))
                 manifest.stamps[path], manifest.digests[path] = stamp, digest
                 if stamp[0] + racy_window(stamp[0]) > now:
                     manifest.racy.add(path)
@@ -995,8 +990,8 @@ class Index:
             writer = self._open_for_write().writer(limitmb=128)
             now = time.time_ns()
             try:
+                _delete(writer, "source", [f"{DOC_PREFIX}{path}" for path in [*gone, *changed]])
                 for path in [*gone, *changed]:
-                    writer.delete_by_term("source", f"{DOC_PREFIX}{path}")
                     stamps.pop(path, None)
                 for path in changed:
                     stamp = disk[path]
@@ -1261,6 +1256,18 @@ _OPEN_ERRORS = (
     # old readers it did not reuse a second time and raises this: reopen from scratch.
     ReaderClosed,
 )
+
+
+def _delete(writer: Any, field: str, values: Iterable[str]) -> None:
+    """Delete the committed documents whose `field` holds one of `values`, through one
+    searcher: Whoosh's `update_document` and `delete_by_term` each open a reader on every
+    segment, per document."""
+    values = list(values)
+    if not values:
+        return
+    with writer.searcher() as searcher:
+        for value in values:
+            writer.delete_by_term(field, value, searcher=searcher)
 
 
 def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
