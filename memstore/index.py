@@ -1370,15 +1370,6 @@ def _plain_terms(text: str, q: Any) -> list[str]:
     return [str(p.text) for p in parts if isinstance(p, Term)]
 
 
-_QUERY_STOP_TERMS = frozenset(
-    t
-    for word in ranking.QUERY_STOP_WORDS
-    for t in analyzer()(word, removestops=False)
-    if not t.stopped
-) | frozenset(ranking.QUERY_STOP_WORDS)
-"""The stop words of queries as index terms too (stemmed), which feedback never adds."""
-
-
 def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
     """The `n` best (score, document), as Whoosh ranks them: a higher score first, then the
     lower document number."""
@@ -1833,7 +1824,10 @@ class _Ranker:
         expansion = ranking.feedback_terms(
             top,
             lambda term: self.cache.idf(self.searcher, term),
-            exclude={*words, *_QUERY_STOP_TERMS},
+            # The query's stop words as typed. A set of their stemmed forms used to join
+            # them, but it held the analyzer's Token objects, which never equal a term: it
+            # excluded nothing, and building it cost every process 3 ms.
+            exclude={*words, *ranking.QUERY_STOP_WORDS},
             count=FEEDBACK_TERMS,
             # Whoosh's idf, log(N / (n + 1)) + 1, is largest for a term in one document.
             idf_max=math.log(max(self.searcher.doc_count_all(), 1) / 2) + 1,
