@@ -25,7 +25,7 @@ from memstore import config, trust
 # drift, documents, embedding and when load with the search that needs them: a write's
 # duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
-from memstore.files import lock_file, read_regular, version_of
+from memstore.files import folder_times, lock_file, read_regular, stamps, version_of
 from memstore.index import (
     DOC,
     Dense,
@@ -66,7 +66,8 @@ RESCAN_SECONDS = 2.0
 """Without a watcher, how old a search's view of in-place edits may be."""
 
 Folders = dict[str, int]
-"""The store root (`.`) and each type folder, by name, with its modification time in ns."""
+"""The store root (`.`) and each type folder, by name, with its modification time in ns
+(`files.folder_times`)."""
 
 
 class Upkeep:
@@ -121,8 +122,8 @@ class Upkeep:
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder, and the
         project documents."""
-        folders = _folders(store.root)
-        disk = _scan(store.root, folders)
+        folders = folder_times(store.root)
+        disk = stamps(store.root, folders)
         result = self.index.sync(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
@@ -149,8 +150,8 @@ class Upkeep:
 
     def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
         """Rebuild the index from every file."""
-        folders = _folders(store.root)
-        disk = _scan(store.root, folders)
+        folders = folder_times(store.root)
+        disk = stamps(store.root, folders)
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
@@ -251,12 +252,6 @@ class Upkeep:
         )
         return self.catch_up(store) if result is None else result
 
-    def behind(self, store: Store) -> tuple[list[str], list[str]] | None:
-        """The memory files (store-relative) the index does not reflect yet — (added or
-        changed, gone) — found without its lock and without writing it; None when there is
-        no usable index."""
-        return self.index.behind(_scan(store.root, _folders(store.root)))
-
     def fresh(self, store: Store) -> None:
         """Bring the index up to what a search must see: this process's own writes, then any
         folder whose modification time moved (a file created, deleted, renamed or replaced).
@@ -268,7 +263,7 @@ class Upkeep:
         try:
             if written:
                 self.changed(store, written)
-            folders = _folders(store.root)
+            folders = folder_times(store.root)
             stale = not self.watched and time.monotonic() - self.scanned_at > RESCAN_SECONDS
             seen = self.seen
             if stale or seen is None or seen["."] != folders["."]:
@@ -276,7 +271,7 @@ class Upkeep:
                 return
             moved = {name for name, at in folders.items() if seen.get(name) != at}
             if moved:
-                disk = _scan(store.root, folders, moved)
+                disk = stamps(store.root, folders, moved)
                 within = _in_folders(moved)
                 if self.index.sync_some(disk, within, _loader(store), _digest(store)) is None:
                     self.catch_up(store)
@@ -307,41 +302,6 @@ def _memory_path(rel: str) -> bool:
 
 def _in_folders(names: Collection[str]) -> Callable[[str], bool]:
     return lambda rel: rel.partition("/")[0] in names
-
-
-def _folders(root: Path) -> Folders:
-    """The store root's and each type folder's modification time."""
-    # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
-    # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
-    found: Folders = {".": root.stat().st_mtime_ns}
-    with os.scandir(root) as entries:
-        for e in entries:
-            if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
-                found[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
-    return found
-
-
-def _scan(root: Path, folders: Folders, only: Collection[str] | None = None) -> dict[str, Stamp]:
-    """Every memory file (store-relative path) in `folders` (or in `only` of them) and its
-    stamp, as `Store.memories` finds them."""
-    found: dict[str, Stamp] = {}
-    for name in sorted(folders):
-        if name == "." or (only is not None and name not in only):
-            continue
-        try:
-            entries = os.scandir(root / name)
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # gone since it was listed: the root's time moved, the next look sees it
-        with entries:
-            for e in entries:
-                if (
-                    e.name.endswith(".md")
-                    and not e.name.startswith(".")
-                    and e.is_file(follow_symlinks=False)
-                ):
-                    st = e.stat(follow_symlinks=False)
-                    found[f"{name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    return found
 
 
 def _stamp(path: Path | str) -> Stamp | None:

@@ -14,15 +14,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstore import index, search
+from memstore import manifest
 from memstore.errors import GitError, MemstoreError
-from memstore.files import Kind
-from memstore.memory import Memory, evolve, links_in_body
-from memstore.search import Query
+from memstore.files import Kind, folder_times, stamps
+from memstore.memory import Memory, evolve, expiry, links_in_body
 from memstore.status import Status
 
 if TYPE_CHECKING:
-    from memstore import orientation
+    from memstore import index, orientation
     from memstore.store import Store
 
 # Only `similar`, the hint after each write, loads with this module: drift, trust, orientation
@@ -75,52 +74,72 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def similar(store: Store, name: str, description: str) -> list[Similar]:
-    """The existing memories (not deprecated) closest to a memory with this name and
-    description, most alike first: a hint on write, never a refusal.
+    """The existing memories (not deprecated, not expired) closest to a memory with this name
+    and description, most alike first: a hint on write, never a refusal.
 
-    One query on the search index as it is, without its lock; the few memory files it does
-    not reflect yet (just written by this or another process) are read and compared instead
-    of their entries. With more than HINT_READS of those, the index is brought up to date
-    first, as a search does. A server's watcher keeps the index current: then no look.
+    Every memory the search index's manifest lists is compared: it keeps each one's name,
+    type, status, description and expiry, and is read without the index's lock and without
+    loading Whoosh. The few memory files it does not reflect yet (just written by this or
+    another process, changed or gone since) are read instead of their entries. With no
+    manifest yet, or more than HINT_READS such files, the index is caught up first (one
+    commit for them all, under its lock), as a search does.
     """
     mine = words(name, description)
     if not mine:
         return []
-    # Plain words (OR-ed, scored from the postings without the query parser); the longest
-    # few, which are the rarer ones: common words cost the most to score and say the least.
-    found_words = set(re.findall(r"\w\w+", f"{name.replace('-', ' ')} {description}".lower()))
-    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
     try:
-        up = search.upkeep(store)
-        # Indexing under the index lock is what concurrent writers would queue on: the hint
-        # reads what the index lacks, and leaves the indexing to the next search.
-        nothing: tuple[list[str], list[str]] = ([], [])
-        behind = nothing if up.watched else up.behind(store)
-        if behind is None or len(behind[0]) > HINT_READS:
-            up.fresh(store)
-            behind = nothing
-        # Without feedback: the hint wants memories sharing these words, not related ones.
-        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10, feedback=False))
+        found = _listed(store)
+        if found is None:
+            from memstore import search  # loads Whoosh: only to write the index
+
+            search.upkeep(store).fresh(store)
+            found = _listed(store)
     except MemstoreError:  # a hint never fails the write it follows
         return []
-    changed, gone = behind
-    outdated = {*changed, *gone}
-    candidates = [(h.name, h.type, h.status, h.description) for h in hits if h.path not in outdated]
-    candidates += _unindexed(store, changed, skip=f"{name}.md")
-    found = [
-        Similar(*c, round(score, 2))
-        for c in candidates
-        if c[0] != name and (score := jaccard(mine, words(c[0], c[3]))) >= HINT_SIMILARITY
-    ]
-    return sorted(found, key=lambda s: -s.similarity)[:HINT_MAX]
-
-
-def _unindexed(store: Store, rels: list[str], skip: str) -> list[tuple[str, str, str, str]]:
-    """(name, type, status, description) of the memories in these files (store-relative)
-    that a search would show (not deprecated, not expired), read from the files; `skip` is a
-    file name left out (the new memory's)."""
+    if found is None:
+        return []
+    listed, changed = found
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    found: list[tuple[str, str, str, str]] = []
+    candidates = [*listed, *_unindexed(store, changed, skip=f"{name}.md")]
+    close = [
+        Similar(n, type_, status, d, round(score, 2))
+        for n, type_, status, d, expires in candidates
+        if n != name
+        and status != Status.DEPRECATED
+        and not (expires and expires < today)
+        and _shares_one(mine, n, d)
+        and (score := jaccard(mine, words(n, d))) >= HINT_SIMILARITY
+    ]
+    return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
+
+
+def _listed(store: Store) -> tuple[list[manifest.Fields], list[str]] | None:
+    """The fields of the memories the index's manifest reflects as they are on disk, and the
+    memory files it does not (added or changed since, racy); None when there is no manifest
+    or more than HINT_READS files are not reflected."""
+    files = manifest.read(store.cache / "index" / manifest.FILE)
+    if files is None:
+        return None
+    disk = stamps(store.root, folder_times(store.root))
+    changed = [p for p, s in disk.items() if files.stamps.get(p) != s or p in files.racy]
+    if len(changed) > HINT_READS:
+        return None
+    outdated = set(changed)
+    listed = [f for p, f in files.fields.items() if p in disk and p not in outdated]
+    return listed, changed
+
+
+def _shares_one(mine: frozenset[str], name: str, description: str) -> bool:
+    """Whether the text holds one of `mine` at all: a memory sharing none is not alike, and
+    this is cheaper than its words (a word's singular is a part of its plural too)."""
+    text = f"{name.replace('-', ' ')} {description}".lower()
+    return any(w in text for w in mine)
+
+
+def _unindexed(store: Store, rels: list[str], skip: str) -> list[manifest.Fields]:
+    """The fields of the memories in these files (store-relative), read from the files;
+    `skip` is a file name left out (the new memory's)."""
+    found: list[manifest.Fields] = []
     for rel in rels:
         if rel.rpartition("/")[2] == skip:
             continue
@@ -128,9 +147,7 @@ def _unindexed(store: Store, rels: list[str], skip: str) -> list[tuple[str, str,
             m = store.read_file(store.root / rel, raw=True)[0]
         except (MemstoreError, OSError):  # gone or broken since the scan: the index skips it too
             continue
-        expires = index.expiry(m)
-        if m.status != Status.DEPRECATED and not (expires and expires < today):
-            found.append((m.name, m.type, m.status, m.description))
+        found.append((m.name, m.type, m.status, m.description, expiry(m)))
     return found
 
 
@@ -339,6 +356,8 @@ def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
 
 
 def _index_health(store: Store, files: int) -> tuple[str, index.Sync]:
+    from memstore import search
+
     synced = search.catch_up(store)
     fixed: list[str] = []
     if synced.rebuilt:
@@ -385,6 +404,8 @@ def figures(store: Store) -> Figures:
     median time from creation to confirmation; the share of recalls that found a confirmed
     memory."""
     import statistics
+
+    from memstore import search
 
     memories = list(store.memories())
     now = datetime.now(UTC)
