@@ -67,6 +67,29 @@ def read(path: Path) -> Manifest | None:
         return None
 
 
+_kept: dict[Path, tuple[tuple[int, int, int, int], Manifest]] = {}
+_kept_lock = threading.Lock()
+
+
+def current(path: Path) -> Manifest | None:
+    """`read(path)`, parsed again only when the file changed (a server's duplicate hint
+    reads it on every write). The caller must not change what it returns."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    with _kept_lock:
+        kept = _kept.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    found = read(path)
+    if found is not None:
+        with _kept_lock:
+            _kept[path] = (stamp, found)
+    return found
+
+
 def write(path: Path, manifest: Manifest) -> None:
     """Replace file `path` with `manifest` (call with the index lock held)."""
     files = {

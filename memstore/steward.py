@@ -7,6 +7,7 @@ Everything here reads; nothing writes a tracked file.
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -21,6 +22,8 @@ from memstore.memory import Memory, evolve, expiry, links_in_body
 from memstore.status import Status
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memstore import index, orientation
     from memstore.store import Store
 
@@ -113,19 +116,20 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
 
 
-def _listed(store: Store) -> tuple[list[manifest.Fields], list[str]] | None:
+def _listed(
+    store: Store,
+) -> tuple[list[manifest.Fields], dict[str, manifest.Stamp]] | None:
     """The fields of the memories the index's manifest reflects as they are on disk, and the
-    memory files it does not (added or changed since, racy); None when there is no manifest
-    or more than HINT_READS files are not reflected."""
-    files = manifest.read(store.cache / "index" / manifest.FILE)
+    memory files it does not (added or changed since, racy) with their stamps; None when
+    there is no manifest or more than HINT_READS files are not reflected."""
+    files = manifest.current(store.cache / "index" / manifest.FILE)
     if files is None:
         return None
     disk = stamps(store.root, folder_times(store.root))
-    changed = [p for p, s in disk.items() if files.stamps.get(p) != s or p in files.racy]
+    changed = {p: s for p, s in disk.items() if files.stamps.get(p) != s or p in files.racy}
     if len(changed) > HINT_READS:
         return None
-    outdated = set(changed)
-    listed = [f for p, f in files.fields.items() if p in disk and p not in outdated]
+    listed = [f for p, f in files.fields.items() if p in disk and p not in changed]
     return listed, changed
 
 
@@ -136,18 +140,37 @@ def _shares_one(mine: frozenset[str], name: str, description: str) -> bool:
     return any(w in text for w in mine)
 
 
-def _unindexed(store: Store, rels: list[str], skip: str) -> list[manifest.Fields]:
-    """The fields of the memories in these files (store-relative), read from the files;
-    `skip` is a file name left out (the new memory's)."""
+_read: dict[tuple[Path, str], tuple[manifest.Stamp, manifest.Fields | None]] = {}
+"""The fields of memory files read by hints, by store root and path, with the file's stamp
+then: a server's hints read each file the index does not reflect yet once, not per write."""
+_read_lock = threading.Lock()
+
+
+def _unindexed(store: Store, files: dict[str, manifest.Stamp], skip: str) -> list[manifest.Fields]:
+    """The fields of the memories in these files (store-relative, with their stamps), read
+    from the files; `skip` is a file name left out (the new memory's)."""
     found: list[manifest.Fields] = []
-    for rel in rels:
+    for rel, stamp in files.items():
         if rel.rpartition("/")[2] == skip:
             continue
-        try:
-            m = store.read_file(store.root / rel, raw=True)[0]
-        except (MemstoreError, OSError):  # gone or broken since the scan: the index skips it too
-            continue
-        found.append((m.name, m.type, m.status, m.description, expiry(m)))
+        key = (store.root, rel)
+        with _read_lock:
+            kept = _read.get(key)
+        if kept is not None and kept[0] == stamp:
+            fields = kept[1]
+        else:
+            try:
+                m = store.read_file(store.root / rel, raw=True)[0]
+            except (MemstoreError, OSError):  # gone or broken since: the index skips it too
+                fields = None
+            else:
+                fields = (m.name, m.type, m.status, m.description, expiry(m))
+            with _read_lock:
+                if len(_read) > 10_000:
+                    _read.clear()
+                _read[key] = (stamp, fields)
+        if fields is not None:
+            found.append(fields)
     return found
 
 
