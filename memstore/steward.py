@@ -7,6 +7,7 @@ Everything here reads; nothing writes a tracked file.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from bisect import bisect_right
 from collections import Counter, defaultdict
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from memstore import index, orientation
+    from memstore.search import Upkeep
     from memstore.store import Store
 
 # Only `similar`, the hint after each write, loads with this module: drift, trust, orientation
@@ -85,11 +87,18 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     loading Whoosh. The few memory files it does not reflect yet (just written by this or
     another process, changed or gone since) are read instead of their entries. With no
     manifest yet, or more than HINT_READS such files, the index is caught up first (one
-    commit for them all, under its lock), as a search does.
+    commit for them all, under its lock), as a search does. A server whose watcher keeps its
+    index current asks that index instead (see `_searched`).
     """
     mine = words(name, description)
     if not mine:
         return []
+    if "memstore.search" in sys.modules:  # a server, or a process that searched
+        from memstore import search
+
+        up = search.upkeep(store)
+        if up.watched:
+            return _searched(up, name, description, mine)
     try:
         found = _listed(store)
         if found is None:
@@ -112,6 +121,30 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
         and not (expires and expires < today)
         and _shares_one(mine, n, d)
         and (score := jaccard(mine, words(n, d))) >= HINT_SIMILARITY
+    ]
+    return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
+
+
+def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> list[Similar]:
+    """The hint from one query on an index a watcher keeps current, in a process that holds
+    it open already (its watcher commits to it after each burst of changes: comparing the
+    manifest, read again each time, cost concurrent servers a tenth more CPU per write)."""
+    from memstore.index import QUERY_MAX, Query
+
+    # Plain words (OR-ed, scored from the postings without the query parser); the longest
+    # few, which are the rarer ones: common words cost the most to score and say the least.
+    found_words = set(_WORD.findall(f"{name.replace('-', ' ')} {description}".lower()))
+    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
+    try:
+        # Without feedback: the hint wants memories sharing these words, not related ones.
+        hits = up.index.search(Query(text[:QUERY_MAX], limit=10, feedback=False))
+    except MemstoreError:  # a hint never fails the write it follows
+        return []
+    close = [
+        Similar(h.name, h.type, h.status, h.description, round(score, 2))
+        for h in hits
+        if h.name != name
+        and (score := jaccard(mine, words(h.name, h.description))) >= HINT_SIMILARITY
     ]
     return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
 
