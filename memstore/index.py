@@ -35,7 +35,6 @@ from typing import Any
 
 from memstore import manifest, ranking
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
-from memstore.manifest import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
 from memstore.manifest import Manifest, Stamp
 from memstore.memory import Memory, expiry, links_in_body
 from memstore.status import Status
