@@ -369,6 +369,27 @@ async def part_write(opts: argparse.Namespace, stores: Stores, servers: Servers)
 # -- 2. recall --------------------------------------------------------------------------------
 
 
+async def sdk_floor(
+    tmp: Path, servers: Servers, answers: list[CallToolResult], questions: list[str]
+) -> list[float]:
+    """Per-call times of bench/sdk_floor.py answering `questions`, each with the answer of
+    median size among `answers` (what the client receives from memstore, unchanged)."""
+    sized = sorted(answers, key=lambda a: len(a.model_dump_json()))
+    path = tmp / "floor-answer.json"
+    path.write_text(sized[len(sized) // 2].model_dump_json(by_alias=True), encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(HERE / "sdk_floor.py"), str(path)]
+    )
+    times: list[float] = []
+    async with connect(params, servers) as client:
+        await client.call_tool("answer", {"query": "warm up"})
+        for question in questions:
+            t0 = time.perf_counter()
+            checked(await client.call_tool("answer", {"query": question}))
+            times.append(time.perf_counter() - t0)
+    return times
+
+
 def recall_at_10(ranked: list[str], relevant: set[str]) -> float:
     return len(relevant & set(ranked[:10])) / len(relevant)
 
@@ -388,16 +409,20 @@ async def part_recall(opts: argparse.Namespace, stores: Stores, servers: Servers
     ours: list[float] = []
     ours_r10: list[float] = []
     ours_answered = 0
+    answers: list[CallToolResult] = []
     async with connect(memstore_params(root, "reader"), servers) as client:
         await client.call_tool("memory_recall", {"query": "warm up"})
         for question, relevant, _ in questions:
             t0 = time.perf_counter()
             result = checked(await client.call_tool("memory_recall", {"query": question}))
             ours.append(time.perf_counter() - t0)
+            answers.append(result)
             names = [r["name"] for r in (result.structured_content or {}).get("results", [])]
             ours_answered += bool(names)
             ours_r10.append(recall_at_10(names, relevant))
     table.add("memstore memory_recall p50 / p90", p50_p90(ours))
+    floor = await sdk_floor(stores.tmp, servers, answers, [q for q, _, _ in questions])
+    table.add("the SDK alone: a tool returning memstore's median answer, p50 / p90", p50_p90(floor))
     if opts.peer:
         theirs: list[float] = []
         theirs_r10: list[float] = []
@@ -432,12 +457,21 @@ async def part_recall(opts: argparse.Namespace, stores: Stores, servers: Servers
             "Recall@10, memstore / server-memory",
             f"{statistics.fmean(ours_r10):.3f} / {statistics.fmean(theirs_r10):.3f}",
         )
+        table.add(
+            "ratio SDK alone / server-memory, p50",
+            f"{pct(floor, 0.5) / pct(theirs, 0.5):.2f}x",
+        )
         table.notes.append(
             "server-memory's search_nodes is a case-insensitive substring match of the whole "
             "query, so a question verbatim rarely matches anything and returns an empty graph."
         )
     else:
         table.add("Recall@10, memstore", f"{statistics.fmean(ours_r10):.3f}")
+    table.notes.append(
+        "The SDK alone is bench/sdk_floor.py: the `mcp` SDK's MCPServer over stdio, as "
+        "`memstore serve` runs it, with one tool that returns a fixed answer (memstore's "
+        "answer of median size); memstore's share of a recall is the difference."
+    )
 
     big, text, _ = stores.synthetic(opts.large)
     rng = random.Random(11)

@@ -198,7 +198,8 @@ def costs(tmp: Path, model: Path, size: int, queries: int, cli_runs: int, sample
             f"{rate:.0f} memories/s, so {size / rate / 60:.0f} min for all {size}",
         ),
         (
-            "queries whose words found little (best BM25F < DENSE_WEAK_BM25): embedded",
+            "queries the words answer poorly (their best match lacks a word of the query, "
+            "and its BM25F is below DENSE_WEAK_BM25, by default any): embedded",
             f"{weak} of {len(qs) + 1}",
         ),
         ("first search with a model (loads it)", f"{first * 1000:.0f} ms"),

@@ -1,14 +1,22 @@
 """How semantic recall's fusion parameters were chosen: LoCoMo's tuning conversations
 (conv-26, conv-30, conv-41; bench/locomo.py's TUNE), Recall@10 and Hit@5, and the development
-bank of reworded questions (bench/reworded_dev.yaml), Hit@5, for each setting.
+banks of reworded questions (bench/reworded_dev.yaml, reworded_devA.yaml, reworded_devB.yaml,
+or those given with --bank), Hit@5 and MRR@10 each, for each setting.
 
     .venv/bin/python bench/tune_semantic.py --model bench/.models/all-MiniLM-L6-v2 \
+        [--bank bench/reworded_devA.yaml --bank ...] [--work /tmp/tune-stores] \
         [--weight 0 0.25] [--weak-weight 1 2] [--weak-bm25 8 12 1e9] \
-        [--min-cosine 0.4 0.6] [--new-cosine 0.2 0.3]
+        [--min-cosine 0.4 0.6] [--weak-cosine 0.1 0.2] [--covered 0 1] \
+        [--lead-margin 0.01 0.02 1e9] [--words-scale 0 1]
 
-The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25 and
-DENSE_MIN_COSINE, set on the module for each run (the stores are built once). The held-out
-conversations and the test bank (bench/reworded_bank.yaml) are never read here.
+The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
+DENSE_MIN_COSINE, DENSE_WEAK_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN and DENSE_WORDS_SCALE,
+set on the module for each run (the stores are built once); each row also says how many
+questions were embedded, of LoCoMo's and of each bank's. The first rows are words alone and
+the dense list alone (each bank's Hit@5 and MRR@10 by meaning only, the query's content words
+embedded as a search embeds them: what fusion can hope to reach). The rows are sorted by the
+banks' mean Hit@5. The held-out conversations and the test banks (bench/reworded_bank.yaml,
+reworded_fresh.yaml, reworded_blind.yaml) are never read here.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ import argparse
 import itertools
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -26,6 +36,7 @@ from locomo import DEFAULT_DATA, TUNE, build_store, load  # noqa: E402
 from semantic import bank_store  # noqa: E402
 
 from memstore import embedding, index, search  # noqa: E402
+from memstore.ranking import content_words  # noqa: E402
 from memstore.search import Query  # noqa: E402
 from memstore.store import Store  # noqa: E402
 
@@ -51,11 +62,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=HERE / ".models" / "minilm-static")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument(
+        "--bank",
+        type=Path,
+        action="append",
+        help="a development bank (repeat for several; default: the three)",
+    )
     ap.add_argument("--weight", nargs="+", default=["0", "0.25"])
     ap.add_argument("--weak-weight", nargs="+", default=["1", "1.25", "2"])
     ap.add_argument("--weak-bm25", nargs="+", default=["8", "16", "24", "40"])
     ap.add_argument("--min-cosine", nargs="+", default=["0.5"])
-    ap.add_argument("--new-cosine", nargs="+", default=["0.15", "0.2", "0.3"])
+    ap.add_argument("--weak-cosine", nargs="+", default=["0.1", "0.15", "0.2"])
+    ap.add_argument("--covered", nargs="+", default=["1"], help="1: a covered query is strong")
+    ap.add_argument("--lead-margin", nargs="+", default=["1e9"])
+    ap.add_argument("--words-scale", nargs="+", default=["0"])
     ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
@@ -70,37 +90,64 @@ def main() -> None:
     # found. The last: with and without that re-ordering (a minimum cosine of 1.1 turns it off).
     # With all-MiniLM-L6-v2 (its vectors not centred; a DENSE_WEIGHT of 0 leaves a query
     # whose words found enough unembedded): see docs/benchmarks.md for the grids run.
+    # Then the covered gate (--covered 0 1) and the lead of a confident nearest memory
+    # (--lead-margin 0 0.01 0.02 0.03 0.04 0.06 0.08 0.1 0.15 1e9) against scaling the word
+    # lists down by how little they found (--words-scale 0 0.5 1 2), at weak weight 1-1.5.
     grid = {
         "DENSE_WEIGHT": tuple(float(v) for v in args.weight),
         "DENSE_WEIGHT_WEAK": tuple(float(v) for v in args.weak_weight),
         "DENSE_WEAK_BM25": tuple(float(v) for v in args.weak_bm25),
         "DENSE_MIN_COSINE": tuple(float(v) for v in args.min_cosine),
-        "DENSE_NEW_COSINE": tuple(float(v) for v in args.new_cosine),
+        "DENSE_WEAK_COSINE": tuple(float(v) for v in args.weak_cosine),
+        "DENSE_COVERED": tuple(bool(int(v)) for v in args.covered),
+        "DENSE_LEAD_MARGIN": tuple(float(v) for v in args.lead_margin),
+        "DENSE_WORDS_SCALE": tuple(float(v) for v in args.words_scale),
     }
     _remember_queries()
+    nearest, asked = embedding.Vectors.nearest, [0]
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked[0] += 1
+        return nearest(self, text, count)
+
+    embedding.Vectors.nearest = counted  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.work or Path(scratch)
         stores = []
+        model = args.model.resolve()
         for conv in conversations:
             root = Path(tmp) / conv.sample_id
             if (root / ".memstore" / "vectors" / "vectors.npy").is_file():
                 store = Store(root, agent="bench")  # built, and embedded, by an earlier run
             else:
-                model = args.model.resolve()
                 store = build_store(root, conv, links=False, captions=False, model=model)
                 search.reindex(store)
             stores.append((store, conv))
-        dev, dev_questions = bank_store(
-            Path(scratch) / "dev", args.model.resolve(), HERE / "reworded_dev.yaml"
-        )
-        rows = []
-        off = None
+        banks = [
+            (
+                bank.stem.removeprefix("reworded_"),
+                *bank_store(Path(scratch) / bank.stem, model, bank),
+            )
+            for bank in args.bank or DEV_BANKS
+        ]
+        for label, bank, questions in banks:
+            vectors = search.upkeep(bank).vectors
+            assert vectors is not None
+            found = [
+                [p.split("/")[-1][:-3] for p, _ in vectors.nearest(content_words(question), 10)]
+                for question, _ in questions
+            ]
+            hit5, mrr = _scores(found, [expect for _, expect in questions])
+            print(f"# {label}: dense list alone: Hit@5 {hit5:.2f}, MRR@10 {mrr:.3f}")
+        rows: list[Row] = []
+        off: Row | None = None
         for values in [None, *itertools.product(*grid.values())]:
             if values is not None:
                 for name, value in zip(grid, values, strict=True):
-                    setattr(embedding if name == "CENTER" else index, name, value)
+                    setattr(index, name, value)
             r10: list[float] = []
             hit5: list[float] = []
+            asked[0] = 0
             for store, conv in stores:
                 up = search.upkeep(store)
                 for question, relevant, _ in conv.queries:
@@ -112,33 +159,95 @@ def main() -> None:
                     names = [h.name for h in hits]
                     r10.append(len(relevant & set(names[:10])) / len(relevant))
                     hit5.append(1.0 if relevant & set(names[:5]) else 0.0)
-            dev_hits = 0
-            for question, expect in dev_questions:
-                query = Query(question, limit=10)
-                found = search.upkeep(dev).index.search(query) if values is None else None
-                hits = found if found is not None else search.search(dev, query)
-                dev_hits += expect in [h.name for h in hits[:5]]
-            n = len(r10)
-            row = (sum(r10) / n, sum(hit5) / n, dev_hits / len(dev_questions), values)
+            embedded = [asked[0]]
+            per_bank: list[tuple[float, float]] = []
+            for _, bank, questions in banks:
+                asked[0] = 0
+                found = []
+                for question, _ in questions:
+                    query = Query(question, limit=10)
+                    if values is None:
+                        hits = search.upkeep(bank).index.search(query)
+                    else:
+                        hits = search.search(bank, query)
+                    found.append([h.name for h in hits[:10]])
+                per_bank.append(_scores(found, [expect for _, expect in questions]))
+                embedded.append(asked[0])
+            row = Row(values, sum(r10) / len(r10), sum(hit5) / len(hit5), per_bank, embedded)
             if values is None:
                 off = row
             else:
                 rows.append(row)
-            print(f"# {row[3]}: R@10 {row[0]:.3f} Hit@5 {row[1]:.3f} dev {row[2]:.2f}", flush=True)
+            print(f"# {row.line()}", flush=True)
         assert off is not None
+        counts = [len(r10), *(len(questions) for _, _, questions in banks)]
         print(
-            f"# tune conversations {', '.join(TUNE)}: {len(r10)} queries; model {args.model.name}"
+            f"# tune conversations {', '.join(TUNE)}: {counts[0]} queries; banks "
+            + ", ".join(f"{label} {n}" for (label, _, _), n in zip(banks, counts[1:], strict=True))
+            + f" questions; model {args.model.name}"
         )
-        print(
-            f"words only: LoCoMo R@10 {off[0]:.3f}, Hit@5 {off[1]:.3f}; dev bank Hit@5 {off[2]:.2f}"
+        print(f"words only: {off.line()}")
+        header = ["LoCoMo R@10", "LoCoMo Hit@5"]
+        for label, _, _ in banks:
+            header += [f"{label} Hit@5", f"{label} MRR@10"]
+        header += ["mean bank Hit@5", "embedded (LoCoMo, banks)"]
+        print(f"| {' | '.join(grid)} | {' | '.join(header)} |")
+        print(f"|{'---|' * (len(grid) + len(header))}")
+        for row in sorted(rows, key=lambda r: (-r.mean_hit5, -r.mean_mrr, -r.r10)):
+            print(row.table())
+
+
+DEV_BANKS = (HERE / "reworded_dev.yaml", HERE / "reworded_devA.yaml", HERE / "reworded_devB.yaml")
+"""The development banks: the only reworded banks tuned on."""
+
+
+def _scores(found: list[list[str]], expected: list[str]) -> tuple[float, float]:
+    """Hit@5 and MRR@10 of the names found for each question, against the one expected."""
+    hits = sum(expect in names[:5] for names, expect in zip(found, expected, strict=True))
+    rr = sum(
+        1 / (names.index(expect) + 1) if expect in names[:10] else 0.0
+        for names, expect in zip(found, expected, strict=True)
+    )
+    return hits / len(expected), rr / len(expected)
+
+
+@dataclass
+class Row:
+    """One setting's figures: LoCoMo's, each bank's (Hit@5, MRR@10), and the questions
+    embedded (LoCoMo's, then each bank's)."""
+
+    values: tuple[Any, ...] | None
+    r10: float
+    hit5: float
+    banks: list[tuple[float, float]]
+    embedded: list[int]
+
+    @property
+    def mean_hit5(self) -> float:
+        return sum(h for h, _ in self.banks) / len(self.banks)
+
+    @property
+    def mean_mrr(self) -> float:
+        return sum(m for _, m in self.banks) / len(self.banks)
+
+    def line(self) -> str:
+        banks = " ".join(f"{h:.2f}/{m:.3f}" for h, m in self.banks)
+        return (
+            f"{self.values}: LoCoMo R@10 {self.r10:.3f} Hit@5 {self.hit5:.3f}; "
+            f"banks Hit@5/MRR@10 {banks}, mean Hit@5 {self.mean_hit5:.3f}; "
+            f"embedded {'+'.join(str(n) for n in self.embedded)}"
         )
-        print(f"| {' | '.join(grid)} | LoCoMo R@10 | LoCoMo Hit@5 | dev bank Hit@5 |")
-        print(f"|{'---|' * (len(grid) + 3)}")
-        for r10_, hit5_, dev_, values in sorted(rows, key=lambda r: (-r[2], -r[0], -r[1])):
-            print(
-                f"| {' | '.join(f'{v:g}' for v in values or ())} | {r10_:.3f} | {hit5_:.3f} "
-                f"| {dev_:.2f} |"
-            )
+
+    def table(self) -> str:
+        cells = [f"{v:g}" for v in self.values or ()]
+        cells += [f"{self.r10:.3f}", f"{self.hit5:.3f}"]
+        cells += [
+            f"{x:.2f}" if i % 2 == 0 else f"{x:.3f}"
+            for h, m in self.banks
+            for i, x in enumerate((h, m))
+        ]
+        cells += [f"{self.mean_hit5:.3f}", ", ".join(str(n) for n in self.embedded)]
+        return f"| {' | '.join(cells)} |"
 
 
 if __name__ == "__main__":

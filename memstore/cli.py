@@ -895,7 +895,9 @@ def doctor(ctx: click.Context, as_json: bool, no_lint: bool) -> None:
     from memstore import orientation, steward
 
     store = _store(ctx)
-    setup, report = steward.checkup(store, ctx.find_root().params.get("agent"), lint=not no_lint)
+    setup, report = steward.checkup(
+        store, ctx.find_root().params.get("agent"), lint=not no_lint, embedded=_embedded
+    )
     if as_json:
         _echo_json({"setup": asdict(setup), **asdict(report), "ok": report.ok})
     else:
@@ -1481,6 +1483,11 @@ def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
         click.echo(render(memory), nl=False)
 
 
+def _embedded(done: int, total: int) -> None:
+    """Semantic recall's pace through memories it has not embedded yet, on stderr."""
+    click.echo(f"embedded {done}/{total} memories for semantic recall", err=True)
+
+
 @main.command()
 @click.pass_context
 def reindex(ctx: click.Context) -> None:
@@ -1498,7 +1505,7 @@ def reindex(ctx: click.Context) -> None:
     def progress(done: int, total: int) -> None:
         click.echo(f"indexed {done}/{total} files", err=True)
 
-    result = searching.reindex(_store(ctx), progress)
+    result = searching.reindex(_store(ctx), progress, _embedded)
     click.echo(f"reindexed {result.indexed} memories")
     for path in result.skipped:
         click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)

@@ -130,22 +130,55 @@ Dense = Callable[[int], Sequence[tuple[str, float]]]
 """Semantic recall's ranker (see `embedding.py`): the `count` memories (store-relative paths)
 nearest the query by meaning, with their cosines, best first."""
 DENSE_WEIGHT = 0.0
-"""The dense list's weight when the words found enough to go by (best BM25F score at least
-`DENSE_WEAK_BM25`): none, so such a query is not even embedded; with all-MiniLM-L6-v2,
-re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by nothing and Hit@5
-by +0.003, for a transformer pass on every search."""
-DENSE_WEIGHT_WEAK = 1.25
-"""Its weight when the words found little (2 lowered LoCoMo's tuning Hit@5 by 0.03-0.06)."""
-DENSE_WEAK_BM25 = 24.0
-"""Below this best BM25F score, the question is taken as worded unlike the memories: the
-dense list joins the fusion, bringing in memories the words did not find
-(`DENSE_NEW_COSINE`) and re-ordering theirs (`DENSE_MIN_COSINE`)."""
+"""The dense list's weight when the words found enough to go by (their best match holds
+every word of the query, `DENSE_COVERED`): none, so such a query is not even embedded; with
+all-MiniLM-L6-v2, re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by
+nothing and Hit@5 by +0.003, for a transformer pass on every search."""
+DENSE_WEIGHT_WEAK = 1.5
+"""Its weight when the words found little. On the three development banks of reworded
+questions (bench/reworded_dev.yaml, reworded_devA.yaml, reworded_devB.yaml) 1.25-1.75 give the
+same Hit@5 (0.96 / 0.86 / 0.94) and LoCoMo's tuning R@10 / Hit@5 0.712-0.719 / 0.689-0.695;
+2 gains one dev question and costs LoCoMo's Hit@5 0.02 (0.676)."""
+DENSE_WEAK_BM25 = math.inf
+"""At or above this best BM25F score the words are taken to have found the answer, whatever
+`DENSE_COVERED` says. It is off (infinite): only coverage decides, since a long question in
+other words matches many common words and easily scores high though no memory holds its
+words. At 24 it kept 7 of LoCoMo's 383 tuning questions and one of the banks' 124 from the
+meaning, for LoCoMo's Hit@5 0.692 against 0.695 (40 and off: the same figures)."""
 DENSE_MIN_COSINE = 0.5
-"""A memory the words found is re-ordered by the dense list only from this cosine up."""
-DENSE_NEW_COSINE = 0.15
-"""A memory the words did not find joins from this cosine up (0.2 lost the development
-bank's Hit@5, 0.96 -> 0.92, 0.3 -> 0.83). All five chosen with bench/tune_semantic.py on
-all-MiniLM-L6-v2 (see docs/benchmarks.md)."""
+"""When the words found enough and `DENSE_WEIGHT` is above 0, the dense list re-orders the
+memories they found from this cosine up (and brings in none)."""
+DENSE_WEAK_COSINE = 0.1
+"""When the words found little, the dense list ranks every memory from this cosine up, those
+the words found as well as the others: for a question asked in other words, the words' list
+is mostly memories that share its common words, so the one it means is often among them,
+low. Those used to be re-ordered only from `DENSE_MIN_COSINE` (0.5), which left the
+meaning's nearest memory out of its own list whenever the words had it anywhere in their top
+30: the development banks' Hit@5 stayed at 0.96 / 0.86 / 0.68 where the dense list alone finds
+1.00 / 0.86 / 0.94. With one floor, 0.05-0.15 give 0.96 / 0.86 / 0.94 (with the other values
+here); 0.2 loses a question or two on each bank (0.92 / 0.84 / 0.92), 0.35 more (0.75 / 0.82 /
+0.82). LoCoMo's tuning figures hardly move (R@10 0.715-0.719, Hit@5 0.695)."""
+DENSE_COVERED = True
+"""A query every word of which the words' best match holds is not weak: it is asked in that
+memory's own words, so it is not embedded (a short question scores low by BM25F however well
+it matches). This is the whole test of weakness (`DENSE_WEAK_BM25` is off). On LoCoMo's tuning
+conversations 282 of 383 questions are embedded, on the development banks 124 of 124, of
+bench/semantic.py's generated queries at 10,000 memories 61 of 301 (as with the cut at 24)."""
+DENSE_LEAD_MARGIN = 0.0
+"""When the dense list's first memory is nearer the query than its second by at least this
+cosine (both boosted), it is taken as the answer the meaning found and leads the fusion (a
+`lead` list of that one memory, weighing as much as the word lists together): reciprocal
+rank fusion alone counts lists, so a memory both word lists hold would outrank it. At 0, the
+meaning's nearest memory always comes first for a question the words answer poorly. Chosen
+from 0-0.08 (and off) once every memory could join the dense list: 0 and 0.005 give the
+development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.719 / 0.695;
+0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
+DENSE_WORDS_SCALE = 0.0
+"""For a weak query, the word lists' weight is multiplied by (best BM25F /
+`DENSE_WEAK_BM25`) to this power: the less the words found, the less say they have (0 leaves
+it at 1; with `DENSE_WEAK_BM25` off, any other value silences the words). Tried at 0.5, 1 and
+2 with a cut at 24: every figure fell (development bank Hit@5 0.96 -> 0.88-0.83, LoCoMo
+tuning Hit@5 0.684 -> 0.62-0.56), so it is off."""
 
 RACY_NS = 2_000_000_000
 """A file modified this close to the moment it was indexed may change again within the same
@@ -1733,9 +1766,16 @@ class _Ranker:
             if more is not None:
                 lists.append(more)
         if self.dense is not None and plain is not None:
-            near = self._dense(self.dense, first, wanted, boosts)
-            if near is not None:
-                lists.append(near)
+            weak = self._weak(first, plain)
+            near = self._dense(self.dense, first, wanted, boosts, weak)
+            if near and weak and DENSE_WORDS_SCALE > 0:
+                best = first.entries[0][1] if first.entries else 0.0
+                scale = min(1.0, best / DENSE_WEAK_BM25) ** DENSE_WORDS_SCALE
+                lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
+            if near:
+                if near[0].ranker == "lead":
+                    near[0] = ranking.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
+                lists.extend(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
 
@@ -1811,43 +1851,72 @@ class _Ranker:
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
         return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
 
+    def _weak(self, first: ranking.Ranked[int], terms: Sequence[str]) -> bool:
+        """Whether the words found little, the question then probably being asked in other
+        words than the memories': (with `DENSE_COVERED`) their best match lacks some word of
+        the query, and their best BM25F score is below `DENSE_WEAK_BM25` (by default no score
+        is high enough: coverage alone decides)."""
+        if not first.entries:
+            return True
+        if first.entries[0][1] >= DENSE_WEAK_BM25:
+            return False
+        if not DENSE_COVERED:
+            return True
+        top = first.entries[0][0]
+        return not all(_holds(self.cache.term(self.searcher, t)[0], top) for t in terms)
+
     def _dense(
-        self, dense: Dense, first: ranking.Ranked[int], wanted: int, boosts: dict[int, float]
-    ) -> ranking.Ranked[int] | None:
-        """Semantic recall's list: the memories nearest the query by meaning that pass the
-        filter and mask, their cosines times each one's boost; memories the words did not find
-        only when the words' best BM25F score is weak (see `DENSE_WEAK_BM25`)."""
-        best = first.entries[0][1] if first.entries else 0.0
-        weak = best < DENSE_WEAK_BM25
+        self,
+        dense: Dense,
+        first: ranking.Ranked[int],
+        wanted: int,
+        boosts: dict[int, float],
+        weak: bool,
+    ) -> list[ranking.Ranked[int]]:
+        """Semantic recall's lists: the memories nearest the query by meaning that pass the
+        filter and mask, their cosines times each one's boost: every memory from
+        `DENSE_WEAK_COSINE` when the words found little (`weak`), else only those the words
+        found, from `DENSE_MIN_COSINE`. When the nearest stands clear of the next
+        (`DENSE_LEAD_MARGIN`), a first list `lead` of that memory alone (its weight is set by
+        the caller)."""
         if not weak and DENSE_WEIGHT <= 0:
-            return None  # the words found enough: the query is not even embedded
+            return []  # the words found enough: the query is not even embedded
         # The nearest among every memory: with a filter, many more, as most may not pass it.
         count = wanted * 4 if self.filter is None else wanted * 40
         allowed, hidden = self.filter, self.mask
         found = {docnum for docnum, _ in first.entries}
-        # What the words found, the dense list re-orders; a memory they did not find joins
-        # only when they found little (weak), the question then being worded unlike it.
-        floor = min(DENSE_MIN_COSINE, DENSE_NEW_COSINE) if weak else DENSE_MIN_COSINE
+        # When the words found little (weak), the question is worded unlike the memories: the
+        # meaning ranks every memory near enough, the words' as well. Otherwise it may only
+        # re-order what the words found.
+        floor = DENSE_WEAK_COSINE if weak else DENSE_MIN_COSINE
         scored: list[tuple[float, int]] = []
+        nearest: list[tuple[float, int]] = []  # the first two that pass filter and mask
         for path, cosine in dense(count):
-            if cosine < floor:
+            if cosine < floor and len(nearest) >= 2:
                 break  # best first: the rest are further still
             docnum = self.cache.docnum(self.searcher, path)
             if docnum is None:
                 continue
-            if docnum in found:
-                if cosine < DENSE_MIN_COSINE:
-                    continue
-            elif not weak or cosine < DENSE_NEW_COSINE:
+            if (allowed is not None and docnum not in allowed) or (
+                hidden is not None and docnum in hidden
+            ):
                 continue
-            if (allowed is None or docnum in allowed) and (hidden is None or docnum not in hidden):
-                scored.append((cosine, docnum))
-                if len(scored) >= wanted:
-                    break
+            if len(nearest) < 2:
+                nearest.append((cosine * boosts.get(docnum, 1.0), docnum))
+            if cosine < floor or not (weak or docnum in found):
+                continue
+            scored.append((cosine, docnum))
+            if len(scored) >= wanted:
+                break
         if not scored:
-            return None
+            return []
         weight = DENSE_WEIGHT_WEAK if weak else DENSE_WEIGHT
-        return self._ranked("dense", weight, scored, boosts)
+        near = self._ranked("dense", weight, scored, boosts)
+        if weak and nearest and near.entries[0][0] == nearest[0][1]:
+            margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
+            if margin >= DENSE_LEAD_MARGIN:
+                return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
+        return [near]
 
     def _totals(self, words: list[str]) -> dict[int, float]:
         """Every document that holds any of the words and passes the filter and mask, with

@@ -15,7 +15,7 @@ from memstore.files import shown
 from memstore.memory import Memory, same_identity
 
 if TYPE_CHECKING:
-    from memstore.index import Sync
+    from memstore.index import Progress, Sync
     from memstore.store import Store
 
 
@@ -44,6 +44,7 @@ def orient(
     flag: str | None,
     memories: Iterable[Memory] | None = None,
     synced: Sync | None = None,
+    embedded: Progress | None = None,
 ) -> Orientation:
     """The set-up of `store` as `flag` (the `--agent` given, if any) and the environment
     make it. `memories` (the store's memories as `Store.memories` reads them) and `synced`
@@ -71,7 +72,7 @@ def orient(
     except MemstoreError as e:
         index = f"cannot be read: {e}"
     try:
-        searching = search.semantic_state(store)
+        searching = search.semantic_state(store, embedded)
     except MemstoreError as e:
         searching = f"by words (BM25) only: {e}"
     drafts = [m for m in every if m.status == "draft"]

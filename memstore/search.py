@@ -148,8 +148,10 @@ class Upkeep:
         self.docs_at = now if result is not None else 0.0
         return result or Sync()
 
-    def reindex(self, store: Store, progress: Progress | None = None) -> Sync:
-        """Rebuild the index from every file."""
+    def reindex(
+        self, store: Store, progress: Progress | None = None, embedded: Progress | None = None
+    ) -> Sync:
+        """Rebuild the index from every file (and semantic recall's vectors, if it is on)."""
         folders = folder_times(store.root)
         disk = stamps(store.root, folders)
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
@@ -158,7 +160,7 @@ class Upkeep:
         vectors = self.semantic(store)
         if vectors is not None:
             vectors.clear()
-            self.embed(store)
+            self.embed(store, progress=embedded)
         return result
 
     def semantic_named(self, store: Store) -> bool:
@@ -195,10 +197,13 @@ class Upkeep:
             self.semantic_off = ""
         return self.vectors
 
-    def embed(self, store: Store, budget: float | None = None) -> int:
+    def embed(
+        self, store: Store, budget: float | None = None, progress: Progress | None = None
+    ) -> int:
         """Bring semantic recall's vectors in step with the index (only what changed is
         embedded); returns how many memories were. Nothing when semantic recall is off. With
-        `budget` (seconds), stop soon after it and leave the rest for later calls."""
+        `budget` (seconds), stop soon after it and leave the rest for later calls;
+        `progress(done, total)` is told the pace."""
         vectors = self.semantic(store)
         if vectors is None or vectors.current(self.index.state()):
             return 0
@@ -207,14 +212,19 @@ class Upkeep:
             return 0
         state, digests = files
         return vectors.sync(
-            state, {p: d for p, d in digests.items() if d}, _text(store), budget=budget
+            state,
+            {p: d for p, d in digests.items() if d},
+            _text(store),
+            budget=budget,
+            progress=progress,
         )
 
     def dense(self, store: Store, text: str) -> Dense | None:
         """The dense ranker for the query `text`; None when semantic recall is off or the text
         has no words. The model is loaded, the vectors brought in step and the query embedded
         only when the ranker is called: the index calls it only for a query whose words found
-        little (see `index.DENSE_WEAK_BM25`), so most searches never pay for a model."""
+        little (see `index.DENSE_COVERED` and `DENSE_WEAK_BM25`), so most searches never pay
+        for a model."""
         words = content_words(text).strip()
         if not words or not self.semantic_named(store):
             return None
@@ -355,9 +365,10 @@ def semantic_model(store: Store) -> embedding.Model | None:
     return None if spec is None else embedding.load(spec, store.root)
 
 
-def semantic_state(store: Store) -> str:
+def semantic_state(store: Store, embedded: Progress | None = None) -> str:
     """How searches find memories in `store`, in a line for `doctor`: by words only (and why
-    semantic recall is off), or by words and meaning (the model, the memories embedded).
+    semantic recall is off), or by words and meaning (the model, the memories embedded). The
+    memories not embedded yet are, first; `embedded(done, total)` is told the pace.
 
     Raises:
         InvalidMemory: for a memstore.yaml that cannot be read.
@@ -374,7 +385,7 @@ def semantic_state(store: Store) -> str:
     if up.semantic(store) is None:
         return f"by words (BM25) only; semantic recall is off: {up.semantic_off}"
     up.fresh(store)
-    up.embed(store)
+    up.embed(store, progress=embedded)
     vectors = up.vectors
     count = len(vectors) if vectors is not None else 0
     return f"by words (BM25) and meaning: {spec} ({count} memories embedded)"
@@ -727,13 +738,16 @@ def catch_up(store: Store, progress: Progress | None = None) -> Sync:
     return upkeep(store).catch_up(store, progress)
 
 
-def reindex(store: Store, progress: Progress | None = None) -> Sync:
-    """Rebuild the search index from every file; `progress(done, total)` reports the pace.
+def reindex(
+    store: Store, progress: Progress | None = None, embedded: Progress | None = None
+) -> Sync:
+    """Rebuild the search index from every file; `progress(done, total)` reports the pace, and
+    `embedded(done, total)` that of semantic recall's vectors, when it is on.
 
     Raises:
         StoreLocked: when another process holds the index lock past the timeout.
     """
-    return upkeep(store).reindex(store, progress)
+    return upkeep(store).reindex(store, progress, embedded)
 
 
 def close(store: Store) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from memstore import index, orientation
+    from memstore.index import Progress
     from memstore.search import Upkeep
     from memstore.store import Store
 
@@ -311,14 +312,15 @@ def _today() -> str:
 
 
 def checkup(
-    store: Store, flag: str | None, *, lint: bool = True
+    store: Store, flag: str | None, *, lint: bool = True, embedded: Progress | None = None
 ) -> tuple[orientation.Orientation, Report]:
     """`doctor`'s report and the set-up it starts with (`orientation.orient`, given the agent
-    `flag`), reading each memory file once for both."""
+    `flag`), reading each memory file once for both. Memories semantic recall has not embedded
+    yet are, with `embedded(done, total)` told the pace."""
     from memstore import orientation
 
     report, memories, synced = _examine(store, lint)
-    return orientation.orient(store, flag, memories, synced), report
+    return orientation.orient(store, flag, memories, synced, embedded), report
 
 
 def doctor(store: Store, *, lint: bool = True) -> Report:

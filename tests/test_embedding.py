@@ -15,6 +15,7 @@ from test_index import find, names, write_memory
 
 from memstore import embedding, search
 from memstore.errors import InvalidMemory
+from memstore.search import Query
 from memstore.store import Store
 
 np = pytest.importorskip("numpy")
@@ -179,6 +180,114 @@ def test_explain_shows_both_engines_ranks(semantic: Store) -> None:
     assert len(fused) == 1 and "bm25 #1" in fused[0] and "dense #1" in fused[0]
 
 
+def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    # Holds two of the question's words, and is about something else (a release).
+    write_memory(semantic, "api-release-notes", "Release notes for the api live in the repo")
+    question = "is the api key fine in the repo"
+    hits = find(semantic, question, explain=True)
+    assert hits[0].name == "secrets-in-vault"
+    fused = next(line for line in hits[0].explain if line.startswith("fused"))
+    assert "dense #1" in fused and "lead #1" in fused and "bm25" not in fused
+    words = next(h for h in hits if h.name == "api-release-notes")
+    fused = next(line for line in words.explain if line.startswith("fused"))
+    assert "bm25 #1" in fused and "feedback #1" in fused
+    # A deprecated memory nearer still is hidden, and does not take the lead away.
+    write_memory(semantic, "old-secrets", "Secrets key credentials vault", status="deprecated")
+    assert names(semantic, question)[0] == "secrets-in-vault"
+    assert "old-secrets" not in names(semantic, question)
+    assert "old-secrets" in names(semantic, question, include_deprecated=True)
+    # Without the rule, reciprocal rank fusion puts the words' choice first.
+    monkeypatch.setattr(index, "DENSE_LEAD_MARGIN", 1e9)
+    assert names(semantic, question)[0] == "api-release-notes"
+
+
+def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    # It holds two of the question's words, about the mobile app; the vault memory holds
+    # one, "vault", so the words rank it second. The meaning finds it nearest.
+    write_memory(semantic, "changelog-layout", "Changelog layout for the mobile app")
+    question = "vault changelog layout"
+    assert names(semantic, "vault")[0] == "secrets-in-vault"  # the index is built
+    by_words = [h.name for h in search.upkeep(semantic).index.search(Query(question))]
+    assert by_words.index("secrets-in-vault") > 0
+    # For a question the words answer poorly, no floor of its own keeps a memory the words
+    # found out of the meaning's list: however high `DENSE_MIN_COSINE` is, the vault memory
+    # is the dense list's first, and leads.
+    monkeypatch.setattr(index, "DENSE_MIN_COSINE", 1.01)
+    hits = find(semantic, question, explain=True)
+    assert hits[0].name == "secrets-in-vault"
+    fused = next(line for line in hits[0].explain if line.startswith("fused"))
+    assert "lead #1" in fused and "dense #1" in fused and "bm25" in fused
+
+
+def test_a_question_in_a_memorys_own_words_is_not_embedded(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    asked: list[str] = []
+    nearest = embedding.Vectors.nearest
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked.append(text)
+        return nearest(self, text, count)
+
+    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    # Every word is in one memory: its BM25F score is low (a short question, a small store),
+    # yet the words found it; the model is not even loaded.
+    assert names(semantic, "prune docker images") == ["ci-runner-disk"]
+    assert asked == [] and search.upkeep(semantic).vectors is None
+    # A word of it in no memory: asked in other words, so embedded.
+    assert names(semantic, "prune docker storage")[0] == "ci-runner-disk"
+    assert asked == ["prune docker storage"]
+    monkeypatch.setattr(index, "DENSE_COVERED", False)  # by the score alone, it is weak
+    names(semantic, "prune docker images")
+    assert asked[-1] == "prune docker images"
+
+
+def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    for i in range(30):  # other memories, so rare words score high by BM25F
+        write_memory(semantic, f"other-{i}", f"Release note {i} for the payments service")
+    write_memory(
+        semantic,
+        "ci-cache-keys",
+        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
+    )
+    asked: list[str] = []
+    nearest = embedding.Vectors.nearest
+
+    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
+        asked.append(text)
+        return nearest(self, text, count)
+
+    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    # Many of its words, rare ones, are in one memory, which scores high; "storage" is in
+    # none: the question is not in that memory's words, so the meaning is asked too.
+    question = "gradle wrapper jars pinned lockfile hash storage"
+    hit = next(h for h in find(semantic, question, explain=True) if h.name == "ci-cache-keys")
+    assert float(hit.explain[0].split()[1]) >= 24  # "bm25 <score>"
+    assert asked == [question]
+    # By the score alone (as before), such a question was taken as found by its words.
+    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 24.0)
+    names(semantic, question)
+    assert asked == [question]
+
+
 def test_a_model_name_not_on_this_machine_is_refused_without_a_download(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,7 +298,8 @@ def test_a_model_name_not_on_this_machine_is_refused_without_a_download(
         "embedding_model: someone/some-model\n", encoding="utf-8"
     )
     seed(store)
-    assert names(store, "docker images") == ["ci-runner-disk"]  # by words, as without it
+    # "storage" is in no memory, so the model is asked for: the search goes on by words.
+    assert names(store, "docker images storage") == ["ci-runner-disk"]
     assert "never downloads" in str(search.upkeep(store).semantic_off)
 
 
@@ -411,12 +521,8 @@ def test_a_folder_with_a_broken_encoder_is_a_clear_error(store: Store, tmp_path:
 
 
 def test_the_encoder_is_loaded_only_for_a_question_the_words_answer_poorly(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, tmp_path: Path
 ) -> None:
-    from memstore import index
-
-    # A store this small gives lower BM25F scores than a real one: the line is drawn lower.
-    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 12.0)
     build_bert(tmp_path / "bert")
     (store.root / "memstore.yaml").write_text("embedding_model: ../bert\n", encoding="utf-8")
     seed(store)
@@ -487,3 +593,26 @@ def test_a_search_spends_at_most_its_budget_on_an_encoders_first_pass(
     assert up.embed(store) == 6  # without a budget (reindex, the watcher) the rest at once
     assert len(vectors_of(store)) == 10
     assert up.embed(store, budget=0.0) == 0
+
+
+def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memstore.cli import main
+
+    monkeypatch.setattr(embedding, "CHUNK", 4)
+    encoder_store(store, tmp_path)
+    # A first pass over a large store takes minutes: each chunk done is said on stderr.
+    done = CliRunner().invoke(main, ["--store", str(store.root), "doctor", "--no-lint"])
+    assert done.exit_code == 0, done.output
+    paced = [line for line in done.stderr.splitlines() if line.startswith("embedded ")]
+    assert paced == [f"embedded {n}/10 memories for semantic recall" for n in (4, 8, 10)]
+    assert "(10 memories embedded)" in done.stdout
+    done = CliRunner().invoke(main, ["--store", str(store.root), "doctor", "--no-lint"])
+    assert "embedded " not in done.stderr  # nothing left to embed: nothing said
+    done = CliRunner().invoke(main, ["--store", str(store.root), "reindex"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.splitlines()[-1] == "embedded 10/10 memories for semantic recall"
+    assert done.stdout == "reindexed 10 memories\n"
