@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -142,7 +143,26 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
     """
     from memstore.config import resolve
 
+    if ctx.invoked_subcommand != "serve":
+        _short_lived()
     ctx.ensure_object(dict)["config"] = resolve(store, agent)
+
+
+@functools.cache
+def _short_lived() -> None:
+    """Fit the cyclic garbage collector to a command that runs for a fraction of a second.
+
+    The modules a command loads make some 200,000 objects that live until it exits: the
+    collector's passes over them, and its last pass at exit, cost a `memstore add` about a
+    fifth of its CPU and free next to nothing. So it runs far less often, and the objects
+    left at exit are frozen (never examined again) rather than collected: every file
+    memstore writes is closed and synced by then, and the process's end frees the rest.
+    """
+    import atexit
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)
+    atexit.register(gc.freeze)
 
 
 @main.command()

@@ -342,6 +342,44 @@ def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
                 yield Entry(e.path, rel, Kind.SPECIAL)
 
 
+def folder_times(root: Path) -> dict[str, int]:
+    """The store root's (`.`) and each type folder's modification time in ns, by name."""
+    # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
+    # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
+    found = {".": root.stat().st_mtime_ns}
+    with os.scandir(root) as entries:
+        for e in entries:
+            if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
+                found[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
+    return found
+
+
+def stamps(
+    root: Path, folders: Iterable[str], only: Iterable[str] | None = None
+) -> dict[str, tuple[int, int, int]]:
+    """Every memory file (store-relative path) in the type `folders` (or in `only` of them;
+    `.` is skipped) and its stamp (mtime in ns, size, inode), as `Store.memories` finds them."""
+    wanted = None if only is None else set(only)
+    found: dict[str, tuple[int, int, int]] = {}
+    for name in sorted(folders):
+        if name == "." or (wanted is not None and name not in wanted):
+            continue
+        try:
+            entries = os.scandir(root / name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone since it was listed: the root's time moved, the next look sees it
+        with entries:
+            for e in entries:
+                if (
+                    e.name.endswith(".md")
+                    and not e.name.startswith(".")
+                    and e.is_file(follow_symlinks=False)
+                ):
+                    st = e.stat(follow_symlinks=False)
+                    found[f"{name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return found
+
+
 def memory_files(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
     """The memory files `walk` finds: regular `.md` files in plain type folders."""
     return (e for e in walk(root, folders) if e.kind == Kind.MEMORY)

@@ -33,9 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memstore import ranking
+from memstore import manifest, ranking
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
-from memstore.memory import Memory, links_in_body
+from memstore.manifest import Manifest, Stamp
+from memstore.memory import Memory, expiry, links_in_body
 from memstore.status import Status
 
 _UNUSED = {"urllib.request": "urlretrieve", "whoosh.lang.morph_en": "variations"}
@@ -89,8 +90,6 @@ with _without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
-"""Bump when the schema or the analyzer changes: an index of another version is rebuilt."""
 
 BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
 STATUS_BOOST = {"confirmed": 1.2, "draft": 1.0, "deprecated": 0.5}
@@ -117,9 +116,6 @@ REPEAT_SHARE = 0.9
 line, cut short): it goes into `text` once, like the body, not `TEXT_WEIGHTS` times, or the
 words it repeats would count three times (chosen on LoCoMo's tuning part, where every
 description is the body's first 150 characters)."""
-
-Stamp = tuple[int, int, int]
-"""What a file looked like when it was indexed: (mtime in ns, size in bytes, inode)."""
 
 Loader = Callable[[str], tuple[Memory | None, Stamp, str]]
 """Reads the file at a store-relative path: its memory (None if the file is gone), stamp and
@@ -506,14 +502,6 @@ def _schema(vectors: bool = True) -> Schema:
     )
 
 
-def _expires(memory: Memory) -> str:
-    value = memory.extra.get("expires")
-    if value is None:
-        return ""
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    return text[:10]
-
-
 def _document(path: str, memory: Memory) -> dict[str, str]:
     links = list(memory.links)
     links += [n for n in links_in_body(memory.body) if n not in links and n != memory.name]
@@ -542,7 +530,7 @@ def _document(path: str, memory: Memory) -> dict[str, str]:
         "scope": scope if isinstance(scope, str) else "",
         "created": memory.created,
         "updated": memory.updated,
-        "expires": _expires(memory),
+        "expires": expiry(memory),
         "links": ",".join(links),
     }
 
@@ -748,35 +736,23 @@ class Sync:
 # -- the index --------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Manifest:
-    """What the index reflects: each file's stamp and content digest, and which files were
-    indexed within RACY_NS of their modification (their content is compared as well)."""
-
-    stamps: dict[str, Stamp]
-    digests: dict[str, str]
-    racy: set[str]
-
-    def copy(self) -> _Manifest:
-        return _Manifest(dict(self.stamps), dict(self.digests), set(self.racy))
-
-    def suspects(
-        self, disk: dict[str, Stamp], digest: Digest, verify: AbstractSet[str]
-    ) -> tuple[list[str], list[str]]:
-        """Files whose stamps match `disk` but whose content must be compared (racy ones, and
-        those in `verify`): (those whose content changed, racy ones now settled)."""
-        changed: list[str] = []
-        settled: list[str] = []
-        now = time.time_ns()
-        for path in sorted(self.racy | verify):
-            stamp = disk.get(path)
-            if stamp is None or self.stamps.get(path) != stamp:
-                continue  # gone or re-stamped: re-indexed anyway
-            if digest(path) != self.digests.get(path):
-                changed.append(path)
-            elif path in self.racy and stamp[0] + racy_window(stamp[0]) <= now:
-                settled.append(path)
-        return changed, settled
+def _suspects(
+    files: Manifest, disk: dict[str, Stamp], digest: Digest, verify: AbstractSet[str]
+) -> tuple[list[str], list[str]]:
+    """Files whose stamps match `disk` but whose content must be compared (racy ones, and
+    those in `verify`): (those whose content changed, racy ones now settled)."""
+    changed: list[str] = []
+    settled: list[str] = []
+    now = time.time_ns()
+    for path in sorted(files.racy | verify):
+        stamp = disk.get(path)
+        if stamp is None or files.stamps.get(path) != stamp:
+            continue  # gone or re-stamped: re-indexed anyway
+        if digest(path) != files.digests.get(path):
+            changed.append(path)
+        elif path in files.racy and stamp[0] + racy_window(stamp[0]) <= now:
+            settled.append(path)
+    return changed, settled
 
 
 class Index:
@@ -795,7 +771,7 @@ class Index:
         self.dir = directory
         self.vectors = vectors
         """Whether documents keep their term vectors, for feedback (see `_schema`)."""
-        self.manifest_path = directory / "manifest.json"
+        self.manifest_path = directory / manifest.FILE
         self.docs_path = directory / "docs.json"
         """The project documents the index holds: each file's stamp (see `sync_docs`)."""
         self.dirty_path = directory / "DIRTY"
@@ -809,7 +785,7 @@ class Index:
         self._cache = _Cache()
         """What the current searcher has worked out, replaced with it (keeping what its
         segments hold)."""
-        self._seen: _Manifest | None = None
+        self._seen: Manifest | None = None
         """The manifest as this process last wrote or read it: files that still have these
         stamps need no look at the manifest (a JSON file as long as the store)."""
         self._seen_stamp: tuple[int, int, int, int] | None = None
@@ -817,7 +793,7 @@ class Index:
 
     # -- state on disk --
 
-    def _read_manifest(self) -> _Manifest | None:
+    def _read_manifest(self) -> Manifest | None:
         """The manifest on disk, as a copy the caller may change; None if it is unreadable
         (the index is then rebuilt)."""
         try:
@@ -826,30 +802,14 @@ class Index:
             return None
         if self._seen is not None and stamp == self._seen_stamp:
             return self._seen.copy()  # the file this process last wrote or read
-        try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
-                return None
-            files: dict[str, list[Any]] = data["files"]
-            manifest = _Manifest(
-                {path: (int(f[0]), int(f[1]), int(f[2])) for path, f in files.items()},
-                {path: str(f[3]) for path, f in files.items()},
-                {str(path) for path in data["racy"] if path in files},
-            )
-        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+        files = manifest.read(self.manifest_path)
+        if files is None:
             return None
-        self._seen, self._seen_stamp = manifest, stamp
-        return manifest.copy()
+        self._seen, self._seen_stamp = files, stamp
+        return files.copy()
 
-    def _write_manifest(self, files: _Manifest) -> None:
-        tmp = self.dir / f".manifest.{os.getpid()}.{threading.get_ident()}.tmp"
-        data = {
-            "schema": SCHEMA_VERSION,
-            "files": {p: [*s, files.digests.get(p, "")] for p, s in files.stamps.items()},
-            "racy": sorted(files.racy),
-        }
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, self.manifest_path)
+    def _write_manifest(self, files: Manifest) -> None:
+        manifest.write(self.manifest_path, files)
         # Written under the index lock: no other process replaces it before this stat.
         self._seen, self._seen_stamp = files.copy(), _file_stamp(self.manifest_path.stat())
 
@@ -894,7 +854,7 @@ class Index:
 
     def _apply(
         self,
-        manifest: _Manifest,
+        files: Manifest,
         updates: list[tuple[str, Memory | None, Stamp, str]],
         removed: list[str],
         clear: bool = False,
@@ -903,35 +863,40 @@ class Index:
         """Write documents and the manifest between the DIRTY marker's creation and removal."""
         settled = set(settled)
         if settled and not updates and not removed and not clear:
-            manifest.racy -= settled  # only racy files settled: no document changes
-            self._write_manifest(manifest)
+            files.racy -= settled  # only racy files settled: no document changes
+            self._write_manifest(files)
             return
-        manifest.racy -= settled
+        files.racy -= settled
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
         writer = ix.writer(limitmb=128)
         try:
+            if not clear:
+                _delete(writer, "path", [*removed, *(path for path, *_ in updates)])
             for path in removed:
-                if not clear:
-                    writer.delete_by_term("path", path)
-                manifest.stamps.pop(path, None)
-                manifest.digests.pop(path, None)
-                manifest.racy.discard(path)
+                files.stamps.pop(path, None)
+                files.digests.pop(path, None)
+                files.racy.discard(path)
+                files.fields.pop(path, None)
             now = time.time_ns()
             for path, memory, stamp, digest in updates:
-                if memory is None:
-                    if not clear:
-                        writer.delete_by_term("path", path)
-                elif clear:
+                if memory is not None:
                     writer.add_document(**_document(path, memory))
+                    files.fields[path] = (
+                        memory.name,
+                        memory.type,
+                        memory.status,
+                        memory.description,
+                        expiry(memory),
+                    )
                 else:
-                    writer.update_document(**_document(path, memory))
-                manifest.stamps[path], manifest.digests[path] = stamp, digest
+                    files.fields.pop(path, None)
+                files.stamps[path], files.digests[path] = stamp, digest
                 if stamp[0] + racy_window(stamp[0]) > now:
-                    manifest.racy.add(path)
+                    files.racy.add(path)
                 else:
-                    manifest.racy.discard(path)
+                    files.racy.discard(path)
         except BaseException:
             writer.cancel()
             raise
@@ -940,7 +905,7 @@ class Index:
             self.docs_path.unlink(missing_ok=True)  # the documents went with it
         else:
             writer.commit()
-        self._write_manifest(manifest)
+        self._write_manifest(files)
         self.dirty_path.unlink()
 
     def update(self, entries: list[tuple[str, Memory, Stamp, str]]) -> bool:
@@ -951,19 +916,19 @@ class Index:
         the next `sync` builds it from the files.
         """
         with self._mutex, self._lock():
-            manifest = self._read_manifest()
-            if manifest is None or not self._usable():
+            files = self._read_manifest()
+            if files is None or not self._usable():
                 return False
-            self._apply(manifest, [(p, m, s, d) for p, m, s, d in entries], [])
+            self._apply(files, [(p, m, s, d) for p, m, s, d in entries], [])
             return True
 
     def remove(self, paths: list[str]) -> bool:
         """Drop the documents of these store-relative paths; False if the index is not built."""
         with self._mutex, self._lock():
-            manifest = self._read_manifest()
-            if manifest is None or not self._usable():
+            files = self._read_manifest()
+            if files is None or not self._usable():
                 return False
-            self._apply(manifest, [], paths)
+            self._apply(files, [], paths)
             return True
 
     def sync(
@@ -1016,21 +981,21 @@ class Index:
             stamps = seen.stamps
             if within is not None:
                 stamps = {p: s for p, s in stamps.items() if within(p)}
-            if stamps == disk and seen.suspects(disk, digest, verify) == ([], []):
+            if stamps == disk and _suspects(seen, disk, digest, verify) == ([], []):
                 return Sync()
         with self._mutex, self._lock():
-            manifest = self._read_manifest()
-            if manifest is None or not self._usable():
+            files = self._read_manifest()
+            if files is None or not self._usable():
                 return None
-            stamps = manifest.stamps
+            stamps = files.stamps
             changed = [p for p, s in disk.items() if stamps.get(p) != s]
             gone = [p for p in stamps if p not in disk and (within is None or within(p))]
-            reread, settled = manifest.suspects(disk, digest, verify)
+            reread, settled = _suspects(files, disk, digest, verify)
             changed.extend(reread)
             if not changed and not gone and not settled:
                 return Sync()
             updates, skipped = self._load_all(changed, disk, load, digest, None)
-            self._apply(manifest, updates, gone, settled=settled)
+            self._apply(files, updates, gone, settled=settled)
             indexed = sum(1 for _, m, _, _ in updates if m is not None)
             return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
 
@@ -1056,8 +1021,8 @@ class Index:
             writer = self._open_for_write().writer(limitmb=128)
             now = time.time_ns()
             try:
+                _delete(writer, "source", [f"{DOC_PREFIX}{path}" for path in [*gone, *changed]])
                 for path in [*gone, *changed]:
-                    writer.delete_by_term("source", f"{DOC_PREFIX}{path}")
                     stamps.pop(path, None)
                 for path in changed:
                     stamp = disk[path]
@@ -1101,7 +1066,7 @@ class Index:
         self, disk: dict[str, Stamp], load: Loader, digest: Digest, progress: Progress | None
     ) -> Sync:
         updates, skipped = self._load_all(sorted(disk), disk, load, digest, progress)
-        self._apply(_Manifest({}, {}, set()), updates, [], clear=True)
+        self._apply(Manifest({}, {}, set(), {}), updates, [], clear=True)
         indexed = sum(1 for _, m, _, _ in updates if m is not None)
         return Sync(rebuilt=True, indexed=indexed, skipped=skipped)
 
@@ -1204,10 +1169,10 @@ class Index:
         """The manifest's state (its file's stamp) and each indexed memory's content digest by
         store-relative path, as last committed; None when there is no usable index."""
         with self._mutex:
-            manifest = self._read_manifest()
-            if manifest is None:
+            files = self._read_manifest()
+            if files is None:
                 return None
-            return self._seen_stamp, manifest.digests
+            return self._seen_stamp, files.digests
 
     def search(
         self, query: Query, today: str | None = None, dense: Dense | None = None
@@ -1311,6 +1276,18 @@ _OPEN_ERRORS = (
 )
 
 
+def _delete(writer: Any, field: str, values: Iterable[str]) -> None:
+    """Delete the committed documents whose `field` holds one of `values`, through one
+    searcher: Whoosh's `update_document` and `delete_by_term` each open a reader on every
+    segment, per document."""
+    values = list(values)
+    if not values:
+        return
+    with writer.searcher() as searcher:
+        for value in values:
+            writer.delete_by_term(field, value, searcher=searcher)
+
+
 def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
     # A replaced file has a new inode (the old one was still in place when it was written)
     # and, a clock tick later, new times.
@@ -1409,15 +1386,6 @@ def _plain_terms(text: str, q: Any) -> list[str]:
         return []
     parts = q.subqueries if isinstance(q, Or) else [q]
     return [str(p.text) for p in parts if isinstance(p, Term)]
-
-
-_QUERY_STOP_TERMS = frozenset(
-    t
-    for word in ranking.QUERY_STOP_WORDS
-    for t in analyzer()(word, removestops=False)
-    if not t.stopped
-) | frozenset(ranking.QUERY_STOP_WORDS)
-"""The stop words of queries as index terms too (stemmed), which feedback never adds."""
 
 
 def _nlargest(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
@@ -1881,7 +1849,10 @@ class _Ranker:
         expansion = ranking.feedback_terms(
             top,
             lambda term: self.cache.idf(self.searcher, term),
-            exclude={*words, *_QUERY_STOP_TERMS},
+            # The query's stop words as typed. A set of their stemmed forms used to join
+            # them, but it held the analyzer's Token objects, which never equal a term: it
+            # excluded nothing, and building it cost every process 3 ms.
+            exclude={*words, *ranking.QUERY_STOP_WORDS},
             count=FEEDBACK_TERMS,
             # Whoosh's idf, log(N / (n + 1)) + 1, is largest for a term in one document.
             idf_max=math.log(max(self.searcher.doc_count_all(), 1) / 2) + 1,

@@ -609,6 +609,15 @@ def content_hash(memory: Memory) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def expiry(memory: Memory) -> str:
+    """The `YYYY-MM-DD` day after which `memory` leaves searches ("" for none)."""
+    value = memory.extra.get("expires")
+    if value is None:
+        return ""
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return text[:10]
+
+
 def evolve(memory: Memory, **changes: Any) -> Memory:
     """A copy of `memory` with `changes` applied."""
     return replace(memory, **changes)

@@ -20,9 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import config, documents, drift, embedding, trust, when
+from memstore import config, trust
+
+# drift, documents, embedding and when load with the search that needs them: a write's
+# duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
-from memstore.files import lock_file, read_regular, version_of
+from memstore.files import folder_times, lock_file, read_regular, stamps, version_of
 from memstore.index import (
     DOC,
     Dense,
@@ -41,6 +44,7 @@ from memstore.ranking import content_words
 from memstore.trust import UNVERIFIED
 
 if TYPE_CHECKING:
+    from memstore import embedding
     from memstore.store import Store
 
 __all__ = [
@@ -62,7 +66,8 @@ RESCAN_SECONDS = 2.0
 """Without a watcher, how old a search's view of in-place edits may be."""
 
 Folders = dict[str, int]
-"""The store root (`.`) and each type folder, by name, with its modification time in ns."""
+"""The store root (`.`) and each type folder, by name, with its modification time in ns
+(`files.folder_times`)."""
 
 
 class Upkeep:
@@ -119,8 +124,8 @@ class Upkeep:
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder, and the
         project documents."""
-        folders = _folders(store.root)
-        disk = _scan(store.root, folders)
+        folders = folder_times(store.root)
+        disk = stamps(store.root, folders)
         result = self.index.sync(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
@@ -137,6 +142,8 @@ class Upkeep:
         now = time.monotonic()
         if not force and now - self.docs_at <= RESCAN_SECONDS:
             return Sync()
+        from memstore import documents
+
         top = store.repo.top
         disk = documents.find(top, self.docs, exclude=None if store.root == top else store.root)
         result = self.index.sync_docs(disk, lambda rel: _doc_sections(top, rel))
@@ -147,8 +154,8 @@ class Upkeep:
         self, store: Store, progress: Progress | None = None, embedded: Progress | None = None
     ) -> Sync:
         """Rebuild the index from every file (and semantic recall's vectors, if it is on)."""
-        folders = _folders(store.root)
-        disk = _scan(store.root, folders)
+        folders = folder_times(store.root)
+        disk = stamps(store.root, folders)
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
@@ -186,6 +193,8 @@ class Upkeep:
             if model is None:
                 self.semantic_off = "no embedding_model in memstore.yaml"
                 return None
+            from memstore import embedding
+
             self.vectors = embedding.Vectors(self.cache / embedding.VECTORS, model)
             self.semantic_off = ""
         return self.vectors
@@ -269,7 +278,7 @@ class Upkeep:
         try:
             if written:
                 self.changed(store, written)
-            folders = _folders(store.root)
+            folders = folder_times(store.root)
             stale = not self.watched and time.monotonic() - self.scanned_at > RESCAN_SECONDS
             seen = self.seen
             if stale or seen is None or seen["."] != folders["."]:
@@ -277,7 +286,7 @@ class Upkeep:
                 return
             moved = {name for name, at in folders.items() if seen.get(name) != at}
             if moved:
-                disk = _scan(store.root, folders, moved)
+                disk = stamps(store.root, folders, moved)
                 within = _in_folders(moved)
                 if self.index.sync_some(disk, within, _loader(store), _digest(store)) is None:
                     self.catch_up(store)
@@ -290,6 +299,8 @@ class Upkeep:
 
 
 def _doc_sections(top: Path, rel: str) -> list[DocSection]:
+    from memstore import documents
+
     return [DocSection(rel, s.heading, s.anchor, s.text) for s in documents.read(top / rel)]
 
 
@@ -306,41 +317,6 @@ def _memory_path(rel: str) -> bool:
 
 def _in_folders(names: Collection[str]) -> Callable[[str], bool]:
     return lambda rel: rel.partition("/")[0] in names
-
-
-def _folders(root: Path) -> Folders:
-    """The store root's and each type folder's modification time."""
-    # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,
-    # git pull, most editors) changes its folder's mtime; in-place edits are the watcher's.
-    found: Folders = {".": root.stat().st_mtime_ns}
-    with os.scandir(root) as entries:
-        for e in entries:
-            if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
-                found[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
-    return found
-
-
-def _scan(root: Path, folders: Folders, only: Collection[str] | None = None) -> dict[str, Stamp]:
-    """Every memory file (store-relative path) in `folders` (or in `only` of them) and its
-    stamp, as `Store.memories` finds them."""
-    found: dict[str, Stamp] = {}
-    for name in sorted(folders):
-        if name == "." or (only is not None and name not in only):
-            continue
-        try:
-            entries = os.scandir(root / name)
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # gone since it was listed: the root's time moved, the next look sees it
-        with entries:
-            for e in entries:
-                if (
-                    e.name.endswith(".md")
-                    and not e.name.startswith(".")
-                    and e.is_file(follow_symlinks=False)
-                ):
-                    st = e.stat(follow_symlinks=False)
-                    found[f"{name}/{e.name}"] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    return found
 
 
 def _stamp(path: Path | str) -> Stamp | None:
@@ -368,6 +344,8 @@ def _loader(store: Store) -> Callable[[str], tuple[Memory | None, Stamp, str]]:
 
 
 def _text(store: Store) -> Callable[[str], str | None]:
+    from memstore import embedding
+
     def text(rel: str) -> str | None:
         try:
             memory = store.read_file(store.root / rel, raw=True)[0]
@@ -386,6 +364,8 @@ def semantic_model(store: Store) -> embedding.Model | None:
         InvalidMemory: when the model cannot be loaded (not on this machine, the extra not
             installed), saying why.
     """
+    from memstore import embedding
+
     spec = config.embedding_model(store.root)
     return None if spec is None else embedding.load(spec, store.root)
 
@@ -409,6 +389,8 @@ def semantic_state(store: Store, embedded: Progress | None = None) -> str:
     Raises:
         InvalidMemory: for a memstore.yaml that cannot be read.
     """
+    from memstore import embedding
+
     spec = config.embedding_model(store.root)
     if spec is None:
         how = "by words (BM25) only; semantic recall is off (no embedding_model in memstore.yaml"
@@ -490,6 +472,8 @@ def since_read(query: Query) -> Query:
     """
     if query.since is None:
         return query
+    from memstore import when
+
     return replace(query, since=when.since_stamp(query.since))
 
 
@@ -687,6 +671,8 @@ def meta(store: Store, rel: str) -> Meta:
         memory = store.read_file(store.root / rel, raw=True)[0]
     except (InvalidMemory, OSError, UnsafePath):
         return _NO_META
+    from memstore import drift
+
     importance = memory.extra.get("importance")
     value = Meta(
         bool(memory.pinned),
@@ -708,6 +694,8 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     since it was confirmed marked as maybe out of date."""
     if not hits:
         return hits
+    from memstore import drift
+
     metas = {h.path: meta(store, h.path) for h in hits}
     about = drift.matcher(query.path.strip().removeprefix("./")) if query.path else None
 

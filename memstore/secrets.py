@@ -623,31 +623,17 @@ def _plugin_found(
 # -- scanning ---------------------------------------------------------------------------------
 
 
-class _Needles:
-    """Which of a set of needles a text holds, in one regex pass (overlapping, and a needle
-    that starts another found at the same place counts too)."""
-
-    def __init__(self, needles: Iterable[str]) -> None:
-        every = sorted(set(needles), key=lambda n: (-len(n), n))
-        self.regex = re.compile("(?=(" + "|".join(map(re.escape, every)) + "))")
-        self.prefixes = {n: {m for m in every if n.startswith(m)} for n in every}
-
-    def within(self, low: str) -> set[str]:
-        found: set[str] = set()
-        for n in set(self.regex.findall(low)):
-            found |= self.prefixes[n]
-        return found
-
-
-_needles: _Needles | None = None
+_needles: list[str] | None = None
 
 
 def _present(low: str) -> set[str]:
     """The needles of the built-in patterns and of detect-secrets' plugins that `low` holds."""
     global _needles
     if _needles is None:
-        _needles = _Needles([n for p in BUILTIN for n in p.needles] + sorted(_EVERY_PLUGIN_NEEDLE))
-    return _needles.within(low)
+        _needles = sorted({*(n for p in BUILTIN for n in p.needles), *_EVERY_PLUGIN_NEEDLE})
+    # One `in` per needle: about 3x faster than one pass of a regex of them all, on short
+    # texts and long ones alike, and nothing to compile (that regex cost each process 4 ms).
+    return {n for n in _needles if n in low}
 
 
 def _own(

@@ -7,6 +7,8 @@ Everything here reads; nothing writes a tracked file.
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -14,16 +16,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstore import index, search
+from memstore import manifest
 from memstore.errors import GitError, MemstoreError
-from memstore.files import Kind
-from memstore.memory import Memory, evolve, links_in_body
-from memstore.search import Query
+from memstore.files import Kind, folder_times, stamps
+from memstore.memory import Memory, evolve, expiry, links_in_body
 from memstore.status import Status
 
 if TYPE_CHECKING:
-    from memstore import orientation
+    from pathlib import Path
+
+    from memstore import index, orientation
     from memstore.index import Progress
+    from memstore.search import Upkeep
     from memstore.store import Store
 
 # Only `similar`, the hint after each write, loads with this module: drift, trust, orientation
@@ -36,6 +40,9 @@ CLUSTER_SIMILARITY = 0.6
 HINT_MAX = 3
 HINT_WORDS = 6
 """How many of a new memory's words the hint looks up."""
+HINT_READS = 32
+"""At most this many memory files the index does not reflect yet are read by a hint; more,
+and the hint brings the index up to date first (one commit for them all, under its lock)."""
 COMMON_WORD = 30
 """A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
 
@@ -73,34 +80,132 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def similar(store: Store, name: str, description: str) -> list[Similar]:
-    """The existing memories (not deprecated) closest to a memory with this name and
-    description, most alike first: a hint on write, never a refusal.
+    """The existing memories (not deprecated, not expired) closest to a memory with this name
+    and description, most alike first: a hint on write, never a refusal.
 
-    One query on the search index (brought up to date first, as a search does, unless a
-    watcher keeps it current).
+    Every memory the search index's manifest lists is compared: it keeps each one's name,
+    type, status, description and expiry, and is read without the index's lock and without
+    loading Whoosh. The few memory files it does not reflect yet (just written by this or
+    another process, changed or gone since) are read instead of their entries. With no
+    manifest yet, or more than HINT_READS such files, the index is caught up first (one
+    commit for them all, under its lock), as a search does. A server whose watcher keeps its
+    index current asks that index instead (see `_searched`).
     """
     mine = words(name, description)
     if not mine:
         return []
-    # Plain words (OR-ed, scored from the postings without the query parser); the longest
-    # few, which are the rarer ones: common words cost the most to score and say the least.
-    found_words = set(re.findall(r"\w\w+", f"{name.replace('-', ' ')} {description}".lower()))
-    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
-    try:
+    if "memstore.search" in sys.modules:  # a server, or a process that searched
+        from memstore import search
+
         up = search.upkeep(store)
-        if not up.watched:  # a server's watcher keeps the index current: no catch-up to pay
-            up.fresh(store)
-        # Without feedback: the hint wants memories sharing these words, not related ones.
-        hits = up.index.search(Query(text[: index.QUERY_MAX], limit=10, feedback=False))
+        if up.watched:
+            return _searched(up, name, description, mine)
+    try:
+        found = _listed(store)
+        if found is None:
+            from memstore import search  # loads Whoosh: only to write the index
+
+            search.upkeep(store).fresh(store)
+            found = _listed(store)
     except MemstoreError:  # a hint never fails the write it follows
         return []
-    found = [
+    if found is None:
+        return []
+    listed, changed = found
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    candidates = [*listed, *_unindexed(store, changed, skip=f"{name}.md")]
+    close = [
+        Similar(n, type_, status, d, round(score, 2))
+        for n, type_, status, d, expires in candidates
+        if n != name
+        and status != Status.DEPRECATED
+        and not (expires and expires < today)
+        and _shares_one(mine, n, d)
+        and (score := jaccard(mine, words(n, d))) >= HINT_SIMILARITY
+    ]
+    return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
+
+
+def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> list[Similar]:
+    """The hint from one query on an index a watcher keeps current, in a process that holds
+    it open already (its watcher commits to it after each burst of changes: comparing the
+    manifest, read again each time, cost concurrent servers a tenth more CPU per write)."""
+    from memstore.index import QUERY_MAX, Query
+
+    # Plain words (OR-ed, scored from the postings without the query parser); the longest
+    # few, which are the rarer ones: common words cost the most to score and say the least.
+    found_words = set(_WORD.findall(f"{name.replace('-', ' ')} {description}".lower()))
+    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
+    try:
+        # Without feedback: the hint wants memories sharing these words, not related ones.
+        hits = up.index.search(Query(text[:QUERY_MAX], limit=10, feedback=False))
+    except MemstoreError:  # a hint never fails the write it follows
+        return []
+    close = [
         Similar(h.name, h.type, h.status, h.description, round(score, 2))
         for h in hits
         if h.name != name
         and (score := jaccard(mine, words(h.name, h.description))) >= HINT_SIMILARITY
     ]
-    return sorted(found, key=lambda s: -s.similarity)[:HINT_MAX]
+    return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
+
+
+def _listed(
+    store: Store,
+) -> tuple[list[manifest.Fields], dict[str, manifest.Stamp]] | None:
+    """The fields of the memories the index's manifest reflects as they are on disk, and the
+    memory files it does not (added or changed since, racy) with their stamps; None when
+    there is no manifest or more than HINT_READS files are not reflected."""
+    files = manifest.current(store.cache / "index" / manifest.FILE)
+    if files is None:
+        return None
+    disk = stamps(store.root, folder_times(store.root))
+    changed = {p: s for p, s in disk.items() if files.stamps.get(p) != s or p in files.racy}
+    if len(changed) > HINT_READS:
+        return None
+    listed = [f for p, f in files.fields.items() if p in disk and p not in changed]
+    return listed, changed
+
+
+def _shares_one(mine: frozenset[str], name: str, description: str) -> bool:
+    """Whether the text holds one of `mine` at all: a memory sharing none is not alike, and
+    this is cheaper than its words (a word's singular is a part of its plural too)."""
+    text = f"{name.replace('-', ' ')} {description}".lower()
+    return any(w in text for w in mine)
+
+
+_read: dict[tuple[Path, str], tuple[manifest.Stamp, manifest.Fields | None]] = {}
+"""The fields of memory files read by hints, by store root and path, with the file's stamp
+then: a server's hints read each file the index does not reflect yet once, not per write."""
+_read_lock = threading.Lock()
+
+
+def _unindexed(store: Store, files: dict[str, manifest.Stamp], skip: str) -> list[manifest.Fields]:
+    """The fields of the memories in these files (store-relative, with their stamps), read
+    from the files; `skip` is a file name left out (the new memory's)."""
+    found: list[manifest.Fields] = []
+    for rel, stamp in files.items():
+        if rel.rpartition("/")[2] == skip:
+            continue
+        key = (store.root, rel)
+        with _read_lock:
+            kept = _read.get(key)
+        if kept is not None and kept[0] == stamp:
+            fields = kept[1]
+        else:
+            try:
+                m = store.read_file(store.root / rel, raw=True)[0]
+            except (MemstoreError, OSError):  # gone or broken since: the index skips it too
+                fields = None
+            else:
+                fields = (m.name, m.type, m.status, m.description, expiry(m))
+            with _read_lock:
+                if len(_read) > 10_000:
+                    _read.clear()
+                _read[key] = (stamp, fields)
+        if fields is not None:
+            found.append(fields)
+    return found
 
 
 def clusters(memories: Iterable[Memory]) -> list[list[str]]:
@@ -309,6 +414,8 @@ def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
 
 
 def _index_health(store: Store, files: int) -> tuple[str, index.Sync]:
+    from memstore import search
+
     synced = search.catch_up(store)
     fixed: list[str] = []
     if synced.rebuilt:
@@ -355,6 +462,8 @@ def figures(store: Store) -> Figures:
     median time from creation to confirmation; the share of recalls that found a confirmed
     memory."""
     import statistics
+
+    from memstore import search
 
     memories = list(store.memories())
     now = datetime.now(UTC)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 import threading
@@ -316,6 +315,8 @@ class Store:
 
     def _did_you_mean(self, name: str) -> str:
         """`; did you mean 'x'?` naming the closest existing names (#17), or nothing."""
+        import difflib  # only a name that is not found needs it
+
         names = {e.path.stem for e in memory_files(self.root)}
         close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
         if not close:
@@ -437,7 +438,7 @@ class Store:
         Raises:
             SigningError: signatures are required and there is no usable key.
         """
-        if self._signer is None:
+        if self._signer is None and (self.signing.required or config.signing_key() is not None):
             from memstore import signing  # only stores that sign
 
             self._signer = signing.signer(self.repo, self.signing.required)

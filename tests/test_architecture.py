@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "files": 1,
     "history": 1,
     "index": 1,
+    "manifest": 1,
     "ranking": 1,
     "embedding": 1,
     "ledger": 1,

@@ -156,6 +156,18 @@ def test_a_write_by_another_store_is_seen_by_an_open_one(store: Store) -> None:
     assert {h.name: h.status for h in hits} == {"use-zod": "confirmed", "zod-errors": "draft"}
 
 
+def test_files_caught_up_in_one_batch_replace_their_documents(store: Store) -> None:
+    for i in range(5):
+        store.add(f"pool-{i}", type="fact", description=f"old pool note {i}")
+    assert len(find(store, "old")) == 5
+    for i in range(5):  # hand edits and a deletion, caught up by one index write
+        write_memory(store, f"pool-{i}", f"new pool note {i}")
+    (store.root / "fact" / "pool-4.md").unlink()
+    assert find(store, "old") == []
+    assert sorted(h.name for h in find(store, "new")) == [f"pool-{i}" for i in range(4)]
+    assert search.upkeep(store).index.count("type", "fact") == 4
+
+
 def test_a_hand_edit_made_while_nothing_ran_is_found_after_restart(store: Store) -> None:
     path = write_memory(store, "pool-size", "Database pool size is 20")
     assert names(store, "pool") == ["pool-size"]

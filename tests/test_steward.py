@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -243,6 +245,48 @@ def test_add_names_near_duplicates_and_still_saves(store: Store) -> None:
     assert out["memory"]["name"] == "zod-validation"
     assert [s["name"] for s in out["similar"]] == ["use-zod"]
     assert steward.similar(store, "deploy-freeze", "Deploy freeze on Fridays") == []
+
+
+def test_hint_names_a_memory_another_process_just_wrote_and_leaves_the_index_alone(
+    store: Store,
+) -> None:
+    store.add("seed", type="fact", description="something else entirely")
+    search.search(store, Query("seed"))  # the index is built and current
+    manifest = store.cache / "index" / "manifest.json"
+    other = as_agent(store, "bob")  # another process: its writes are not indexed yet
+    other.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    before = manifest.stat()
+    close = steward.similar(store, "zod-validation", "Validate API input with zod schema")
+    assert [(s.name, s.status) for s in close] == [("use-zod", "draft")]
+    after = manifest.stat()
+    assert (after.st_mtime_ns, after.st_ino) == (before.st_mtime_ns, before.st_ino)
+    assert [h.name for h in search.search(store, Query("zod"))] == ["use-zod"]
+    # A change the index has not seen yet is read from the file, not the index's entry.
+    other.deprecate("use-zod", "zod is gone")
+    assert steward.similar(store, "zod-validation", "Validate API input with zod schema") == []
+    search.search(store, Query("zod"))  # indexed: now the manifest lists it as deprecated
+    assert steward.similar(store, "zod-validation", "Validate API input with zod schema") == []
+
+
+def test_add_loads_no_search_engine_once_the_index_exists(store: Store) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    search.search(store, Query("zod"))
+    script = (
+        "import sys; from memstore.cli import main\n"
+        "try: main(['--agent', 'bob', 'add', 'zod-validation', '--type', 'decision', "
+        "'-d', 'Validate API input with zod schema'])\n"
+        "except SystemExit: pass\n"
+        "print('whoosh' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMSTORE_DIR": str(store.root)},
+        check=True,
+    )
+    assert "similar: use-zod (decision, draft" in done.stderr
+    assert done.stdout.splitlines()[-1] == "False"
 
 
 def test_doctor_lists_what_needs_tidying_and_fails_only_on_lint(
