@@ -160,6 +160,8 @@ def load(spec: str, root: Path) -> Model:
 def static(spec: str, root: Path) -> bool:
     """Whether the model `spec` names is a static one (not a sentence encoder), read from its
     folder's config without loading it; False when there is no such folder."""
+    if not spec:
+        return False
     try:
         return not _transformer(resolve(spec, root))
     except InvalidMemory:

@@ -134,8 +134,8 @@ class Dense(Protocol):
     @property
     def static(self) -> bool:
         """Whether the model is a static one (model2vec) rather than a sentence encoder: its
-    cosines run on another scale (its vectors are centred) and it finds less, so the fusion
-    trusts it on the `STATIC_*` settings instead of the `DENSE_*` ones."""
+        cosines run on another scale (its vectors are centred) and it finds less, so the fusion
+        trusts it on the `STATIC_*` settings instead of the `DENSE_*` ones."""
         ...
 
     def __call__(self, count: int, /) -> Sequence[tuple[str, float]]: ...

@@ -232,7 +232,12 @@ class Upkeep:
             return None
 
         if self.static is None:
-            self.static = embedding.static(self.spec or "", store.root)
+            from memstore import embedding
+
+            if self.vectors is not None:  # loaded already (e.g. by `reindex`)
+                self.static = not isinstance(self.vectors.model.embedder, embedding.Transformer)
+            else:
+                self.static = embedding.static(self.spec or "", store.root)
 
         def nearest(count: int) -> list[tuple[str, float]]:
             vectors = self.semantic(store)

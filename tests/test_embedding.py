@@ -660,3 +660,15 @@ def test_a_static_model_is_trusted_on_its_own_settings(
     monkeypatch.setattr(index, "STATIC_WEAK_BM25", math.inf)
     names(semantic, question)
     assert asked == [question]
+
+
+def test_an_encoder_is_known_for_one_whether_or_not_its_model_is_loaded(
+    store: Store, tmp_path: Path
+) -> None:
+    encoder_store(store, tmp_path)
+    search.reindex(store)  # loads the model (and embeds) before any search asks for it
+    ranker = search.upkeep(store).dense(store, "payments release")
+    assert ranker is not None and not ranker.static
+    fresh = as_agent(store, "bob")  # another process: nothing loaded yet
+    ranker = search.upkeep(fresh).dense(fresh, "payments release")
+    assert ranker is not None and not ranker.static
