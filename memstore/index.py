@@ -185,6 +185,14 @@ meaning's nearest memory always comes first for a question the words answer poor
 from 0-0.08 (and off) once every memory could join the dense list: 0 and 0.005 give the
 development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.719 / 0.695;
 0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
+DENSE_LEAD_COSINE = 0.0
+"""The dense list's first memory leads (`DENSE_LEAD_MARGIN`) only when its cosine to the
+query is at least this: a nearest memory that is not near in absolute terms is no answer
+to put above what the words found (TUNED BELOW)."""
+DENSE_LEAD_SHARE = 1.0
+"""The `lead` list's weight as a share of the word lists' together: at 1 the meaning's
+nearest memory outranks any memory the words rank first; below 1 a memory both word lists
+rank first can keep first place (TUNED BELOW)."""
 STATIC_WEIGHT_WEAK = 1.25
 """A static model's `DENSE_WEIGHT_WEAK`. The five `STATIC_*` settings are those chosen for
 every model before the encoder's were retuned (bench/tune_semantic.py --model
@@ -1803,7 +1811,9 @@ class _Ranker:
                 lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
             if near:
                 if near[0].ranker == "lead":
-                    near[0] = ranking.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
+                    share = 1.0 if self.dense.static else DENSE_LEAD_SHARE
+                    share *= sum(r.weight for r in lists)
+                    near[0] = ranking.Ranked("lead", share, near[0].entries)
                 lists.extend(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
@@ -1931,6 +1941,7 @@ class _Ranker:
         floor = min(found_floor, new_floor)
         scored: list[tuple[float, int]] = []
         nearest: list[tuple[float, int]] = []  # the first two that pass filter and mask
+        closest = 0.0  # the first one's own cosine
         for path, cosine in dense(count):
             if cosine < floor and len(nearest) >= 2:
                 break  # best first: the rest are further still
@@ -1942,6 +1953,7 @@ class _Ranker:
             ):
                 continue
             if len(nearest) < 2:
+                closest = closest if nearest else cosine
                 nearest.append((cosine * boosts.get(docnum, 1.0), docnum))
             if cosine < (found_floor if docnum in found else new_floor):
                 continue
@@ -1957,7 +1969,7 @@ class _Ranker:
         near = self._ranked("dense", weight, scored, boosts)
         if weak and nearest and near.entries[0][0] == nearest[0][1]:
             margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
-            if margin >= lead:
+            if margin >= lead and (dense.static or closest >= DENSE_LEAD_COSINE):
                 return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
         return [near]
 
