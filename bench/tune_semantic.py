@@ -77,8 +77,8 @@ def main() -> None:
     ap.add_argument("--covered", nargs="+", default=["1"], help="1: a covered query is strong")
     ap.add_argument("--lead-margin", nargs="+", default=["1e9"])
     ap.add_argument("--words-scale", nargs="+", default=["0"])
-    ap.add_argument("--lead-cosine", nargs="+", default=["0"])
-    ap.add_argument("--lead-share", nargs="+", default=["1"])
+    ap.add_argument("--strange-share", nargs="+", default=["0"])
+    ap.add_argument("--strange-weight", nargs="+", default=["1.5"])
     ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
@@ -105,8 +105,8 @@ def main() -> None:
         "DENSE_COVERED": tuple(bool(int(v)) for v in args.covered),
         "DENSE_LEAD_MARGIN": tuple(float(v) for v in args.lead_margin),
         "DENSE_WORDS_SCALE": tuple(float(v) for v in args.words_scale),
-        "DENSE_LEAD_COSINE": tuple(float(v) for v in args.lead_cosine),
-        "DENSE_LEAD_SHARE": tuple(float(v) for v in args.lead_share),
+        "DENSE_STRANGE_SHARE": tuple(float(v) for v in args.strange_share),
+        "DENSE_WEIGHT_STRANGE": tuple(float(v) for v in args.strange_weight),
     }
     _remember_queries()
     nearest, asked = embedding.Vectors.nearest, [0]
@@ -232,7 +232,9 @@ def _bank(root: Path, model: Path, bank: Path) -> tuple[Store, list[tuple[str, s
     """`bank_store`, kept in `root` for the next run (the vectors take a while)."""
     if (root / ".memstore" / "vectors" / "vectors.npy").is_file():
         data = yaml.safe_load(bank.read_text(encoding="utf-8"))
-        return Store(root, agent="bench"), [(q["q"], q["expect"]) for q in data["questions"]]
+        store = Store(root, agent="bench")
+        search.search(store, Query("xyzzy plugh"))  # matches nothing: embedded, loads the vectors
+        return store, [(q["q"], q["expect"]) for q in data["questions"]]
     return bank_store(root, model, bank)
 
 

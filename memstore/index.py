@@ -146,7 +146,7 @@ DENSE_WEIGHT = 0.0
 every word of the query, `DENSE_COVERED`): none, so such a query is not even embedded; with
 all-MiniLM-L6-v2, re-ordering the words' matches at 0.25 moved LoCoMo's tuning Recall@10 by
 nothing and Hit@5 by +0.003, for a transformer pass on every search."""
-DENSE_WEIGHT_WEAK = 1.5
+DENSE_WEIGHT_WEAK = 0.75
 """Its weight when the words found little. On the three development banks of reworded
 questions (bench/reworded_dev.yaml, reworded_devA.yaml, reworded_devB.yaml) 1.25-1.75 give the
 same Hit@5 (0.96 / 0.86 / 0.94) and LoCoMo's tuning R@10 / Hit@5 0.712-0.719 / 0.689-0.695;
@@ -176,7 +176,7 @@ memory's own words, so it is not embedded (a short question scores low by BM25F 
 it matches). This is the whole test of weakness (`DENSE_WEAK_BM25` is off). On LoCoMo's tuning
 conversations 282 of 383 questions are embedded, on the development banks 124 of 124, of
 bench/semantic.py's generated queries at 10,000 memories 61 of 301 (as with the cut at 24)."""
-DENSE_LEAD_MARGIN = 0.0
+DENSE_LEAD_MARGIN = 0.04
 """When the dense list's first memory is nearer the query than its second by at least this
 cosine (both boosted), it is taken as the answer the meaning found and leads the fusion (a
 `lead` list of that one memory, weighing as much as the word lists together): reciprocal
@@ -185,14 +185,11 @@ meaning's nearest memory always comes first for a question the words answer poor
 from 0-0.08 (and off) once every memory could join the dense list: 0 and 0.005 give the
 development banks' Hit@5 0.96 / 0.86 / 0.94 and LoCoMo's tuning R@10 / Hit@5 0.719 / 0.695;
 0.01 loses 2 of devB's 50 (0.90), 0.08 LoCoMo's Hit@5 0.016, off both (0.86, 0.676)."""
-DENSE_LEAD_COSINE = 0.0
-"""The dense list's first memory leads (`DENSE_LEAD_MARGIN`) only when its cosine to the
-query is at least this: a nearest memory that is not near in absolute terms is no answer
-to put above what the words found (TUNED BELOW)."""
-DENSE_LEAD_SHARE = 1.0
-"""The `lead` list's weight as a share of the word lists' together: at 1 the meaning's
-nearest memory outranks any memory the words rank first; below 1 a memory both word lists
-rank first can keep first place (TUNED BELOW)."""
+DENSE_STRANGE_SHARE = 0.4
+"""A weak question whose words' best match holds less than this share of its words is asked
+in other words altogether: its dense list weighs `DENSE_WEIGHT_STRANGE` instead (TUNED BELOW)."""
+DENSE_WEIGHT_STRANGE = 4.0
+"""The dense list's weight for a question asked in other words altogether."""
 STATIC_WEIGHT_WEAK = 1.25
 """A static model's `DENSE_WEIGHT_WEAK`. The five `STATIC_*` settings are those chosen for
 every model before the encoder's were retuned (bench/tune_semantic.py --model
@@ -1809,11 +1806,17 @@ class _Ranker:
                 best = first.entries[0][1] if first.entries else 0.0
                 scale = min(1.0, best / DENSE_WEAK_BM25) ** DENSE_WORDS_SCALE
                 lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
+            if near and weak and DENSE_STRANGE_SHARE > 0 and not self.dense.static:
+                if self._held(first, plain) < DENSE_STRANGE_SHARE:
+                    near = [
+                        ranking.Ranked(r.ranker, DENSE_WEIGHT_STRANGE, r.entries)
+                        if r.ranker == "dense"
+                        else r
+                        for r in near
+                    ]
             if near:
                 if near[0].ranker == "lead":
-                    share = 1.0 if self.dense.static else DENSE_LEAD_SHARE
-                    share *= sum(r.weight for r in lists)
-                    near[0] = ranking.Ranked("lead", share, near[0].entries)
+                    near[0] = ranking.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
                 lists.extend(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
@@ -1890,6 +1893,14 @@ class _Ranker:
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
         return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
 
+    def _held(self, first: ranking.Ranked[int], terms: Sequence[str]) -> float:
+        """The share of the query's words that the words' best match holds (0 without one)."""
+        if not first.entries or not terms:
+            return 0.0
+        top = first.entries[0][0]
+        held = sum(_holds(self.cache.term(self.searcher, t)[0], top) for t in terms)
+        return held / len(terms)
+
     def _weak(self, first: ranking.Ranked[int], terms: Sequence[str]) -> bool:
         """Whether the words found little, the question then probably being asked in other
         words than the memories': (with `DENSE_COVERED`) their best match lacks some word of
@@ -1941,7 +1952,6 @@ class _Ranker:
         floor = min(found_floor, new_floor)
         scored: list[tuple[float, int]] = []
         nearest: list[tuple[float, int]] = []  # the first two that pass filter and mask
-        closest = 0.0  # the first one's own cosine
         for path, cosine in dense(count):
             if cosine < floor and len(nearest) >= 2:
                 break  # best first: the rest are further still
@@ -1953,7 +1963,6 @@ class _Ranker:
             ):
                 continue
             if len(nearest) < 2:
-                closest = closest if nearest else cosine
                 nearest.append((cosine * boosts.get(docnum, 1.0), docnum))
             if cosine < (found_floor if docnum in found else new_floor):
                 continue
@@ -1969,7 +1978,7 @@ class _Ranker:
         near = self._ranked("dense", weight, scored, boosts)
         if weak and nearest and near.entries[0][0] == nearest[0][1]:
             margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
-            if margin >= lead and (dense.static or closest >= DENSE_LEAD_COSINE):
+            if margin >= lead:
                 return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
         return [near]
 
