@@ -672,3 +672,39 @@ def test_an_encoder_is_known_for_one_whether_or_not_its_model_is_loaded(
     fresh = as_agent(store, "bob")  # another process: nothing loaded yet
     ranker = search.upkeep(fresh).dense(fresh, "payments release")
     assert ranker is not None and not ranker.static
+
+
+def _dense_weight(hit: Any) -> float:
+    """The dense list's weight, from explain's `dense #rank (share)` (reciprocal rank fusion
+    shows a list's #rank weight * RRF_K / (RRF_K + rank))."""
+    from memstore import ranking
+
+    fused = next(line for line in hit.explain if line.startswith("fused"))
+    part = next(p for p in fused.split(" + ") if "dense #" in p)
+    rank = int(part.split("dense #")[1].split()[0])
+    share = float(part.split("(")[1].rstrip(")"))
+    return share * (ranking.RRF_K + rank) / ranking.RRF_K
+
+
+@pytest.mark.usefixtures("encoder_rules")
+def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    write_memory(semantic, "api-release-notes", "Release notes for the api live in the repo")
+    # The words' best match holds none of these words: the dense list weighs
+    # `DENSE_WEIGHT_STRANGE`, not `DENSE_WEIGHT_WEAK`.
+    hits = find(semantic, "storage space is full", explain=True)
+    assert hits[0].name == "ci-runner-disk"
+    assert _dense_weight(hits[0]) == pytest.approx(index.DENSE_WEIGHT_STRANGE, abs=0.01)
+    assert index.DENSE_WEIGHT_STRANGE != index.DENSE_WEIGHT_WEAK
+    # Here it holds two of four ("api", "repo"): weak, yet not in other words altogether.
+    hits = find(semantic, "is the api key fine in the repo", explain=True)
+    dense = next(h for h in hits if any("dense #" in line for line in h.explain))
+    assert _dense_weight(dense) == pytest.approx(index.DENSE_WEIGHT_WEAK, abs=0.01)
+    # Without the rule, the first question's list weighs as any weak question's.
+    monkeypatch.setattr(index, "DENSE_STRANGE_SHARE", 0.0)
+    hits = find(semantic, "storage space is full", explain=True)
+    assert _dense_weight(hits[0]) == pytest.approx(index.DENSE_WEIGHT_WEAK, abs=0.01)
