@@ -244,14 +244,7 @@ def test_a_question_in_a_memorys_own_words_is_not_embedded(
     from memstore import index
 
     seed(semantic)
-    asked: list[str] = []
-    nearest = embedding.Vectors.nearest
-
-    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
-        asked.append(text)
-        return nearest(self, text, count)
-
-    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    asked = questions_embedded(monkeypatch)
     # Every word is in one memory: its BM25F score is low (a short question, a small store),
     # yet the words found it; the model is not even loaded.
     assert names(semantic, "prune docker images") == ["ci-runner-disk"]
@@ -264,20 +257,8 @@ def test_a_question_in_a_memorys_own_words_is_not_embedded(
     assert asked[-1] == "prune docker images"
 
 
-@pytest.mark.usefixtures("encoder_rules")
-def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
-    semantic: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from memstore import index
-
-    seed(semantic)
-    for i in range(30):  # other memories, so rare words score high by BM25F
-        write_memory(semantic, f"other-{i}", f"Release note {i} for the payments service")
-    write_memory(
-        semantic,
-        "ci-cache-keys",
-        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
-    )
+def questions_embedded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the dense list embeds from now on (a list filled as searches ask)."""
     asked: list[str] = []
     nearest = embedding.Vectors.nearest
 
@@ -286,6 +267,30 @@ def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory
         return nearest(self, text, count)
 
     monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    return asked
+
+
+def seed_rare_words(store: Store) -> None:
+    """`seed`'s memories, thirty alike others (so rare words score high by BM25F) and one
+    memory of rare words: "gradle wrapper jars pinned lockfile hash" scores it above 24."""
+    seed(store)
+    for i in range(30):
+        write_memory(store, f"other-{i}", f"Release note {i} for the payments service")
+    write_memory(
+        store,
+        "ci-cache-keys",
+        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
+    )
+
+
+@pytest.mark.usefixtures("encoder_rules")
+def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed_rare_words(semantic)
+    asked = questions_embedded(monkeypatch)
     # Many of its words, rare ones, are in one memory, which scores high; "storage" is in
     # none: the question is not in that memory's words, so the meaning is asked too.
     question = "gradle wrapper jars pinned lockfile hash storage"
@@ -636,22 +641,8 @@ def test_a_static_model_is_trusted_on_its_own_settings(
     assert embedding.static("../model", semantic.root)  # model2vec's folder
     assert not embedding.static(str(build_bert(tmp_path / "bert")), semantic.root)
     assert not embedding.static("../nowhere", semantic.root)
-    seed(semantic)
-    for i in range(30):
-        write_memory(semantic, f"other-{i}", f"Release note {i} for the payments service")
-    write_memory(
-        semantic,
-        "ci-cache-keys",
-        "Runner cache keys hash the lockfile; gradle wrapper jars are pinned per branch",
-    )
-    asked: list[str] = []
-    nearest = embedding.Vectors.nearest
-
-    def counted(self: embedding.Vectors, text: str, count: int) -> list[tuple[str, float]]:
-        asked.append(text)
-        return nearest(self, text, count)
-
-    monkeypatch.setattr(embedding.Vectors, "nearest", counted)
+    seed_rare_words(semantic)
+    asked = questions_embedded(monkeypatch)
     # The words score this question high: a static model's weaker list is not asked
     # (`STATIC_WEAK_BM25`), where an encoder's would be (see the test above).
     question = "gradle wrapper jars pinned lockfile hash storage"
