@@ -30,6 +30,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from itertools import compress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -1552,8 +1553,8 @@ class _Cache:
             # loops are most of a cold search's time in a large store).
             docnums, tfs = local
             if deleted:
-                kept = [(d, tf) for d, tf in zip(docnums, tfs, strict=True) if d not in deleted]
-                docnums, tfs = [d for d, _ in kept], [tf for _, tf in kept]
+                live = [d not in deleted for d in docnums]  # one loop; the picking is C's
+                docnums, tfs = list(compress(docnums, live)), list(compress(tfs, live))
             ids.extend([start + d for d in docnums] if start else docnums)
             scores.extend(
                 [idf * ((tf * k1) / (tf + norms[d])) for d, tf in zip(docnums, tfs, strict=True)]
@@ -1564,7 +1565,7 @@ class _Cache:
         ids: array[int] = array("i")
         frequencies: array[float] = array("f")
         try:  # one look-up of the word, where asking whether the segment holds it took two
-            postings = reader.postings("text", word)
+            postings = _all_postings(reader, word)
         except TermNotFound:
             return ids, frequencies
         # A running count: adding up every cached word's postings at each read cost more
@@ -1642,6 +1643,22 @@ class _Cache:
                 segment.stored.clear()
             found = segment.stored[local] = dict(sub.reader().stored_fields(local))
         return found
+
+
+def _all_postings(reader: Any, word: str) -> Any:
+    """The matcher of a segment's postings of `word` in `text`, deleted documents included.
+
+    Raises:
+        TermNotFound: when the segment does not hold the word.
+    """
+    # Whoosh's `reader.postings` wraps the matcher of a segment with deletions in a filter,
+    # building the set of deleted documents and reading the first block twice at every call:
+    # that doubled a word's first read in a store with edits. Its terms reader gives the bare
+    # matcher (its own call inside `postings`); a reader without one goes the usual way.
+    terms = getattr(reader, "_terms", None)
+    if terms is None or reader.is_closed:
+        return reader.postings("text", word)
+    return terms.matcher("text", reader._text_to_bytes("text", word), reader.schema["text"].format)
 
 
 def _blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
