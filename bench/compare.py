@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -369,29 +369,48 @@ async def part_write(opts: argparse.Namespace, stores: Stores, servers: Servers)
 # -- 2. recall --------------------------------------------------------------------------------
 
 
-async def sdk_floor(
-    tmp: Path, servers: Servers, answers: list[CallToolResult], questions: list[str]
-) -> list[float]:
-    """Per-call times of bench/sdk_floor.py answering `questions`, each with the answer of
-    median size among `answers` (what the client receives from memstore, unchanged)."""
+def floor_params(tmp: Path, answers: list[CallToolResult]) -> StdioServerParameters:
+    """bench/sdk_floor.py serving the answer of median size among `answers` (what the client
+    received from memstore, unchanged), whatever it is asked."""
     sized = sorted(answers, key=lambda a: len(a.model_dump_json()))
     path = tmp / "floor-answer.json"
     path.write_text(sized[len(sized) // 2].model_dump_json(by_alias=True), encoding="utf-8")
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable, args=[str(HERE / "sdk_floor.py"), str(path)]
     )
-    times: list[float] = []
-    async with connect(params, servers) as client:
-        await client.call_tool("answer", {"query": "warm up"})
-        for question in questions:
-            t0 = time.perf_counter()
-            checked(await client.call_tool("answer", {"query": question}))
-            times.append(time.perf_counter() - t0)
-    return times
 
 
 def recall_at_10(ranked: list[str], relevant: set[str]) -> float:
-    return len(relevant & set(ranked[:10])) / len(relevant)
+    return len(set(ranked[:10]) & relevant) / len(relevant) if relevant else 0.0
+
+
+@dataclass
+class Contender:
+    """One server in the recall race: how to ask it a question and what it answered."""
+
+    name: str
+    client: Client
+    tool: str
+    names: Callable[[CallToolResult], list[str]]
+    times: list[float] = field(default_factory=list[float])
+    recalls: list[float] = field(default_factory=list[float])
+    answered: int = 0
+
+    async def ask(self, question: str, relevant: set[str]) -> None:
+        t0 = time.perf_counter()
+        result = checked(await self.client.call_tool(self.tool, {"query": question}))
+        self.times.append(time.perf_counter() - t0)
+        found = self.names(result)
+        self.answered += bool(found)
+        self.recalls.append(recall_at_10(found, relevant))
+
+
+def _memstore_names(result: CallToolResult) -> list[str]:
+    return [r["name"] for r in (result.structured_content or {}).get("results", [])]
+
+
+def _peer_names(result: CallToolResult) -> list[str]:
+    return [e["name"] for e in (result.structured_content or {}).get("entities", [])]
 
 
 async def part_recall(opts: argparse.Namespace, stores: Stores, servers: Servers) -> Table:
@@ -406,71 +425,77 @@ async def part_recall(opts: argparse.Namespace, stores: Stores, servers: Servers
     root = stores.new("locomo")
     write_files(root, memories)
     cli(root, "reindex")
-    ours: list[float] = []
-    ours_r10: list[float] = []
-    ours_answered = 0
-    answers: list[CallToolResult] = []
-    async with connect(memstore_params(root, "reader"), servers) as client:
-        await client.call_tool("memory_recall", {"query": "warm up"})
-        for question, relevant, _ in questions:
-            t0 = time.perf_counter()
-            result = checked(await client.call_tool("memory_recall", {"query": question}))
-            ours.append(time.perf_counter() - t0)
-            answers.append(result)
-            names = [r["name"] for r in (result.structured_content or {}).get("results", [])]
-            ours_answered += bool(names)
-            ours_r10.append(recall_at_10(names, relevant))
-    table.add("memstore memory_recall p50 / p90", p50_p90(ours))
-    floor = await sdk_floor(stores.tmp, servers, answers, [q for q, _, _ in questions])
-    table.add("the SDK alone: a tool returning memstore's median answer, p50 / p90", p50_p90(floor))
-    if opts.peer:
-        theirs: list[float] = []
-        theirs_r10: list[float] = []
-        theirs_answered = 0
-        graph = stores.tmp / "locomo-graph.jsonl"
-        async with connect(peer_params(graph), servers) as client:
-            checked(
-                await client.call_tool("create_entities", {"entities": list(map(entity, memories))})
+    # memstore's answers for the SDK-alone server, from a server of their own: the one
+    # measured starts as cold as any agent's.
+    async with connect(memstore_params(root, "answers"), servers) as client:
+        answers = [
+            checked(await client.call_tool("memory_recall", {"query": q})) for q, _, _ in questions
+        ]
+    async with AsyncExitStack() as stack:
+
+        async def contender(name: str, params: StdioServerParameters, tool: str) -> Contender:
+            client = await stack.enter_async_context(connect(params, servers))
+            names = _peer_names if tool == "search_nodes" else _memstore_names
+            return Contender(name, client, tool, names)
+
+        ours = await contender("memstore", memstore_params(root, "reader"), "memory_recall")
+        floor = await contender("floor", floor_params(stores.tmp, answers), "answer")
+        racing = [ours, floor]
+        theirs = None
+        if opts.peer:
+            theirs = await contender(
+                "peer", peer_params(stores.tmp / "graph.jsonl"), "search_nodes"
             )
-            await client.call_tool("search_nodes", {"query": "warm up"})
-            for question, relevant, _ in questions:
-                t0 = time.perf_counter()
-                result = checked(await client.call_tool("search_nodes", {"query": question}))
-                theirs.append(time.perf_counter() - t0)
-                found = (result.structured_content or {}).get("entities", [])
-                names = [e["name"] for e in found]
-                theirs_answered += bool(names)
-                theirs_r10.append(recall_at_10(names, relevant))
-        table.add("server-memory search_nodes p50 / p90", p50_p90(theirs))
-        ratio = pct(ours, 0.5) / pct(theirs, 0.5)
+            checked(
+                await theirs.client.call_tool(
+                    "create_entities", {"entities": list(map(entity, memories))}
+                )
+            )
+            racing.append(theirs)
+        for c in racing:
+            await c.client.call_tool(c.tool, {"query": "warm up"})
+        # Side by side: each question goes to every server in turn (the first of them changing
+        # from one question to the next), so a change in the machine's load falls on all alike.
+        for i, (question, relevant, _) in enumerate(questions):
+            for c in racing[i % len(racing) :] + racing[: i % len(racing)]:
+                await c.ask(question, relevant)
+    table.add("memstore memory_recall p50 / p90", p50_p90(ours.times))
+    table.add(
+        "the SDK alone: a tool returning memstore's median answer, p50 / p90",
+        p50_p90(floor.times),
+    )
+    if theirs is not None:
+        table.add("server-memory search_nodes p50 / p90", p50_p90(theirs.times))
+        ratio = pct(ours.times, 0.5) / pct(theirs.times, 0.5)
         table.add(
             "ratio memstore / server-memory, p50 (p90)",
-            f"{ratio:.2f}x ({pct(ours, 0.9) / pct(theirs, 0.9):.2f}x)",
+            f"{ratio:.2f}x ({pct(ours.times, 0.9) / pct(theirs.times, 0.9):.2f}x)",
             "p50 <= 1.0x",
             ratio <= 1.0,
         )
         table.add(
             "questions with any result, memstore / server-memory",
-            f"{ours_answered} / {theirs_answered} of {len(questions)}",
+            f"{ours.answered} / {theirs.answered} of {len(questions)}",
         )
         table.add(
             "Recall@10, memstore / server-memory",
-            f"{statistics.fmean(ours_r10):.3f} / {statistics.fmean(theirs_r10):.3f}",
+            f"{statistics.fmean(ours.recalls):.3f} / {statistics.fmean(theirs.recalls):.3f}",
         )
         table.add(
             "ratio SDK alone / server-memory, p50",
-            f"{pct(floor, 0.5) / pct(theirs, 0.5):.2f}x",
+            f"{pct(floor.times, 0.5) / pct(theirs.times, 0.5):.2f}x",
         )
         table.notes.append(
             "server-memory's search_nodes is a case-insensitive substring match of the whole "
             "query, so a question verbatim rarely matches anything and returns an empty graph."
         )
     else:
-        table.add("Recall@10, memstore", f"{statistics.fmean(ours_r10):.3f}")
+        table.add("Recall@10, memstore", f"{statistics.fmean(ours.recalls):.3f}")
     table.notes.append(
         "The SDK alone is bench/sdk_floor.py: the `mcp` SDK's MCPServer over stdio, as "
         "`memstore serve` runs it, with one tool that returns a fixed answer (memstore's "
-        "answer of median size); memstore's share of a recall is the difference."
+        "answer of median size); memstore's share of a recall is the difference. The three "
+        "servers run at once and each question goes to each of them in turn."
     )
 
     big, text, _ = stores.synthetic(opts.large)
