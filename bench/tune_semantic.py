@@ -9,17 +9,17 @@ for each setting (by default: index.py's values).
         [--weight 0 0.25] [--weak-weight 0.5 0.75 1] [--weak-bm25 24 1e9] \
         [--min-cosine 0.4 0.6] [--weak-cosine 0.1 0.2] [--covered 0 1] \
         [--lead-margin 0.03 0.04 1e9] [--words-scale 0 1] \
-        [--strange-share 0 0.4] [--strange-weight 3 4]
+        [--strange-share 0.4 0.5] [--strange-weight 2 4] [--strange-words 0 0.03 1]
 
 The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
 DENSE_MIN_COSINE, DENSE_WEAK_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN, DENSE_WORDS_SCALE,
-DENSE_STRANGE_SHARE and DENSE_WEIGHT_STRANGE, set on the module for each run (the stores are
-built once, and kept in --work); each row also says how many questions were embedded, of
-LoCoMo's and of each bank's. The first rows are words alone and the dense list alone (each
-bank's Hit@5 and MRR@10 by meaning only, the query's content words embedded as a search
-embeds them: what fusion can hope to reach). The criterion (docs/search.md, semantic recall):
-the highest mean Hit@5 over the banks such that on each tuning conversation R@10 and Hit@5
-are at least words alone's and MRR@10 at most 0.01 below ("keeps each conversation"); the
+DENSE_STRANGE_SHARE, DENSE_WEIGHT_STRANGE and DENSE_STRANGE_WORDS, set on the module for each
+run (the stores are built once, and kept in --work); each row also says how many questions were
+embedded, of LoCoMo's and of each bank's. The first rows are words alone and the dense list
+alone (each bank's Hit@5 and MRR@10 by meaning only, the query's content words embedded as a
+search embeds them: what fusion can hope to reach). The criterion (docs/search.md, semantic
+recall): the highest mean Hit@5 over the banks such that on each tuning conversation R@10 and
+Hit@5 are at least words alone's and MRR@10 at most 0.01 below ("keeps each conversation"); the
 table lists the rows that meet it first, each part by the banks' mean Hit@5. The held-out
 conversations and the test banks are never read here.
 """
@@ -82,8 +82,9 @@ def main() -> None:
     ap.add_argument("--covered", nargs="+", default=["1"], help="1: a covered query is strong")
     ap.add_argument("--lead-margin", nargs="+", default=["0.04"])
     ap.add_argument("--words-scale", nargs="+", default=["0"])
-    ap.add_argument("--strange-share", nargs="+", default=["0.4"])
+    ap.add_argument("--strange-share", nargs="+", default=["0.5"])
     ap.add_argument("--strange-weight", nargs="+", default=["4"])
+    ap.add_argument("--strange-words", nargs="+", default=["0.03"])
     ap.add_argument("--work", type=Path, help="keep the stores (and vectors) here for reuse")
     args = ap.parse_args()
     conversations = [c for c in load(args.data) if c.sample_id in TUNE]
@@ -101,6 +102,9 @@ def main() -> None:
     # Then the covered gate (--covered 0 1) and the lead of a confident nearest memory
     # (--lead-margin 0 0.01 0.02 0.03 0.04 0.06 0.08 0.1 0.15 1e9) against scaling the word
     # lists down by how little they found (--words-scale 0 0.5 1 2), at weak weight 1-1.5.
+    # Then the word lists stepping aside for a question in other words altogether
+    # (--strange-share 0.34 0.4 0.45 0.5 0.55 0.6 --strange-words 1 0.25 0.1 0.05 0.03 0.01 0),
+    # and with it --weak-weight 0.5 0.75 1 --lead-margin 0.03 0.04 0.05 --strange-weight 2 4 8.
     grid = {
         "DENSE_WEIGHT": tuple(float(v) for v in args.weight),
         "DENSE_WEIGHT_WEAK": tuple(float(v) for v in args.weak_weight),
@@ -112,6 +116,7 @@ def main() -> None:
         "DENSE_WORDS_SCALE": tuple(float(v) for v in args.words_scale),
         "DENSE_STRANGE_SHARE": tuple(float(v) for v in args.strange_share),
         "DENSE_WEIGHT_STRANGE": tuple(float(v) for v in args.strange_weight),
+        "DENSE_STRANGE_WORDS": tuple(float(v) for v in args.strange_words),
     }
     _remember_queries()
     nearest, asked = embedding.Vectors.nearest, [0]

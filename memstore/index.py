@@ -192,20 +192,39 @@ here, 0.03-0.05 meet the criterion (`DENSE_WEIGHT_WEAK`) at mean Hit@5 0.832 (0.
 middle); 0.02 costs conv-41's MRR@10 0.016; off, the banks lose 0.03-0.07. A lead only from a
 cosine of 0.35, or one weighing half the word lists, lost the banks 0.01-0.04 and gained
 LoCoMo nothing."""
-DENSE_STRANGE_SHARE = 0.4
+DENSE_STRANGE_SHARE = 0.5
 """A weak question whose words' best match holds less than this share of its content words
 (or that the words match nowhere) is asked in other words altogether: nothing the words
 found is much like it, so its dense list weighs `DENSE_WEIGHT_STRANGE` instead of
-`DENSE_WEIGHT_WEAK`. A question to a conversation usually shares most of its words with
-the turn it means (names, places), a reworded one few. No more questions are embedded: the
-share is read off the words' best match, after the `DENSE_COVERED` gate. 0.34-0.5 give the
-development banks' Hit@5 1.00 / 0.86 / 0.90 / 0.73 / 0.67 (mean 0.832, against 0.798
-without the rule) and keep every LoCoMo tuning conversation; 0.67 costs conv-41's MRR@10
-0.017 (0.540 against words' 0.557)."""
+`DENSE_WEIGHT_WEAK` and the word lists step aside (`DENSE_STRANGE_WORDS`). A question to a
+conversation usually shares most of its words with the turn it means (names, places), a
+reworded one few. No more questions are embedded: the share is read off the words' best
+match, after the `DENSE_COVERED` gate. With the word lists stepping aside, 0.34-0.6 keep
+every LoCoMo tuning conversation, 0.45-0.6 at the development banks' mean Hit@5 0.898
+(0.34-0.4: 0.894); 0.55 and 0.6 cost conv-26 0.03-0.04 of R@10. At 0.5 (the middle) LoCoMo
+does best too. Other signals for "in other words" were tried on the same lists, alone or
+with this one, and none did better: the meaning's nearest memory's cosine (below 0.4: 0.894,
+from 0.45 conv-41's MRR@10 falls), the share of the question's words that memory holds, the
+share of the question's idf the words' best match holds, whether the words rank the
+meaning's nearest in their top 5 or 30, its cosine's lead over the next four, the words' own
+lead: each either took the banks no higher than 0.898 or cost a conversation."""
 DENSE_WEIGHT_STRANGE = 4.0
 """The dense list's weight for a question asked in other words altogether
-(`DENSE_STRANGE_SHARE`): the meaning, not the words, orders its answers. 3-5 give the same
-figures, 2 loses a devD question (mean Hit@5 0.828), 1.5 two more."""
+(`DENSE_STRANGE_SHARE`): the meaning, not the words, orders its answers. Only its ratio to
+`DENSE_STRANGE_WORDS` matters there: 2, 4 and 8 give the banks' mean Hit@5 0.902, 0.898
+and 0.898 (2 is `DENSE_STRANGE_WORDS` 0.06 at 4, an isolated peak)."""
+DENSE_STRANGE_WORDS = 0.03
+"""For a question asked in other words altogether (`DENSE_STRANGE_SHARE`), the word lists'
+weights (and so the `lead` list's) are multiplied by this: they only order what the meaning
+ties or leaves out. Reciprocal rank fusion is flat (a first place is worth 0.98 of its
+weight, a tenth 0.86), so at 1 (the value before) a memory both word lists hold a few places
+down outranked the meaning's first choice even at `DENSE_WEIGHT_STRANGE` 4: the banks' Hit@5
+stayed at 1.00 / 0.86 / 0.90 / 0.73 / 0.67 (mean 0.832) where the dense list alone finds
+1.00 / 0.86 / 0.94 / 0.82 / 0.87. Here: 1.00 / 0.86 / 0.94 / 0.89 / 0.80 (mean 0.898), as
+at 0-0.05, with every LoCoMo tuning conversation kept (0.03: the middle); 0.06 gives 0.902,
+an isolated peak (0.07-0.08: 0.893), 0.1 0.880, 0.25 0.863. With it, `DENSE_WEIGHT_WEAK`
+0.5-1 and `DENSE_LEAD_MARGIN` 0.03-0.05 all keep every conversation at 0.898: they were left
+as they were."""
 STATIC_WEIGHT_WEAK = 1.25
 """A static model's `DENSE_WEIGHT_WEAK`. The five `STATIC_*` settings are those chosen for
 every model before the encoder's were retuned (bench/tune_semantic.py --model
@@ -1840,6 +1859,10 @@ class _Ranker:
                 lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
             if near and weak and DENSE_STRANGE_SHARE > 0 and not self.dense.static:
                 if self._held(first, plain) < DENSE_STRANGE_SHARE:
+                    lists = [
+                        ranking.Ranked(r.ranker, r.weight * DENSE_STRANGE_WORDS, r.entries)
+                        for r in lists
+                    ]
                     near = [
                         ranking.Ranked(r.ranker, DENSE_WEIGHT_STRANGE, r.entries)
                         if r.ranker == "dense"

@@ -699,3 +699,29 @@ def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
     monkeypatch.setattr(index, "DENSE_STRANGE_SHARE", 0.0)
     hits = find(semantic, "storage space is full", explain=True)
     assert _dense_weight(hits[0]) == pytest.approx(index.DENSE_WEIGHT_WEAK, abs=0.01)
+
+
+@pytest.mark.usefixtures("encoder_rules")
+def test_for_a_question_in_other_words_altogether_the_words_step_aside(
+    semantic: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore import index
+
+    seed(semantic)
+    # Two memories on the subject, too alike for the nearest to lead (`DENSE_LEAD_MARGIN`),
+    # and one that holds a word of the question ("full"), further in meaning.
+    write_memory(semantic, "runner-volumes", "Docker images fill the runner volume; prune them")
+    write_memory(
+        semantic, "vault-quota", "The vault volume is full: prune docker images of old secrets"
+    )
+    question = "storage space is full"  # the words' best match holds one word of three
+    hits = find(semantic, question, explain=True)
+    assert hits[0].name in {"ci-runner-disk", "runner-volumes"}
+    fused = next(line for line in hits[0].explain if line.startswith("fused"))
+    assert "dense #1" in fused and "lead" not in fused
+    words = next(h for h in hits if h.name == "vault-quota")
+    fused = next(line for line in words.explain if line.startswith("fused"))
+    assert "bm25 #1" in fused and "feedback #1" in fused and "dense #3" in fused
+    # Without the rule, both word lists' first place outweighs the meaning's first choice.
+    monkeypatch.setattr(index, "DENSE_STRANGE_WORDS", 1.0)
+    assert names(semantic, question)[0] == "vault-quota"
