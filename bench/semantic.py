@@ -5,8 +5,11 @@ with search by words alone in the same run.
     .venv/bin/python bench/semantic.py [--model bench/.models/all-MiniLM-L6-v2] [--size 10000]
         [--bank bench/reworded_fresh.yaml] [--sample 200] [--skip-costs]
 
-1. A reworded bank (bench/reworded_bank.yaml, or the second, bench/reworded_fresh.yaml; both
-   never tuned against): Hit@5 and MRR@10 with the extra off, on, and the dense list alone.
+1. A reworded bank (bench/reworded_bank.yaml; or a test bank written after it,
+   bench/reworded_fresh.yaml, and two written blind, bench/reworded_blind.yaml and
+   bench/reworded_blind2.yaml; all never tuned against, unlike the reworded_dev*.yaml banks
+   bench/tune_semantic.py tunes on): Hit@5 and MRR@10 with the extra off, on, and the dense
+   list alone.
 2. At `--size` generated memories (bench/latency.py's generator): in-process search p50/p95
    by words and with semantic recall (and how many queries the words answer poorly, which
    alone embed the query), the encoder's embedding rate on `--sample` memories, writes
