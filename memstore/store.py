@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -66,10 +65,19 @@ from memstore.status import verify as verify_memory
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 
 if TYPE_CHECKING:
+    import logging
+
     from memstore import trust
     from memstore.secrets import Patterns
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 CACHE_DIR = ".memstore"
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
@@ -411,7 +419,7 @@ class Store:
             try:
                 yield self.read_file(entry.path)[0]
             except (InvalidMemory, OSError) as e:
-                log.warning("skipping %s: %s", entry.rel, e)
+                _log().warning("skipping %s: %s", entry.rel, e)
 
     def list(
         self,
@@ -752,7 +760,7 @@ class Store:
                 try:
                     other = self.read_file(entry.path, raw=True)[0]
                 except (InvalidMemory, OSError) as e:
-                    log.warning("not rewriting references in %s: %s", entry.rel, e)
+                    _log().warning("not rewriting references in %s: %s", entry.rel, e)
                     continue
                 after = renamed(other, names)
                 if after != other:
