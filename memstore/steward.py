@@ -192,11 +192,12 @@ def _caught_up(store: Store) -> Listed | None:
     Raises:
         MemstoreError: when catching up fails (the hint is then left out).
     """
+    held: int | None = None
     try:
         held = lock_file(store.cache / CATCHING_UP, 0)
         elected = held is not None and not _busy(store.cache / INDEX_LOCK)
     except OSError:  # no flock here: catch up, as every hint did before
-        held, elected = None, True
+        elected = True
     try:
         if not elected:
             found = _listed(store, HINT_READS_BUSY, without_index=True)
