@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+
+# Before click and the core load (their modules make most of the objects a command creates):
+# the collector runs rarely from here on, see `_short_lived`; `serve` puts it back as it was.
+_COLLECTOR = gc.get_threshold()
+gc.set_threshold(100_000, 50, 100)
+
 import functools
 import os
 import sys
@@ -143,7 +150,9 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
     """
     from memstore.config import resolve
 
-    if ctx.invoked_subcommand != "serve":
+    if ctx.invoked_subcommand == "serve":
+        gc.set_threshold(*_COLLECTOR)  # a server lives long: the usual collector
+    else:
         _short_lived()
     ctx.ensure_object(dict)["config"] = resolve(store, agent)
 
@@ -154,12 +163,12 @@ def _short_lived() -> None:
 
     The modules a command loads make some 200,000 objects that live until it exits: the
     collector's passes over them, and its last pass at exit, cost a `memstore add` about a
-    fifth of its CPU and free next to nothing. So it runs far less often, and the objects
-    left at exit are frozen (never examined again) rather than collected: every file
-    memstore writes is closed and synced by then, and the process's end frees the rest.
+    fifth of its CPU and free next to nothing. So it runs far less often (set when this
+    module loads, before click does), and the objects left at exit are frozen (never
+    examined again) rather than collected: every file memstore writes is closed and synced
+    by then, and the process's end frees the rest.
     """
     import atexit
-    import gc
 
     gc.set_threshold(100_000, 50, 100)
     atexit.register(gc.freeze)

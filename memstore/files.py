@@ -3,14 +3,12 @@ file, writing one so a crash leaves the old content or the new, and naming a con
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import functools
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -144,13 +142,10 @@ def atomic_write(
         Conflict: when the file no longer holds `unchanged`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    # The pid in the name tells a temp file of a killed writer from one being written.
-    fd, tmp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
-    )
+    fd, tmp = _temp_for(path)
     try:
-        # mkstemp makes the file 0600; what memstore writes is shared through git, so it gets
-        # the mode any editor would give it: the old file's, else 0666 less the umask (#17).
+        # What memstore writes is shared through git, so it gets the mode any editor would
+        # give it: the old file's, else 0666 less the umask (#17).
         os.fchmod(fd, _mode_for(path))
         data = text.encode("utf-8") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as f:
@@ -188,6 +183,20 @@ def atomic_write(
         raise
 
 
+def _temp_for(path: Path) -> tuple[int, str]:
+    """A new, uniquely named hidden file (mode 0600) next to `path`, open for writing: its
+    descriptor and path. The pid in the name tells a temp file of a killed writer from one
+    being written. (`tempfile.mkstemp` does the same, but importing it costs a short-lived
+    command more than the write.)"""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    while True:
+        tmp = str(path.parent / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+
+
 def _holds(path: Path, data: bytes) -> bool:
     try:
         return read_regular(path) == data
@@ -201,6 +210,8 @@ _RENAME_EXCHANGE = 2
 
 @functools.cache
 def _renameat2() -> Callable[..., int] | None:
+    import ctypes  # here: only replacing a file needs it, and every command would pay for it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         found = libc.renameat2
@@ -223,6 +234,8 @@ def _exchange(a: str | Path, b: str | Path) -> bool:
         return False
     if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
+    import ctypes
+
     err = ctypes.get_errno()
     if err == errno.ENOENT:
         raise _changed(Path(b))

@@ -6,7 +6,6 @@ import bisect
 import contextlib
 import hashlib
 import itertools
-import logging
 import os
 import re
 import subprocess
@@ -18,11 +17,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
+from typing import TYPE_CHECKING
 
 from memstore.errors import GitError
 from memstore.memory import same_identity
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 _SEP = "\x1f"
 _REC = "\x1e"
@@ -387,7 +397,7 @@ def commit_files(
         tree = _tree_with(repo, base, {tuple(rel.split("/")): sha for rel, sha in blobs.items()})
         if tree == base:
             if parent is not None:
-                logger.warning(
+                _log().warning(
                     "%s already committed by someone else; no new commit", ", ".join(files)
                 )
             return None
@@ -800,7 +810,7 @@ def release_dead_index_lock(repo: Repo) -> None:
             continue
         try:
             if os.path.samefile(mark, lock):
-                logger.warning("removing %s, left by a killed memstore writer", lock)
+                _log().warning("removing %s, left by a killed memstore writer", lock)
                 lock.unlink()
         except OSError:
             pass  # no lock, or it went
@@ -1018,7 +1028,7 @@ def _wait_for_lock(lock: Path, deadline: float, waited: bool) -> bool:
             f"is running, a killed one left it: delete {lock} and retry"
         )
     if not waited:
-        logger.warning("git busy: %s exists; retrying", lock.name)
+        _log().warning("git busy: %s exists; retrying", lock.name)
     time.sleep(LOCK_POLL)
     return True
 
@@ -1146,7 +1156,7 @@ def unstage(repo: Repo, paths: list[Path], lock_wait: float = 10.0) -> None:
     try:
         _sync_index(repo, blobs, time.monotonic() + lock_wait)
     except GitError as e:
-        logger.warning("could not unstage %s: %s", paths, e)
+        _log().warning("could not unstage %s: %s", paths, e)
 
 
 def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:

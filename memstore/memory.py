@@ -10,7 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 from memstore.errors import InvalidMemory, InvalidName
 
@@ -93,6 +93,10 @@ _SCALARS = frozenset(
 )
 
 
+_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+"""python-frontmatter's YAML fence (`YAMLHandler.FM_BOUNDARY`)."""
+
+
 class _NotPlain(Exception):
     """A node `_Loader`'s quick path leaves to PyYAML's own construction."""
 
@@ -151,6 +155,99 @@ def _yaml() -> tuple[Any, Any]:
 
     _Dumper.add_representer(str, _represent_str)
     return _Loader, _Dumper
+
+
+# Front matter of plain strings and lists of them (what a memory's fields mostly are) is
+# written and read without PyYAML, whose import costs a short-lived command such as `memstore
+# add` a sixth of its CPU. Only values that PyYAML writes unquoted and reads back unchanged take
+# this path, in exactly the form PyYAML gives them (tests/test_memory.py compares the two);
+# anything else (quotes, numbers, booleans, line breaks, other characters) goes through PyYAML.
+_QUICK_ASCII = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.,;/()'\"!?+=&%@$~*<>^|\\"
+)
+_QUICK_STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:T\d\d:\d\d:\d\dZ)?", re.ASCII)
+_QUICK_KEY = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_YAML_WORDS = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
+"""Words YAML 1.1 reads as booleans or null, in any case."""
+_QUICK_MAX = 1000
+"""Longer values go through PyYAML (it folds a line past its width)."""
+
+
+def _quick_scalar(value: str) -> bool:
+    """Whether PyYAML writes `value` unquoted and reads that back as the same string: it
+    starts with an ASCII letter, holds no `:` or `#` (or is a date or `now()` time), no
+    other character that YAML gives a meaning, no control character or line break."""
+    if _QUICK_STAMP.fullmatch(value):
+        return True
+    if not value or len(value) > _QUICK_MAX or value[-1] == " ":
+        return False
+    if not ("a" <= value[0] <= "z" or "A" <= value[0] <= "Z") or value.lower() in _YAML_WORDS:
+        return False
+    if value.isascii():
+        return _QUICK_ASCII.issuperset(value)
+    return all(
+        c in _QUICK_ASCII
+        or ("\xa0" <= c <= "\ud7ff" and c not in "\u2028\u2029")
+        or ("\ue000" <= c <= "\ufffd" and c != "\ufeff")
+        for c in value
+    )
+
+
+def _quick_key(key: object) -> bool:
+    return isinstance(key, str) and bool(_QUICK_KEY.fullmatch(key)) and key not in _YAML_WORDS
+
+
+def _quick_dump(data: dict[str, Any]) -> str | None:
+    """`data` as PyYAML dumps it for `render`, when every key is a plain word and every value
+    a `_quick_scalar` string or a list of them; else None."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if not _quick_key(key):
+            return None
+        if type(value) is str and _quick_scalar(value):
+            lines.append(f"{key}: {value}")
+            continue
+        if type(value) is not list:
+            return None
+        items = cast(list[object], value)
+        if not all(type(v) is str and _quick_scalar(v) for v in items):
+            return None
+        lines.append(f"{key}:" if items else f"{key}: []")
+        lines.extend(f"- {v}" for v in items)
+    return "\n".join(lines) + "\n"
+
+
+def _quick_load(head: str) -> dict[str, Any] | None:
+    """The mapping front matter `head` holds, when it has only the shapes `_quick_dump`
+    writes (each line `key: value`, `key: []`, or `key:` then `- value` lines, no key
+    twice); else None, and PyYAML reads it."""
+    data: dict[str, Any] = {}
+    items: list[str] | None = None
+    for line in head.split("\n"):
+        if line.startswith("- "):
+            if items is None or not _quick_scalar(line[2:]):
+                return None
+            items.append(line[2:])
+            continue
+        if items is not None and not items:
+            return None  # `key:` and no item: a null
+        items = None
+        if not line:
+            continue
+        key, colon, value = line.partition(":")
+        if not colon or not _quick_key(key) or key in data:
+            return None
+        if not value:
+            data[key] = items = []
+        elif value == " []":
+            data[key] = []
+        elif value[0] == " " and _quick_scalar(value[1:]):
+            data[key] = value[1:]
+        else:
+            return None
+    if items is not None and not items:
+        return None
+    return data or None  # no key at all: PyYAML reads a null
 
 
 def _represent_str(dumper: Any, value: str) -> Any:
@@ -464,8 +561,15 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    # python-frontmatter finds the fences; imported here, on the first file read, so a
-    # process that only searches its index or prints help never loads it.
+    if _FENCE.match(text):
+        parts = _FENCE.split(text, 2)
+        if len(parts) == 3:
+            data = _quick_load(parts[1])
+            if data is not None:
+                return data, parts[2]
+    # python-frontmatter finds the fences (the quick path above uses its pattern); imported
+    # here, on the first file read, so a process that only searches its index or prints help
+    # never loads it.
     import frontmatter.default_handlers
     import yaml
 
@@ -582,16 +686,19 @@ def to_dict(memory: Memory) -> dict[str, Any]:
 
 def render(memory: Memory) -> str:
     """The canonical file text of `memory`: `render(parse(text)) == text` for canonical files."""
-    import yaml
+    data = to_dict(memory)
+    head = _quick_dump(data)
+    if head is None:
+        import yaml
 
-    head = yaml.dump(
-        to_dict(memory),
-        Dumper=_yaml()[1],
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=10_000,
-    )
+        head = yaml.dump(
+            data,
+            Dumper=_yaml()[1],
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=10_000,
+        )
     body = memory.body.strip("\n")
     return f"---\n{head}---\n" + (f"\n{body}\n" if body else "")
 

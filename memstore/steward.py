@@ -6,6 +6,7 @@ Everything here reads; nothing writes a tracked file.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from memstore import manifest
 from memstore.errors import GitError, MemstoreError
-from memstore.files import Kind, folder_times, stamps
+from memstore.files import Kind, folder_times, lock_file, stamps
 from memstore.memory import Memory, evolve, expiry, links_in_body
 from memstore.status import Status
 
@@ -43,6 +44,15 @@ HINT_WORDS = 6
 HINT_READS = 32
 """At most this many memory files the index does not reflect yet are read by a hint; more,
 and the hint brings the index up to date first (one commit for them all, under its lock)."""
+HINT_READS_BUSY = 4 * HINT_READS
+"""At most this many such files a hint reads rather than wait while another process brings
+the index up to date; more, and it waits for the index too."""
+CATCHING_UP = "hint-catch-up.lock"
+"""The lock, in the store's cache, of the hint that brings the index up to date: taken, never
+waited for, so that of several writers finding the index behind at once one catches it up and
+the others read the files themselves, neither waiting for it nor doing it again."""
+INDEX_LOCK = "index.lock"
+"""The search index's lock in the store's cache (`search.Upkeep` takes it to write)."""
 COMMON_WORD = 30
 """A word in more memories than this says nothing about duplicates (`doctor` skips it)."""
 
@@ -88,8 +98,9 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     loading Whoosh. The few memory files it does not reflect yet (just written by this or
     another process, changed or gone since) are read instead of their entries. With no
     manifest yet, or more than HINT_READS such files, the index is caught up first (one
-    commit for them all, under its lock), as a search does. A server whose watcher keeps its
-    index current asks that index instead (see `_searched`).
+    commit for them all, under its lock), as a search does — unless another process is at
+    it already: then up to HINT_READS_BUSY files are read instead (see `_caught_up`). A
+    server whose watcher keeps its index current asks that index instead (see `_searched`).
     """
     mine = words(name, description)
     if not mine:
@@ -103,10 +114,7 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     try:
         found = _listed(store)
         if found is None:
-            from memstore import search  # loads Whoosh: only to write the index
-
-            search.upkeep(store).fresh(store)
-            found = _listed(store)
+            found = _caught_up(store)
     except MemstoreError:  # a hint never fails the write it follows
         return []
     if found is None:
@@ -150,21 +158,67 @@ def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> 
     return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
 
 
-def _listed(
-    store: Store,
-) -> tuple[list[manifest.Fields], dict[str, manifest.Stamp]] | None:
+Listed = tuple[list[manifest.Fields], dict[str, manifest.Stamp]]
+"""The fields of the memories the index reflects, and the files it does not with their stamps."""
+
+
+def _listed(store: Store, reads: int = HINT_READS, without_index: bool = False) -> Listed | None:
     """The fields of the memories the index's manifest reflects as they are on disk, and the
     memory files it does not (added or changed since, racy) with their stamps; None when
-    there is no manifest or more than HINT_READS files are not reflected."""
+    more than `reads` files are not reflected, or there is no manifest (unless
+    `without_index`: then every file is one it does not reflect)."""
     files = manifest.current(store.cache / "index" / manifest.FILE)
     if files is None:
-        return None
+        if not without_index:
+            return None
+        files = manifest.Manifest({}, {}, set(), {})
     disk = stamps(store.root, folder_times(store.root))
     changed = {p: s for p, s in disk.items() if files.stamps.get(p) != s or p in files.racy}
-    if len(changed) > HINT_READS:
+    if len(changed) > reads:
         return None
     listed = [f for p, f in files.fields.items() if p in disk and p not in changed]
     return listed, changed
+
+
+def _caught_up(store: Store) -> Listed | None:
+    """`_listed` once the index is brought up to date, for a hint that found it too far behind.
+
+    Of the writers that find it so at once (eight agents adding, each past the last one to
+    catch up), the one that takes CATCHING_UP loads Whoosh and catches the index up. The
+    others, and one that finds a search or watcher writing the index, read the files the
+    index does not reflect themselves (up to HINT_READS_BUSY) rather than wait for it or do
+    it again.
+
+    Raises:
+        MemstoreError: when catching up fails (the hint is then left out).
+    """
+    held: int | None = None
+    try:
+        held = lock_file(store.cache / CATCHING_UP, 0)
+        elected = held is not None and not _busy(store.cache / INDEX_LOCK)
+    except OSError:  # no flock here: catch up, as every hint did before
+        elected = True
+    try:
+        if not elected:
+            found = _listed(store, HINT_READS_BUSY, without_index=True)
+            if found is not None:
+                return found
+        from memstore import search  # loads Whoosh: only to write the index
+
+        search.upkeep(store).fresh(store)
+    finally:
+        if held is not None:
+            os.close(held)
+    return _listed(store)
+
+
+def _busy(path: Path) -> bool:
+    """Whether another process holds the lock file `path` (tried, never waited for)."""
+    fd = lock_file(path, 0)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
 
 
 def _shares_one(mine: frozenset[str], name: str, description: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -15,7 +14,6 @@ from memstore import (
     config,
     history,
     transaction,
-    trust,
 )
 from memstore.errors import (
     Conflict,
@@ -67,9 +65,19 @@ from memstore.status import verify as verify_memory
 from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 
 if TYPE_CHECKING:
+    import logging
+
+    from memstore import trust
     from memstore.secrets import Patterns
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 CACHE_DIR = ".memstore"
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
@@ -193,8 +201,8 @@ class Store:
         self._written_lock = threading.Lock()
         self.signed = False
         """Whether the store requires signed commits (then the history verifies each one)."""
-        self.trust = trust.Cache(repo, self.root, self.cache)
-        """What the history supports, for reads (see `shown`)."""
+        self._trust: trust.Cache | None = None
+        self._trust_lock = threading.Lock()
         self.types = config.store_types(self.root)
         self.secrets_allowed, self._secret_extra = config.secret_settings(self.root)
         self._secret_patterns: Patterns | None = None
@@ -202,8 +210,21 @@ class Store:
         if self.signing.required:
             # A commit is then by an identity only when that identity's allowed key signed it.
             self.signed = True
-            self.trust.signers = self.signers_of
         self._signer: history.Signer | None = None
+
+    @property
+    def trust(self) -> trust.Cache:
+        """What the history supports, for reads (see `shown`): made on first use, so that a
+        process that only writes (`memstore add`) never loads the `trust` module."""
+        with self._trust_lock:
+            if self._trust is None:
+                from memstore import trust
+
+                self._trust = trust.Cache(self.repo, self.root, self.cache)
+                if self.signed:
+                    # A commit is by an identity only when that identity's allowed key signed it.
+                    self._trust.signers = self.signers_of
+            return self._trust
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -354,6 +375,8 @@ class Store:
     def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
         """`memory`, read from `data` in file `path`, as its history supports it (see
         `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
+        from memstore import trust
+
         return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
 
     def shown_fields(
@@ -362,6 +385,8 @@ class Store:
         """The (status, owner) to show for the file at `rel` (relative to the store) whose
         front matter says `status` and `owner`, without parsing it (see `trust.judged`);
         `at` is a `trust.snapshot` taken for several files."""
+        from memstore import trust
+
         data = read_regular(self.root / rel)
         if data is None:
             return trust.UNVERIFIED, owner
@@ -394,7 +419,7 @@ class Store:
             try:
                 yield self.read_file(entry.path)[0]
             except (InvalidMemory, OSError) as e:
-                log.warning("skipping %s: %s", entry.rel, e)
+                _log().warning("skipping %s: %s", entry.rel, e)
 
     def list(
         self,
@@ -501,7 +526,10 @@ class Store:
         ]
         writes += [transaction.Remove(path) for path in removed]
         sha = transaction.commit(self, writes, message, actor)
-        if sha is not None and not self.signed:
+        if sha is not None and not self.signed and self._trust is not None:
+            # (A process that has read no verdicts yet has none to extend.)
+            from memstore import trust
+
             after: dict[str, Memory | None] = {
                 history.repo_path(self.repo, path): memory for path, memory in changes
             }
@@ -732,7 +760,7 @@ class Store:
                 try:
                     other = self.read_file(entry.path, raw=True)[0]
                 except (InvalidMemory, OSError) as e:
-                    log.warning("not rewriting references in %s: %s", entry.rel, e)
+                    _log().warning("not rewriting references in %s: %s", entry.rel, e)
                     continue
                 after = renamed(other, names)
                 if after != other:
@@ -869,6 +897,8 @@ class Store:
                 "case-insensitively) can confirm it"
             )
         if memory.status == Status.CONFIRMED:
+            from memstore import trust
+
             data = read_regular(path) or b""
             if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
                 return evolve(memory, status=Status.DRAFT.value)
@@ -952,6 +982,8 @@ class Store:
         Raises:
             SelfApproval, InvalidTransition (not confirmed), MemoryNotFound, Conflict.
         """
+        from memstore import trust
+
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import logging
 import os
 import re
 import stat
@@ -20,7 +19,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memstore import history
 from memstore.errors import (
@@ -42,7 +41,17 @@ from memstore.files import (
 )
 from memstore.memory import check_identity
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 JOURNAL = "pending.json"
 """The change the lock holder is writing; a writer that finds it left over undoes it."""
@@ -133,7 +142,7 @@ def locked(site: Site) -> Generator[None]:
 
     def waiting() -> None:
         # Reported, then bounded: a writer that died released its flock with its process.
-        log.warning(
+        _log().warning(
             "store busy: %s is held by %s; retrying for up to %gs",
             path,
             _holder(site),
@@ -488,7 +497,7 @@ def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
             ):
                 raise ValueError("a path that is not <type>/<name>.md")
     except (ValueError, KeyError, TypeError, OSError, InvalidMemory) as e:
-        log.warning("ignoring unreadable journal %s: %s", journal, e)
+        _log().warning("ignoring unreadable journal %s: %s", journal, e)
         journal.unlink(missing_ok=True)
         return None
     return message, actor, entries
@@ -518,11 +527,11 @@ def recover(site: Site) -> None:
     try:
         states = [_state(site, entry) for entry in entries]
         if "new" in states or "torn" in states:
-            log.warning("undoing a change its writer did not commit: %s", message)
+            _log().warning("undoing a change its writer did not commit: %s", message)
         if "new" in states or "torn" in states or "old" in states:
             undo(site, entries)  # "old": the file is back, its index entry may not be
     except UnsafePath as e:
-        log.warning("not recovering %r: %s", message, e)
+        _log().warning("not recovering %r: %s", message, e)
     _clear(site)
 
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.cli import main
+from memstore.search import Query, search
 from memstore.store import Store
 from tests.conftest import git
 
@@ -230,6 +231,29 @@ def test_help_imports_no_core_module() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_the_trust_cache(
+    store: Store,
+) -> None:
+    store.add("seed", type="fact", description="something else")
+    search(store, Query("seed"))  # the index exists: the duplicate hint reads its manifest
+    code = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main(['--store', {str(store.root)!r}, '--agent', 'bob', 'add', 'port',\n"
+        "          '--type', 'fact', '-d', 'The API listens on 8080', '--tags', 'api,net'],\n"
+        "         prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'yaml', 'frontmatter', 'logging', 'memstore.trust', 'tempfile', 'ctypes'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "added fact/port [draft]" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert store.read("port").memory.tags == ("api", "net")
 
 
 def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Store) -> None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import random
+import string
 
+import pytest
+import yaml
+
+from memstore import memory as memory_module
 from memstore.errors import InvalidMemory, InvalidName
 from memstore.memory import (
     Memory,
@@ -169,3 +174,94 @@ def test_yaml_error_reports_the_file_line() -> None:
 
 def test_wiki_links_in_body_are_found_in_order() -> None:
     assert links_in_body("see [[b-spec]] and [[a-x]], again [[b-spec]]") == ("b-spec", "a-x")
+
+
+# The quick path writes and reads front matter without PyYAML: whatever it takes, it must
+# give exactly what PyYAML gives, and leave the rest to PyYAML.
+_TRICKY = (
+    string.ascii_letters
+    + string.digits
+    + " -_.,;:/()'\"!?+=&%@$~*<>^|\\#[]{}`\t\n"
+    + "éü—…中\u00a0\u2028\u0085\ufeff\U0001f600\x7f\x1b"
+)
+_WORDS = ("yes", "No", "ON", "off", "null", "Null", "~", "y", "n", "true", "False", "1.5")
+_WORDS += ("0x1F", "1_000", "12:30", "2026-01-02", "2026-01-02T03:04:05Z", ".inf", "<<", "=")
+_WORDS += ("- a", "a #b", "a: b", "---", "a ", " a", "", "use-zod", "Validate input, then go")
+
+
+_PLAIN = string.ascii_letters + string.digits + "    -_.,;/()'\"!?+=&%@$~*<>^|\\éü—…中\u00a0"
+
+
+def _tricky(rng: random.Random) -> str:
+    """A value: a word YAML reads as something else, one of mostly plain characters (what
+    memory fields hold), or any characters."""
+    roll = rng.random()
+    if roll < 0.2:
+        return rng.choice(_WORDS)
+    if roll < 0.7:
+        return rng.choice(string.ascii_letters) + "".join(
+            rng.choice(_PLAIN) for _ in range(rng.randint(0, 12))
+        )
+    return "".join(rng.choice(_TRICKY) for _ in range(rng.randint(0, 10)))
+
+
+def _pyyaml_dump(data: dict[str, object]) -> str:
+    dumper = memory_module._yaml()[1]  # pyright: ignore[reportPrivateUsage]
+    return yaml.dump(
+        data,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=10_000,
+    )
+
+
+def _pyyaml_load(head: str) -> object:
+    return yaml.load(head, Loader=memory_module._yaml()[0])  # noqa: S506 - a SafeLoader  # pyright: ignore[reportPrivateUsage]
+
+
+def test_front_matter_written_without_pyyaml_is_byte_for_byte_what_pyyaml_writes() -> None:
+    rng = random.Random(20261201)
+    quick = 0
+    for _ in range(4000):
+        data: dict[str, object] = {"name": _tricky(rng), "tags": [_tricky(rng), "api"]}
+        data[rng.choice(["links", "on", "files", "a-b", "x"])] = rng.choice([[], _tricky(rng)])
+        written = memory_module._quick_dump(data)  # pyright: ignore[reportPrivateUsage]
+        if written is not None:
+            quick += 1
+            assert written == _pyyaml_dump(data), data
+    assert quick > 400  # the usual fields do take the quick path
+
+
+def test_front_matter_read_without_pyyaml_is_what_pyyaml_reads() -> None:
+    rng = random.Random(20261202)
+    pieces = ["name", "tags", "on", "a-b", ":", ": ", " ", "- ", "  - ", "[]", "\n", "#", "'"]
+    quick = 0
+    for _ in range(6000):
+        if rng.random() < 0.5:  # as memstore writes it
+            data: dict[str, object] = {
+                "name": _tricky(rng),
+                "tags": [_tricky(rng)] * rng.randint(0, 2),
+            }
+            head = _pyyaml_dump(data)
+        else:  # as a person might type it
+            head = "".join(rng.choice(pieces + [_tricky(rng)]) for _ in range(rng.randint(1, 12)))
+        found = memory_module._quick_load(head)  # pyright: ignore[reportPrivateUsage]
+        if found is not None:
+            quick += 1
+            assert found == _pyyaml_load(head), head
+    assert quick > 1000
+    for head in ("name: a\nname: b\n", "tags:\n", "tags:\nname: a\n", "name: 'a'\n", "a:\n\n- b\n"):
+        assert memory_module._quick_load(head) is None  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_file_of_plain_fields_parses_and_renders_as_pyyaml_would() -> None:
+    memory = parse(CANONICAL)
+    assert memory_module._quick_dump(memory_module.to_dict(memory)) is not None  # pyright: ignore[reportPrivateUsage]
+    assert render(memory) == CANONICAL
+    quoted = CANONICAL.replace(
+        "description: Validate API input with zod schemas", "description: 'yes: validate input'"
+    )
+    assert parse(quoted).description == "yes: validate input"
+    assert render(parse(quoted)) == quoted

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from memstore import search, steward
 from memstore.cli import main
 from memstore.errors import InvalidMemory, InvalidTransition, SelfApproval
+from memstore.files import lock_file
 from memstore.lint import MEMO_FILE, lint_store
 from memstore.search import Query
 from memstore.store import Store
@@ -287,6 +288,53 @@ def test_add_loads_no_search_engine_once_the_index_exists(store: Store) -> None:
     )
     assert "similar: use-zod (decision, draft" in done.stderr
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def _add_in_a_process(store: Store, name: str, description: str) -> tuple[float, str, bool]:
+    """`memstore add` in a process of its own (a lock timeout of 30 s): the seconds it took,
+    its stderr, and whether it loaded Whoosh."""
+    script = (
+        "import sys; from memstore.cli import main\n"
+        f"try: main(['--agent', 'bob', 'add', {name!r}, '--type', 'fact', '-d', {description!r}])\n"
+        "except SystemExit: pass\n"
+        "print('whoosh' in sys.modules)"
+    )
+    env = {**os.environ, "MEMSTORE_DIR": str(store.root), "MEMSTORE_LOCK_TIMEOUT": "30"}
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    return time.monotonic() - t0, done.stderr, done.stdout.splitlines()[-1] == "True"
+
+
+@pytest.mark.parametrize("lock", [steward.CATCHING_UP, steward.INDEX_LOCK])
+def test_of_adders_finding_the_index_far_behind_only_one_catches_it_up(
+    store: Store, lock: str
+) -> None:
+    store.add("seed", type="fact", description="something else entirely")
+    search.search(store, Query("seed"))  # the index is built
+    for i in range(steward.HINT_READS + 1):  # more unindexed files than a hint reads
+        store.add(f"note-{i}", type="fact", description=f"note number {i} on the build")
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    manifest = store.cache / "index" / "manifest.json"
+    before = manifest.read_bytes()
+    # Another adder is catching the index up (or a search is writing it): this one reads the
+    # files itself, neither waiting for it (30 s) nor loading Whoosh to do it again.
+    held = lock_file(store.cache / lock, 0)
+    assert held is not None
+    try:
+        took, err, whoosh = _add_in_a_process(
+            store, "zod-validation", "Validate API input with zod schema"
+        )
+    finally:
+        os.close(held)
+    assert "similar: use-zod (decision, draft" in err
+    assert took < 15 and not whoosh
+    assert manifest.read_bytes() == before
+    # With nobody at it, the next adder catches the index up.
+    took, err, whoosh = _add_in_a_process(store, "zod-schemas", "Zod schemas validate input")
+    assert whoosh and manifest.read_bytes() != before
+    assert steward._listed(store) is not None  # pyright: ignore[reportPrivateUsage]
 
 
 def test_doctor_lists_what_needs_tidying_and_fails_only_on_lint(
