@@ -25,7 +25,7 @@ import time
 import types
 import warnings
 from array import array
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
@@ -776,6 +776,24 @@ class Sync:
 # -- the index --------------------------------------------------------------------------------
 
 
+def _restamped(
+    files: Manifest, changed: Iterable[str], disk: dict[str, Stamp], digest: Digest
+) -> dict[str, Stamp]:
+    """Of the files whose stamps moved, those whose content did not (a store copied, moved or
+    restored: new inodes and times, the same bytes), with their new stamps. Indexing them
+    again cost a parse and a document each (seconds for a store of thousands) and left every
+    old document deleted in its segment for good."""
+    found: dict[str, Stamp] = {}
+    for path in changed:
+        before, known = files.stamps.get(path), files.digests.get(path)
+        stamp = disk[path]
+        if before is None or not known or before[1] != stamp[1]:
+            continue  # new, unreadable when indexed, or of another size: changed
+        if digest(path) == known:
+            found[path] = stamp
+    return found
+
+
 def _suspects(
     files: Manifest, disk: dict[str, Stamp], digest: Digest, verify: AbstractSet[str]
 ) -> tuple[list[str], list[str]]:
@@ -899,14 +917,22 @@ class Index:
         removed: list[str],
         clear: bool = False,
         settled: Iterable[str] = (),
+        restamped: Mapping[str, Stamp] | None = None,
     ) -> None:
-        """Write documents and the manifest between the DIRTY marker's creation and removal."""
+        """Write documents and the manifest between the DIRTY marker's creation and removal.
+        `settled` racy files and `restamped` ones (their new stamps) change no document."""
         settled = set(settled)
-        if settled and not updates and not removed and not clear:
-            files.racy -= settled  # only racy files settled: no document changes
-            self._write_manifest(files)
-            return
         files.racy -= settled
+        now = time.time_ns()
+        for path, stamp in (restamped or {}).items():
+            files.stamps[path] = stamp
+            if stamp[0] + racy_window(stamp[0]) > now:
+                files.racy.add(path)
+            else:
+                files.racy.discard(path)
+        if not updates and not removed and not clear:
+            self._write_manifest(files)  # no document changes
+            return
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
@@ -1030,12 +1056,14 @@ class Index:
             stamps = files.stamps
             changed = [p for p, s in disk.items() if stamps.get(p) != s]
             gone = [p for p in stamps if p not in disk and (within is None or within(p))]
+            restamped = _restamped(files, changed, disk, digest)
+            changed = [p for p in changed if p not in restamped]
             reread, settled = _suspects(files, disk, digest, verify)
             changed.extend(reread)
-            if not changed and not gone and not settled:
+            if not changed and not gone and not settled and not restamped:
                 return Sync()
             updates, skipped = self._load_all(changed, disk, load, digest, None)
-            self._apply(files, updates, gone, settled=settled)
+            self._apply(files, updates, gone, settled=settled, restamped=restamped)
             indexed = sum(1 for _, m, _, _ in updates if m is not None)
             return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
 
