@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -218,19 +219,26 @@ def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
     assert set(cli.CHECK_EXIT) == {s.value for s in ledger.State}
 
 
-def test_help_imports_no_core_module() -> None:
+def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:
+    """Run `memstore ARGS` in a fresh interpreter: what it printed, and which of `modules`
+    it had loaded by the end."""
     code = (
         "import sys\n"
         "from memstore.cli import main\n"
         "try:\n"
-        "    main(['--help'], prog_name='memstore')\n"
+        f"    main({args!r}, prog_name='memstore')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = {'git', 'whoosh', 'mcp', 'yaml', 'frontmatter', 'memstore.store'}\n"
-        "print(sorted(heavy & set(sys.modules)))\n"
+        f"print(sorted(set({sorted(modules)!r}) & set(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    *printed, loaded = done.stdout.strip().splitlines()
+    return "\n".join(printed), ast.literal_eval(loaded)
+
+
+def test_help_imports_no_core_module() -> None:
+    heavy = {"git", "whoosh", "mcp", "yaml", "frontmatter", "memstore.store"}
+    assert loaded_by(["--help"], heavy)[1] == []
 
 
 def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_the_trust_cache(
@@ -238,40 +246,22 @@ def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_the_trust_cac
 ) -> None:
     store.add("seed", type="fact", description="something else")
     search(store, Query("seed"))  # the index exists: the duplicate hint reads its manifest
-    code = (
-        "import sys\n"
-        "from memstore.cli import main\n"
-        "try:\n"
-        f"    main(['--store', {str(store.root)!r}, '--agent', 'bob', 'add', 'port',\n"
-        "          '--type', 'fact', '-d', 'The API listens on 8080', '--tags', 'api,net'],\n"
-        "         prog_name='memstore')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = {'yaml', 'frontmatter', 'logging', 'memstore.trust', 'tempfile', 'ctypes'}\n"
-        "print(sorted(heavy & set(sys.modules)))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "added fact/port [draft]" in done.stdout
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    args = ["--store", str(store.root), "--agent", "bob", "add", "port", "--type", "fact"]
+    args += ["-d", "The API listens on 8080", "--tags", "api,net"]
+    heavy = {"yaml", "frontmatter", "logging", "memstore.trust", "tempfile", "ctypes"}
+    printed, loaded = loaded_by(args, heavy)
+    assert "added fact/port [draft]" in printed
+    assert loaded == []
     assert store.read("port").memory.tags == ("api", "net")
 
 
 def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Store) -> None:
     store.add("port", type="fact", description="The API listens on 8080", body="b")
-    code = (
-        "import sys\n"
-        "from memstore.cli import main\n"
-        "try:\n"
-        f"    main(['--store', {str(store.root)!r}, 'search', 'port'], prog_name='memstore')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = {'memstore.secrets', 'detect_secrets', 'memstore.signing', 'urllib.request',\n"
-        "         'http.client', 'mcp', 'whoosh.lang.morph_en'}\n"
-        "print(sorted(heavy & set(sys.modules)))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "port" in done.stdout
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    heavy = {"memstore.secrets", "detect_secrets", "memstore.signing", "urllib.request"}
+    heavy |= {"http.client", "mcp", "whoosh.lang.morph_en"}
+    printed, loaded = loaded_by(["--store", str(store.root), "search", "port"], heavy)
+    assert "port" in printed
+    assert loaded == []
 
 
 def test_serve_started_at_a_terminal_says_what_it_waits_for(store: Store) -> None:
