@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -198,6 +199,8 @@ class Store:
         self._git_name: str | None = None
         self._written: list[str] = []
         self._wrote: dict[str, tuple[int, int, int] | None] = {}
+        self._writing: Counter[str] = Counter()
+        """Memory files a write of this process is changing now (see `note_writing`)."""
         self._written_lock = threading.Lock()
         self.signed = False
         """Whether the store requires signed commits (then the history verifies each one)."""
@@ -488,6 +491,21 @@ class Store:
         """
         return transaction.locked(self)
 
+    def note_writing(self, rels: Iterable[str]) -> None:
+        """Mark memory files (store-relative) a write of this process is about to change,
+        until `end_writing`: a watcher's event for them meanwhile is this process's own. A
+        write's files change before its commit lands; a watcher that saw them then would index
+        them again, in its own thread, beside the writes that follow."""
+        with self._written_lock:
+            self._writing.update(rels)
+
+    def end_writing(self, rels: Iterable[str]) -> None:
+        """End `note_writing`'s mark (the write landed, and `note_written` was told, or it
+        failed and put the files back)."""
+        with self._written_lock:
+            self._writing.subtract(rels)
+            self._writing = +self._writing  # only the marks still held
+
     def note_written(self, rels: Iterable[str]) -> None:
         """Remember memory files this process wrote (store-relative), for the search index,
         with the stamp each has now."""
@@ -499,9 +517,11 @@ class Store:
                     del self._wrote[next(iter(self._wrote))]
 
     def wrote(self, rel: str) -> bool:
-        """Whether the file at `rel` is as this process last wrote it (a watcher's event for
-        it is this process's own write)."""
+        """Whether the file at `rel` is being written by this process or is as this process
+        last wrote it (a watcher's event for it is this process's own write)."""
         with self._written_lock:
+            if self._writing[rel] > 0:
+                return True
             seen = self._wrote.get(rel)
         return seen is not None and seen == _stamp(self.root / rel)
 

@@ -85,6 +85,8 @@ class Site(Protocol):
     @property
     def signer(self) -> history.Signer | None: ...
 
+    def note_writing(self, rels: Iterable[str]) -> None: ...
+    def end_writing(self, rels: Iterable[str]) -> None: ...
     def note_written(self, rels: Iterable[str]) -> None: ...
 
 
@@ -316,6 +318,23 @@ def _apply(
     refuse_uncommitted(site, [c.path for c in changes if strict or not isinstance(c, Append)])
     record = {"message": message, "actor": actor, "files": entries}
     _write_journal(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
+    memories = [str(e["path"]) for e in entries if str(e["path"]).endswith(".md")]
+    site.note_writing(memories)
+    try:
+        return _write_and_finish(site, changes, entries, olds, memories, finish)
+    finally:
+        site.end_writing(memories)
+
+
+def _write_and_finish(
+    site: Site,
+    changes: Sequence[Write | Append | Remove],
+    entries: list[dict[str, Any]],
+    olds: list[bytes | None],
+    memories: list[str],
+    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+) -> str | None:
+    """`_apply`'s writes and `finish`, journaled already; undo on failure."""
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
@@ -338,7 +357,7 @@ def _apply(
         _clear(site)
         raise
     _clear(site)
-    site.note_written(e["path"] for e in entries if str(e["path"]).endswith(".md"))
+    site.note_written(memories)
     return sha
 
 

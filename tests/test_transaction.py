@@ -226,6 +226,12 @@ class HandSaving:
             self._save("renamed")
         return self.store.repo
 
+    def note_writing(self, rels: Iterable[str]) -> None:
+        self.store.note_writing(rels)
+
+    def end_writing(self, rels: Iterable[str]) -> None:
+        self.store.end_writing(rels)
+
     def note_written(self, rels: Iterable[str]) -> None:
         self.store.note_written(rels)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from test_index import names, same_size_same_mtime_edit, write_memory
 from watchfiles import Change
 
-from memstore import index
+from memstore import history, index
+from memstore.errors import GitError
 from memstore.store import Store
 from memstore.watch import Watcher, memory_files, relevant
 
@@ -74,6 +77,49 @@ def test_the_watcher_leaves_the_servers_own_writes_to_its_next_search(store: Sto
         edit_in_place(path, "size is 20", "size is pgbouncer")  # a hand edit still counts
         assert watcher.wait(lambda: watcher.catch_ups == before + 1, timeout=5)
         assert names(store, "pgbouncer") == ["pool-size"]
+
+
+def test_a_write_whose_commit_is_slow_is_still_the_servers_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The files change before the commit lands: a watcher that saw them then (a commit slower
+    # than its debounce, on a busy machine) indexed them in its own thread, a Whoosh commit
+    # beside the writes that follow.
+    write_memory(store, "pool-size", "Database pool size is 20")
+    real = history.commit_files
+
+    def slow_commit(*args: Any, **kwargs: Any) -> str | None:
+        time.sleep(Watcher(store).debounce_ms / 1000 * 3)
+        return real(*args, **kwargs)
+
+    with Watcher(store) as watcher:
+        before = watcher.catch_ups
+        monkeypatch.setattr(history, "commit_files", slow_commit)
+        store.add("cache-ttl", type="fact", description="Cache entries live 24 hours")
+        assert watcher.wait(lambda: watcher.own_writes_seen >= 1, timeout=5)
+        assert watcher.catch_ups == before
+        assert names(store, "cache") == ["cache-ttl"]
+
+
+def test_a_failed_write_leaves_its_files_to_the_watcher_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add("pool-size", type="fact", description="Database pool size is 20")
+    path = store.root / "fact" / "pool-size.md"
+    assert names(store, "pool") == ["pool-size"]
+
+    def failing_commit(*args: Any, **kwargs: Any) -> str | None:
+        raise GitError("the commit failed")
+
+    with Watcher(store) as watcher:
+        monkeypatch.setattr(history, "commit_files", failing_commit)
+        with pytest.raises(GitError):
+            store.edit("pool-size", description="Database pool size is 40")
+        monkeypatch.undo()
+        before = watcher.catch_ups
+        edit_in_place(path, "size is 20", "size is pgbouncer")
+        assert watcher.wait(lambda: watcher.catch_ups > before, timeout=5)
+        assert watcher.wait(lambda: names(store, "pgbouncer") == ["pool-size"], timeout=5)
 
 
 def test_record_files_at_the_root_are_not_memories(tmp_path: Path) -> None:
