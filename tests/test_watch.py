@@ -164,3 +164,38 @@ def test_an_edit_that_keeps_the_size_and_mtime_is_found_while_the_watcher_runs(
     with Watcher(store) as watcher:
         same_size_same_mtime_edit(path, "size is 20", "size is 30")
         assert watcher.wait(lambda: names(store, "30") == ["pool-size"], timeout=10)
+
+
+def test_of_two_servers_watchers_one_indexes_and_the_other_takes_over_when_it_stops(
+    store: Store,
+) -> None:
+    # Each server of a store runs a watcher, and each sees every change: eight of them all
+    # indexing the same changes spent a fifth of the servers' CPU on the same Whoosh commits.
+    path = write_memory(store, "pool-size", "Database pool size is 20")
+    other = Store(store.root, agent="bob")
+    first = Watcher(store).start()
+    second = Watcher(other).start()
+    try:
+        assert (first.leading, second.leading) == (True, False)
+        before = (first.catch_ups, second.catch_ups)
+        edit_in_place(path, "size is 20", "size is pgbouncer")
+        assert first.wait(lambda: first.catch_ups == before[0] + 1, timeout=5)
+        assert second.catch_ups == before[1]
+        assert names(other, "pgbouncer") == ["pool-size"]
+
+        first.stop()  # the leader's server ends: the follower leads, and sees what it missed
+        edit_in_place(path, "size is pgbouncer", "size is forty")
+        assert second.wait(lambda: second.leading and names(other, "forty") == ["pool-size"], 5)
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_a_followed_leader_indexes_its_own_servers_writes_too(store: Store) -> None:
+    # The other servers' duplicate hints read the shared index as the leader keeps it.
+    other = Store(store.root, agent="bob")
+    with Watcher(store) as leader, Watcher(other):
+        before = leader.catch_ups
+        store.add("cache-ttl", type="fact", description="Cache entries live 24 hours")
+        assert leader.wait(lambda: leader.catch_ups == before + 1, timeout=5)
+        assert leader.own_writes_seen == 0
