@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,11 +14,12 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
-from memstore import handshake
+from memstore import handshake, watch
 from memstore.cli import main
 from memstore.store import Store
 from tests.conftest import git
 from tests.mcp_client import serve, text
+from tests.test_watch import edit_in_place
 
 pytestmark = pytest.mark.anyio
 
@@ -280,3 +283,70 @@ def test_the_wire_hands_on_whole_lines_however_the_bytes_arrive() -> None:
         handed += whole
     assert handed == text[: text.rindex(b"\n") + 1]
     assert lines.take() == b"{partial" and lines.take() == b""
+
+
+def _held(lock: Path) -> bool:
+    """Whether another process holds the flock of `lock`."""
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+async def _recall_finds(client: Client, query: str, name: str, within: float) -> bool:
+    with anyio.move_on_after(within):
+        while True:
+            found = await client.call_tool("memory_recall", {"query": query})
+            if f"{name} ·" in text(found):
+                return True
+            await anyio.sleep(0.2)
+    return False
+
+
+async def test_a_hand_edit_is_found_after_the_indexing_server_is_killed(tmp_path: Path) -> None:
+    # Of several servers on one store, one watcher indexes for all; when its server dies
+    # (SIGKILL: no clean-up), another takes over and still sees an in-place hand edit.
+    root = tmp_path / "memory"
+    store = Store.init(root, agent="setup")
+    store.add("pool-size", type="fact", description="Database pool size is 20")
+    path = root / "fact" / "pool-size.md"
+    env = {
+        **os.environ,
+        "MEMSTORE_AGENT": "agent-a",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    leader = subprocess.Popen(
+        [sys.executable, "-m", "memstore", "--store", str(root), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        with anyio.fail_after(30):
+            while not _held(root / ".memstore" / watch.LEADER_LOCK):
+                assert leader.poll() is None, "the first server ended"
+                await anyio.sleep(0.05)
+        async with serve(root, "agent-b") as follower:
+            await follower.call_tool("memory_recall", {"query": "pool"})
+            await anyio.sleep(1)  # its watcher in place: only a watcher sees an in-place edit
+            edit_in_place(path, "size is 20", "size is pgbouncer")
+            assert await _recall_finds(follower, "pgbouncer", "pool-size", within=10)
+
+            leader.kill()
+            leader.wait(10)
+            edit_in_place(path, "size is pgbouncer", "size is odyssey")
+            assert await _recall_finds(follower, "odyssey", "pool-size", within=10)
+    finally:
+        leader.kill()
+        leader.wait(10)
+        if leader.stdin is not None:
+            leader.stdin.close()
