@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from memstore import history, trust, when
+from memstore import gitlog, history, trust, when
 from memstore.errors import InvalidMemory, StoreLocked
 from memstore.files import version_of
 from memstore.index import Hit, Index, Loader, Query, Stamp
@@ -65,7 +65,7 @@ def search(store: Store, query: Query, as_of: str, now: datetime | None = None) 
     # a moment is searched by the words alone, without pseudo-relevance feedback.
     query = since_read(replace(query, feedback=False))
     query.check(store.types)
-    found = history.commit_at(store.repo, at)
+    found = gitlog.commit_at(store.repo, at)
     if found is None:
         return AsOf(at, None, None, ())
     commit, committed = found
@@ -96,7 +96,7 @@ def _verdicts(
     """What the history up to `commit` supports, and whether it was read from beside that
     commit's index (else replayed: `_keep` it there once the index is built)."""
     file = store.cache / FOLDER / commit / trust.CACHE_FILE
-    found = trust.load(file, store.trust.signers is not None, history.shallow_commits(store.repo))
+    found = trust.load(file, store.trust.signers is not None, gitlog.shallow_commits(store.repo))
     if found is not None and found.head == commit:
         return found, True
     return trust.full(store.repo, store.root, store.trust.signers, commit, parsed), False
@@ -108,7 +108,7 @@ def _keep(store: Store, commit: str, verdicts: trust.Trust) -> None:
     with _held(store.cache):
         if file.parent.is_dir():  # pruned meanwhile: nothing to keep it beside
             signed = store.trust.signers is not None
-            trust.save(file, verdicts, signed, history.shallow_commits(store.repo))
+            trust.save(file, verdicts, signed, gitlog.shallow_commits(store.repo))
 
 
 def _shown(hit: Hit, verdicts: trust.Trust, path: str, blob: str | None) -> Hit:
@@ -132,7 +132,7 @@ def _index_of(
     memories by blob, shared with the history's replay)."""
     folder = store.cache / FOLDER
     where = folder / commit
-    blobs = history.tree_files(store.repo, commit, store.root)
+    blobs = gitlog.tree_files(store.repo, commit, store.root)
     # Built only under `_held`, which the index's own writes need not take again.
     # Feedback is refused as of a moment: its term vectors would cost a tenth of the build.
     index = Index(where / "index", nullcontext, vectors=False)

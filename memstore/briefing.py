@@ -13,10 +13,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memstore import actions, history, ledger, ledger_io, session, stats, steward, when, workflow
+from memstore import (
+    actions,
+    gitlog,
+    history,
+    ledger,
+    ledger_io,
+    session,
+    stats,
+    steward,
+    when,
+    workflow,
+)
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.files import atomic_write
-from memstore.history import Change, FileChange
+from memstore.gitlog import Change, FileChange
 from memstore.index import Hit
 from memstore.memory import Memory, now
 from memstore.render_text import (
@@ -396,11 +407,11 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
         else:
             since_date = FIRST_SESSION_SINCE
     try:
-        found = history.changes(
+        found = gitlog.changes(
             store.repo, store.root, since_commit=since_commit, since_date=since_date
         )
     except MemstoreError:
-        found = history.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
+        found = gitlog.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
     prefix = history.repo_path(store.repo, store.root)
     prefix = "" if prefix == "." else prefix
     groups: dict[str, _Group] = {}

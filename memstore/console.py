@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from memstore import history, ledger, ledger_io, lint, search
+from memstore import gitlog, history, ledger, ledger_io, lint, search
 from memstore.errors import MemoryNotFound, MemstoreError
 from memstore.index import Sync
 from memstore.memory import RULE_TYPES, Memory, now
@@ -116,7 +116,7 @@ def diff_lines(old: bytes | None, new: bytes | None) -> tuple[tuple[str, str], .
 def changes(store: Store, path: Path, limit: int = HISTORY_MAX) -> list[Change]:
     """The commits that changed `path`, newest first, each with its diff (`git log -p`)."""
     found: list[Change] = []
-    for rev in history.log(store.repo, path, limit=limit):
+    for rev in gitlog.log(store.repo, path, limit=limit):
         parents = history.parents(store.repo, rev.commit)
         old = history.blob(store.repo, parents[0], path) if parents else None
         new = history.blob(store.repo, rev.commit, path)

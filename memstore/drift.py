@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memstore import history
+from memstore import gitlog, history
 from memstore.errors import GitError, InvalidMemory
 from memstore.files import atomic_write
 from memstore.memory import Memory, check_files
@@ -198,7 +198,7 @@ def _newest(repo: history.Repo, specs: Collection[str], revisions: str) -> dict[
     """Each spec's newest change in `revisions`, reading the log only until every spec has one."""
     found: dict[str, Change | None] = dict.fromkeys(specs)
     pending = {s: matcher(s) for s in specs}
-    for commit in history.path_log(repo, list(specs), revisions):
+    for commit in gitlog.path_log(repo, list(specs), revisions):
         for spec, matches in list(pending.items()):
             path = next((p for p in commit.paths if matches(p)), None)
             if path is not None:

@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -34,31 +34,10 @@ def _log() -> logging.Logger:
     return logging.getLogger(__name__)
 
 
-_SEP = "\x1f"
-_REC = "\x1e"
+SEP = "\x1f"
 
 Signer = Callable[[bytes], bytes]
 """Signs a commit's text and returns the armored signature (see `signing.signer`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """One commit that touched a memory file."""
-
-    commit: str
-    author: str
-    date: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Confirmation:
-    """The latest commit that set a file's status to confirmed, and what it claimed."""
-
-    path: str
-    commit: str
-    author: str
-    confirmed_by: str | None
 
 
 def email_for(identity: str) -> str:
@@ -156,7 +135,7 @@ def _git_user(repo: Repo) -> tuple[str | None, str | None]:
         if seen is not None and seen[0] == stamp:
             return seen[1]
     try:
-        out = _git(repo, "config", "--get-regexp", r"^user\.(name|email)$")
+        out = git(repo, "config", "--get-regexp", r"^user\.(name|email)$")
     except GitError:  # exit 1: neither is set
         out = ""
     found: dict[str, str] = {}
@@ -177,7 +156,7 @@ def hooks_dir(repo: Repo) -> Path:
     Raises:
         GitError: when git fails.
     """
-    return repo.top / _git(repo, "rev-parse", "--git-path", "hooks")
+    return repo.top / git(repo, "rev-parse", "--git-path", "hooks")
 
 
 def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
@@ -188,7 +167,7 @@ def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
     """
     try:
         proc = subprocess.run(
-            ["git", *_PLAIN_PATHS, *args],
+            ["git", *PLAIN_PATHS, *args],
             cwd=cwd,
             capture_output=True,
             env={**os.environ, **(env or {})},
@@ -204,11 +183,16 @@ def _run(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> str:
 
 
 # Paths in git's output as they are (`mémoire/`, not `"m\\303\\251moire/"`); the few characters
-# git still quotes (a quote, a backslash, a control character) are unquoted by `_diff_path`.
-_PLAIN_PATHS = ("-c", "core.quotePath=false")
+# git still quotes (a quote, a backslash, a control character) are unquoted by `gitlog`.
+PLAIN_PATHS = ("-c", "core.quotePath=false")
 
 
-def _git(repo: Repo, *args: str, env: dict[str, str] | None = None) -> str:
+def git(repo: Repo, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in the repository's top folder and return its output (see `_run`).
+
+    Raises:
+        GitError: with git's message when it fails.
+    """
     return _run(repo.top, list(args), env)
 
 
@@ -230,7 +214,7 @@ _rel = repo_path
 
 def changed_paths(repo: Repo, under: Path) -> set[str]:
     """Paths under `under` (relative to the repository) that differ from HEAD or are untracked."""
-    out = _git(
+    out = git(
         repo,
         "status",
         "--porcelain=v1",
@@ -277,7 +261,7 @@ def staged(repo: Repo, under: Path) -> list[Staged]:
     Raises:
         GitError: when git fails.
     """
-    out = _git(repo, "ls-files", "--stage", "-z", "--", _rel(repo, under) or ".", env=_READ_ONLY)
+    out = git(repo, "ls-files", "--stage", "-z", "--", _rel(repo, under) or ".", env=_READ_ONLY)
     entries: list[tuple[str, str, str, int]] = []
     for record in out.split("\0"):
         meta, tab, path = record.partition("\t")
@@ -393,7 +377,7 @@ def commit_files(
     _sync_index(repo, blobs, deadline, keep)
     while True:
         parent = head(repo)
-        base = _commit_tree(repo, parent) if parent else None
+        base = commit_tree(repo, parent) if parent else None
         tree = _tree_with(repo, base, {tuple(rel.split("/")): sha for rel, sha in blobs.items()})
         if tree == base:
             if parent is not None:
@@ -423,7 +407,7 @@ def _signed(payload: bytes, signature: bytes) -> bytes:
 
 _ZERO = "0" * 40
 _FILE_MODE = b"100644"
-_TREE_MODE = b"40000"
+TREE_MODE = b"40000"
 # One reader at a time of the tree cache and of each repository's cat-file pipe.
 _objects_lock = threading.RLock()
 
@@ -487,7 +471,7 @@ def _write_object(repo: Repo, kind: bytes, data: bytes) -> str:
 _object_names = itertools.count()
 
 
-def _read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
+def read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
     """An object's type and content. A loose object (every one memstore writes) is read
     in-process; a packed one through one long-running `git cat-file --batch` per repository.
 
@@ -542,16 +526,17 @@ class _Batch:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
-            weakref.finalize(self.repo, _stop, self.proc)
+            weakref.finalize(self.repo, stop, self.proc)
         return self.proc
 
     def close(self) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            stop(self.proc)
             self.proc = None
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Close a git process's pipes and wait for it to end (killed after 5 s)."""
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
@@ -573,8 +558,9 @@ def _batch(repo: Repo) -> _Batch:
         return found
 
 
-def _commit_tree(repo: Repo, commit_sha: str) -> str:
-    kind, data = _read_object(repo, commit_sha)
+def commit_tree(repo: Repo, commit_sha: str) -> str:
+    """The sha of a commit's tree, read without running git for a loose commit."""
+    kind, data = read_object(repo, commit_sha)
     if kind != "commit" or not data.startswith(b"tree "):
         raise GitError(f"{commit_sha} is not a commit")
     return data[5:45].decode("ascii")
@@ -582,7 +568,7 @@ def _commit_tree(repo: Repo, commit_sha: str) -> str:
 
 def parents(repo: Repo, commit_sha: str) -> list[str]:
     """The parents of a commit, read without running git for a loose commit."""
-    kind, data = _read_object(repo, commit_sha)
+    kind, data = read_object(repo, commit_sha)
     if kind != "commit":
         raise GitError(f"{commit_sha} is not a commit")
     found: list[str] = []
@@ -601,14 +587,15 @@ _trees: dict[str, TreeEntries] = {}
 _TREES_KEPT = 8
 
 
-def _tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:
+def tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:
+    """A tree's entries (a copy: the caller may change it); none for None."""
     if tree_sha is None:
         return {}
     with _objects_lock:
         cached = _trees.get(tree_sha)
     if cached is not None:
         return dict(cached)
-    kind, data = _read_object(repo, tree_sha)
+    kind, data = read_object(repo, tree_sha)
     if kind != "tree":
         raise GitError(f"{tree_sha} is not a tree")
     entries: TreeEntries = {}
@@ -633,7 +620,7 @@ def _tree_with(
     repo: Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
 ) -> str | None:
     """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
-    entries = _tree_entries(repo, base)
+    entries = tree_entries(repo, base)
     below: dict[bytes, dict[tuple[str, ...], str | None]] = {}
     for parts, sha in changes.items():
         name = parts[0].encode("utf-8")
@@ -645,17 +632,17 @@ def _tree_with(
         else:
             below.setdefault(name, {})[parts[1:]] = sha
     for name, inner in below.items():
-        mode, binsha = entries.get(name, (_TREE_MODE, b""))
-        old = binsha.hex() if binsha and mode == _TREE_MODE else None
+        mode, binsha = entries.get(name, (TREE_MODE, b""))
+        old = binsha.hex() if binsha and mode == TREE_MODE else None
         sub = _tree_with(repo, old, inner)
         if sub is None:
             entries.pop(name, None)
         else:
-            entries[name] = (_TREE_MODE, bytes.fromhex(sub))
+            entries[name] = (TREE_MODE, bytes.fromhex(sub))
     if not entries:
         return None
     # git sorts a tree's entries by name, a folder's name as if it ended with "/".
-    ordered = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == _TREE_MODE else n)
+    ordered = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == TREE_MODE else n)
     data = b"".join(b"%s %s\0%s" % (entries[n][0], n, entries[n][1]) for n in ordered)
     sha = _write_object(repo, b"tree", data)
     _remember(sha, entries)
@@ -993,7 +980,7 @@ class _Swapper:
                 env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
                 start_new_session=True,
             )
-            weakref.finalize(self.repo, _stop, self.proc)
+            weakref.finalize(self.repo, stop, self.proc)
         return self.proc
 
     def _ended(self) -> tuple[int, str]:
@@ -1008,7 +995,7 @@ class _Swapper:
                 err = proc.stderr.read()
         except OSError:
             pass
-        _stop(proc)
+        stop(proc)
         return proc.returncode or 1, err.decode("utf-8", "replace").strip()
 
 
@@ -1121,7 +1108,7 @@ def _staged(index: bytes, rel: str) -> str | None | EllipsisType:
 
 
 def _status_dirty(repo: Repo, rel: str) -> bool:
-    out = _git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--", rel, env=_READ_ONLY)
+    out = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--", rel, env=_READ_ONLY)
     return bool(out.strip())
 
 
@@ -1130,16 +1117,16 @@ def _hash_blob(data: bytes) -> str:
 
 
 def _blob_sha(repo: Repo, commit_sha: str, rel: str) -> str | None:
-    tree: str | None = _commit_tree(repo, commit_sha)
+    tree: str | None = commit_tree(repo, commit_sha)
     parts = rel.split("/")
     for i, name in enumerate(parts):
-        entry = _tree_entries(repo, tree).get(name.encode("utf-8"))
+        entry = tree_entries(repo, tree).get(name.encode("utf-8"))
         if entry is None:
             return None
         mode, binsha = entry
         if i == len(parts) - 1:
-            return binsha.hex() if mode != _TREE_MODE else None
-        if mode != _TREE_MODE:
+            return binsha.hex() if mode != TREE_MODE else None
+        if mode != TREE_MODE:
             return None
         tree = binsha.hex()
     return None
@@ -1172,7 +1159,7 @@ def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
             raise GitError(f"not a commit id: {commit_sha!r}")
         try:
-            commit_sha = _git(
+            commit_sha = git(
                 repo, "rev-parse", "--verify", "--quiet", f"{commit_sha}^{{commit}}"
             ).strip()
         except GitError:
@@ -1180,7 +1167,7 @@ def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:
     sha = _blob_sha(repo, commit_sha.lower(), repo_path(repo, path))
     if sha is None:
         return None
-    kind, data = _read_object(repo, sha)
+    kind, data = read_object(repo, sha)
     return data if kind == "blob" else None
 
 
@@ -1190,324 +1177,13 @@ _LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)'")
 LOCK_POLL = 0.02
 
 
-def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
-    """The commits that touched `path`, newest first, following renames."""
-    args = ["--follow", f"--format=%H{_SEP}%an{_SEP}%aI{_SEP}%B{_REC}"]
-    if limit is not None:
-        args.append(f"-n{limit}")
-    try:
-        out = _git(repo, "log", *args, "--", _rel(repo, path))
-    except GitError as e:
-        if "does not have any commits" in str(e):
-            return []
-        raise
-    revisions: list[Revision] = []
-    for record in out.split(_REC):
-        record = record.strip("\n")
-        if not record:
-            continue
-        sha, author, when, message = record.split(_SEP, 3)
-        revisions.append(Revision(sha, author, when, message.strip()))
-    return revisions
-
-
-def show(repo: Repo, commit_sha: str, path: Path) -> str | None:
-    """The content of `path` at `commit_sha`, or None if it did not exist there."""
-    if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
-        raise GitError(f"not a commit id: {commit_sha!r}")
-    try:
-        return _git(repo, "show", f"{commit_sha}:{_rel(repo, path)}")
-    except GitError:
-        return None
-
-
-def confirmations(repo: Repo, store: Path) -> dict[str, Confirmation]:
-    """For each file under `store`, the latest commit whose diff set `status: confirmed`.
-
-    Keys are paths relative to the repository root. One `git log -p` over the store.
-    """
-    try:
-        rel = _rel(repo, store)
-        out = _git(
-            repo,
-            "log",
-            "--no-renames",
-            "--format=" + _REC + "%H" + _SEP + "%an",
-            "-p",
-            "--unified=0",
-            "--",
-            rel or ".",
-        )
-    except GitError as e:
-        if "does not have any commits" in str(e):
-            return {}
-        raise
-    found: dict[str, Confirmation] = {}
-    for chunk in out.split(_REC):
-        header, _, diff = str(chunk).partition("\n")
-        sha, _, author = header.partition(_SEP)
-        # Each file's section starts at "diff --git"; git log lists newest first, so the first
-        # confirmation seen for a file is its latest.
-        sections: list[str] = diff.split("\ndiff --git ")[1:] if diff else []
-        for section in sections:
-            lines = section.splitlines()
-            target = _diff_path(lines, "+++ ", "b/")
-            if target is None or target in found or "+status: confirmed" not in lines:
-                continue
-            claims = [x.split(":", 1)[1] for x in lines if x.startswith("+confirmed_by:")]
-            claimed = claims[0].strip().strip("'\"") if claims else None
-            found[target] = Confirmation(target, sha, author, claimed)
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class PathChange:
-    """One file a commit changed: its blob in each parent (None where absent) and after."""
-
-    path: str
-    """Relative to the repository's top folder."""
-    before: tuple[str | None, ...]
-    after: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class StoreCommit:
-    """A commit that changed files under the store, with who it names and what it changed.
-
-    A merge lists only the files whose result differs from every parent: what the merge
-    itself wrote (a conflict resolution); a version taken whole from one side is that side's.
-    """
-
-    sha: str
-    parents: tuple[str, ...]
-    author: str
-    committer: str
-    changes: tuple[PathChange, ...]
-    time: int = 0
-    """When it was committed (Unix seconds); 0 when not read (`linear_commits`)."""
-    message: str = ""
-    """Its whole message; empty when not read (`linear_commits`)."""
-
-
-_NULL_SHA = re.compile(r"0+")
-
-
-def store_commits(
-    repo: Repo, store: Path, since: str | None = None, until: str | None = None
-) -> list[StoreCommit]:
-    """The commits that changed files under `store`, oldest first (parents before children),
-    after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
-    commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted.
-
-    Raises:
-        GitError: when git fails (e.g. `since` is not in this history).
-    """
-    end = until or head(repo)
-    if end is None:
-        return []
-    rel = _rel(repo, store) if store.absolute() != repo.top else ""
-    span = f"{since}..{end}" if since else end
-    out = _git(
-        repo,
-        "-c",
-        "core.quotePath=false",
-        "log",
-        "--reverse",
-        "--topo-order",
-        "-c",
-        "--raw",
-        "-z",
-        "--no-renames",
-        "--no-abbrev",
-        "--no-ext-diff",
-        "--format=%x1e%H%x00%P%x00%an%x00%cn%x00%ct%x00%B%x00",
-        span,
-        "--",
-        rel or ".",
-    )
-    commits: list[StoreCommit] = []
-    for chunk in out.split("\x1e")[1:]:
-        fields = chunk.split("\0")
-        if len(fields) < 4:
-            continue
-        if len(fields) < 6:
-            continue
-        sha, parents, author, committer, when, message = fields[:6]
-        changes: list[PathChange] = []
-        tokens = iter(fields[6:])
-        for token in tokens:
-            meta = token.strip()
-            if not meta.startswith(":"):
-                continue
-            path = next(tokens, "")
-            colons = len(meta) - len(meta.lstrip(":"))
-            parts = meta[colons:].split()
-            blobs = parts[colons + 1 : colons + 1 + colons + 1]
-            if len(blobs) != colons + 1:
-                continue
-            olds = tuple(None if _NULL_SHA.fullmatch(b) else b for b in blobs[:-1])
-            after = None if _NULL_SHA.fullmatch(blobs[-1]) else blobs[-1]
-            changes.append(PathChange(path, olds, after))
-        commits.append(
-            StoreCommit(
-                sha,
-                tuple(parents.split()),
-                author,
-                committer,
-                tuple(changes),
-                int(when) if when.isdigit() else 0,
-                message.strip(),
-            )
-        )
-    return commits
-
-
-def commit_at(repo: Repo, moment: str) -> tuple[str, int] | None:
-    """The newest commit on HEAD's first-parent line committed at or before `moment` (a UTC
-    time, `2026-11-01T00:00:00Z`) and when it was committed (Unix seconds); None when that
-    history starts later (or there is no commit).
-
-    Raises:
-        GitError: when git fails.
-    """
-    if head(repo) is None:
-        return None
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", moment):
-        raise GitError(f"not a UTC time: {moment!r}")
-    out = _git(repo, "log", "-1", "--first-parent", f"--before={moment}", "--format=%H %ct", "HEAD")
-    sha, _, when = out.strip().partition(" ")
-    return (sha, int(when)) if sha and when.isdigit() else None
-
-
-def tree_files(repo: Repo, commit_sha: str, store: Path) -> dict[str, str]:
-    """The memory files (`<type>/<name>.md`, relative to `store`) in commit `commit_sha`'s
-    tree, each with its blob sha. One `git ls-tree`.
-
-    Raises:
-        GitError: when git fails (e.g. no such commit).
-    """
-    if not re.fullmatch(r"[0-9a-f]{40}", commit_sha):
-        raise GitError(f"not a commit id: {commit_sha!r}")
-    rel = _rel(repo, store) if store.absolute() != repo.top else ""
-    prefix = f"{rel}/" if rel else ""
-    args = ["ls-tree", "-r", "-z", "--full-tree", commit_sha]
-    out = _git(repo, *args, *(["--", rel] if rel else []))
-    found: dict[str, str] = {}
-    for entry in out.split("\0"):
-        meta, _, path = entry.partition("\t")
-        parts = meta.split()
-        if len(parts) != 3 or parts[1] != "blob" or not path.startswith(prefix):
-            continue
-        inner = path[len(prefix) :]
-        folder, _, name = inner.partition("/")
-        if folder and not folder.startswith(".") and name.endswith(".md") and "/" not in name:
-            if not name.startswith("."):
-                found[inner] = parts[2]
-    return found
-
-
-_PERSON = re.compile(rb"^(author|committer) (.*) <[^>]*> \d+ [+-]\d{4}$")
-
-
-def linear_commits(
-    repo: Repo, store: Path, since: str, until: str, limit: int = 64
-) -> list[StoreCommit] | None:
-    """The commits after `since` up to `until` that changed files under `store`, oldest
-    first, read in-process (no git runs) when they form a chain of single-parent commits no
-    longer than `limit`; None otherwise (a merge, a rewritten history, a longer chain), and
-    the caller asks `store_commits`.
-
-    Only files directly in the store's folders (`<folder>/<file>`) are compared: memory files.
-    """
-    prefix = _rel(repo, store) if store.absolute() != repo.top else ""
-    parts = [p for p in prefix.split("/") if p]
-    chain: list[tuple[str, str, str, str, str]] = []
-    sha = until
-    try:
-        while sha != since:
-            if len(chain) >= limit:
-                return None
-            kind, data = _read_object(repo, sha)
-            if kind != "commit":
-                return None
-            head_text, _, _ = data.partition(b"\n\n")
-            tree, parents, names = "", list[str](), {b"author": "", b"committer": ""}
-            for line in head_text.split(b"\n"):
-                if line.startswith(b"tree "):
-                    tree = line[5:].decode("ascii")
-                elif line.startswith(b"parent "):
-                    parents.append(line[7:].decode("ascii"))
-                else:
-                    match = _PERSON.match(line)
-                    if match is not None:
-                        names[match.group(1)] = match.group(2).decode("utf-8", "replace")
-            if len(parents) != 1:
-                return None
-            chain.append((sha, tree, parents[0], names[b"author"], names[b"committer"]))
-            sha = parents[0]
-        found: list[StoreCommit] = []
-        for sha, tree, parent, author, committer in reversed(chain):
-            old = _subtree(repo, _commit_tree(repo, parent), parts)
-            new = _subtree(repo, tree, parts)
-            changes = _folder_changes(repo, old, new, prefix)
-            if changes:
-                found.append(StoreCommit(sha, (parent,), author, committer, tuple(changes)))
-        return found
-    except (GitError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def _subtree(repo: Repo, tree: str | None, parts: list[str]) -> str | None:
-    for name in parts:
-        if tree is None:
-            return None
-        entry = _tree_entries(repo, tree).get(name.encode("utf-8"))
-        if entry is None or entry[0] != _TREE_MODE:
-            return None
-        tree = entry[1].hex()
-    return tree
-
-
-def _folder_changes(repo: Repo, old: str | None, new: str | None, prefix: str) -> list[PathChange]:
-    """The files directly inside the type folders of two store trees that differ."""
-    if old == new:
-        return []
-    before = _tree_entries(repo, old) if old else {}
-    after = _tree_entries(repo, new) if new else {}
-    changes: list[PathChange] = []
-    lead = f"{prefix}/" if prefix else ""
-    for folder in sorted(set(before) | set(after)):
-        a, b = before.get(folder), after.get(folder)
-        if a == b:
-            continue
-        files_a = _tree_entries(repo, a[1].hex()) if a and a[0] == _TREE_MODE else {}
-        files_b = _tree_entries(repo, b[1].hex()) if b and b[0] == _TREE_MODE else {}
-        for name in sorted(set(files_a) | set(files_b)):
-            x, y = files_a.get(name), files_b.get(name)
-            old_blob = x[1].hex() if x and x[0] != _TREE_MODE else None
-            new_blob = y[1].hex() if y and y[0] != _TREE_MODE else None
-            if old_blob != new_blob:
-                path = f"{lead}{folder.decode('utf-8')}/{name.decode('utf-8')}"
-                changes.append(PathChange(path, (old_blob,), new_blob))
-    return changes
-
-
-def shallow_commits(repo: Repo) -> frozenset[str]:
-    """The commits whose parents a shallow clone left out (git's `shallow` file), if any."""
-    try:
-        text = (repo.common_dir / "shallow").read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return frozenset()
-    return frozenset(line.strip() for line in text.splitlines() if line.strip())
-
-
 def read_blob(repo: Repo, sha: str) -> bytes:
     """A blob's bytes, read in-process when loose, else through the long-running cat-file.
 
     Raises:
         GitError: when there is no such blob.
     """
-    kind, data = _read_object(repo, sha)
+    kind, data = read_object(repo, sha)
     if kind != "blob":
         raise GitError(f"{sha} is a {kind}, not a blob")
     return data
@@ -1516,28 +1192,6 @@ def read_blob(repo: Repo, sha: str) -> bytes:
 def blob_sha(data: bytes) -> str:
     """The sha git gives a blob of `data`."""
     return _hash_blob(data)
-
-
-@dataclass(frozen=True, slots=True)
-class FileChange:
-    """What one commit did to one file under the store: `added`, `confirmed`, `deprecated`,
-    `restored`, `edited` or `deleted` for a memory; `appended` for a JSONL record file."""
-
-    path: str
-    kind: str
-    added_lines: tuple[str, ...] = ()
-    """For a `.jsonl` file, the lines the commit appended."""
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One commit under the store and what it did to each file."""
-
-    commit: str
-    author: str
-    date: str
-    subject: str
-    files: tuple[FileChange, ...]
 
 
 def head(repo: Repo) -> str | None:
@@ -1573,207 +1227,21 @@ def _packed_ref(repo: Repo, ref: str) -> str | None:
     return None
 
 
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-
-
-def _diff_path(lines: list[str], marker: str, side: str) -> str | None:
-    """The path on a diff's `--- a/…` or `+++ b/…` line, unquoted; None for /dev/null.
-
-    git ends a name holding a space with a tab, and quotes one holding a quote, a backslash
-    or a control character C-style (`"b/a\\tb"`, octal escapes for bytes).
-    """
-    line = next((x for x in lines if x.startswith(marker)), None)
-    if line is None:
-        return None
-    name = line[len(marker) :]
-    if name.endswith("\t"):
-        name = name[:-1]
-    if len(name) > 1 and name.startswith('"') and name.endswith('"'):
-        name = _unquote(name[1:-1])
-    return name[len(side) :] if name.startswith(side) else None
-
-
-def _unquote(quoted: str) -> str:
-    out = bytearray()
-    i = 0
-    while i < len(quoted):
-        c = quoted[i]
-        if c == "\\" and i + 1 < len(quoted):
-            nxt = quoted[i + 1]
-            if nxt in "0123" and re.fullmatch(r"[0-7]{3}", quoted[i + 1 : i + 4]):
-                out.append(int(quoted[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                i += 2
-                continue
-        out.extend(c.encode("utf-8"))
-        i += 1
-    return out.decode("utf-8", "replace")
-
-
-def _file_change(section: str) -> FileChange | None:
-    lines = section.splitlines()
-    target = _diff_path(lines, "+++ ", "b/")
-    gone = _diff_path(lines, "--- ", "a/")
-    if target is None and gone is None:
-        return None
-    path = target or gone or ""
-    added = tuple(x[1:] for x in lines if x.startswith("+") and not x.startswith("+++ "))
-    if path.endswith(".jsonl"):
-        return FileChange(path, "appended", added)
-    if target is None:
-        kind = "deleted"
-    elif any(x.startswith("new file mode") for x in lines):
-        kind = "added"
-    elif "status: confirmed" in added:
-        kind = "confirmed"
-    elif "status: deprecated" in added:
-        kind = "deprecated"
-    elif "status: draft" in added and any(x.startswith("restored_by:") for x in added):
-        kind = "restored"
-    else:
-        kind = "edited"
-    return FileChange(path, kind)
-
-
-def changes(
-    repo: Repo,
-    store: Path,
-    *,
-    since_commit: str | None = None,
-    since_date: str | None = None,
-    limit: int = 200,
-) -> list[Change]:
-    """The commits touching `store` after `since_commit` (or since `since_date`), newest first.
-
-    Paths are relative to the repository root. A `since_commit` that is not an ancestor of HEAD
-    (history rewritten) raises, so the caller can fall back to a date.
-
-    Raises:
-        GitError: when git fails or `since_commit` is unknown.
-    """
-    args = ["--no-renames", f"-n{limit}", "-p", "--unified=0"]
-    args.append("--format=" + _REC + "%H" + _SEP + "%an" + _SEP + "%aI" + _SEP + "%s")
-    if since_date:
-        args.append(f"--since={since_date}")
-    if since_commit:
-        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", since_commit):
-            raise GitError(f"not a commit id: {since_commit!r}")
-        args.append(f"{since_commit}..HEAD")
-    try:
-        out = _git(repo, "log", *args, "--", _rel(repo, store) or ".")
-    except GitError as e:
-        if "does not have any commits" in str(e):
-            return []
-        raise
-    found: list[Change] = []
-    for chunk in out.split(_REC):
-        header, _, diff = str(chunk).partition("\n")
-        if not header.strip():
-            continue
-        sha, author, when, subject = (header.split(_SEP, 3) + ["", "", ""])[:4]
-        sections: list[str] = diff.split("\ndiff --git ")
-        files = tuple(f for f in (_file_change(s) for s in sections) if f is not None)
-        found.append(Change(sha, author, when, subject, files))
-    return found
-
-
 def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     """Whether commit `older` is reachable from commit `newer` (both full shas)."""
     for sha in (older, newer):
         if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
             raise GitError(f"not a full commit id: {sha!r}")
     try:
-        _git(repo, "merge-base", "--is-ancestor", older, newer)
+        git(repo, "merge-base", "--is-ancestor", older, newer)
     except GitError:
         return False
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """Who a commit names: its author and its committer (names, as git records them), and,
-    when the store requires signatures, the identity whose allowed key signed it."""
-
-    sha: str
-    author: str
-    committer: str
-    signer: str | None = None
-    signed: bool = False
-    """Whether signatures are required: then `signer` must name the identity too."""
-
-
-@dataclass(frozen=True, slots=True)
-class Added:
-    """One line a commit added to a file, and that commit."""
-
-    text: str
-    commit: Commit
-
-
-def is_by(commit: Commit, identity: str) -> bool:
-    """Whether `commit` is by `identity`: its author and its committer both name it, and,
-    when signatures are required, that identity's allowed key signed it."""
-    if not (same_identity(commit.author, identity) and same_identity(commit.committer, identity)):
-        return False
-    return not commit.signed or same_identity(commit.signer, identity)
-
-
-def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[Added]:
-    """Every line a commit reachable from `until` (and not from `since`) added to `path`, with
-    that commit, oldest first.
-
-    Every parent of every merge is read (`--full-history`), so a line a merge dropped
-    (`git merge -s ours`, a conflict resolved without it) is still found on its branch. A
-    merge's own lines are those it added against all its parents; a union merge adds none.
-    One `git log -p`; its cost grows with the number of commits times the file's size, so
-    callers pass `since` to read only what is new.
-    """
-    for sha in (until, since):
-        if sha is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
-            raise GitError(f"not a full commit id: {sha!r}")
-    span = f"{since}..{until}" if since else until
-    out = _git(
-        repo,
-        "log",
-        "--reverse",
-        "--full-history",
-        "--no-renames",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-mailmap",
-        "--cc",
-        f"--format={_REC}%H{_SEP}%an{_SEP}%cn",
-        "-p",
-        "--unified=0",
-        span,
-        "--",
-        _rel(repo, path),
-    )
-    lines: list[Added] = []
-    commit = Commit("", "", "")
-    parents = 0  # 0 outside a hunk; else how many columns of +/- a hunk's lines start with
-    for line in out.split("\n"):
-        if line.startswith(_REC):
-            sha, *names = line[1:].split(_SEP)
-            # A name holding the separator cannot be told apart: the commit is by nobody.
-            commit = Commit(sha, names[0], names[1]) if len(names) == 2 else Commit(sha, "", "")
-            parents = 0
-        elif line.startswith("diff --"):
-            parents = 0
-        elif line.startswith("@@"):
-            parents = len(line) - len(line.lstrip("@")) - 1
-        elif parents and line[:parents] == "+" * parents:
-            lines.append(Added(line[parents:], commit))
-    return lines
-
-
 def attribute(repo: Repo, path: Path, name: str) -> str | None:
     """The value git's attributes give `path` for `name` (e.g. `merge`), or None if unset."""
-    out = _git(repo, "check-attr", "-z", name, "--", _rel(repo, path))
+    out = git(repo, "check-attr", "-z", name, "--", _rel(repo, path))
     fields = str(out).split("\0")  # path, attribute, value
     value = fields[2] if len(fields) > 2 else ""
     return None if value in ("unspecified", "unset", "") else value
@@ -1849,7 +1317,7 @@ def fetch_args(remote: str, branch: str) -> list[str]:
 def tracking(repo: Repo, remote: str, branch: str) -> str | None:
     """The sha the remote-tracking ref of `branch` holds, or None."""
     try:
-        return _git(repo, "rev-parse", "--verify", "--quiet", f"refs/remotes/{remote}/{branch}")
+        return git(repo, "rev-parse", "--verify", "--quiet", f"refs/remotes/{remote}/{branch}")
     except GitError:
         return None
 
@@ -1865,7 +1333,7 @@ def push_args(remote: str, sha: str, branch: str) -> list[str]:
 def remote_url(repo: Repo, remote: str) -> str | None:
     """The URL git fetches `remote` from, or None when there is no such remote."""
     try:
-        return _git(repo, "remote", "get-url", "--", remote) or None
+        return git(repo, "remote", "get-url", "--", remote) or None
     except GitError:
         return None
 
@@ -1875,7 +1343,7 @@ def merge_base(repo: Repo, one: str, other: str) -> str | None:
     _check_sha(one)
     _check_sha(other)
     try:
-        return _git(repo, "merge-base", one, other) or None
+        return git(repo, "merge-base", one, other) or None
     except GitError:
         return None
 
@@ -1887,7 +1355,7 @@ def tree_blobs(repo: Repo, commit_sha: str, prefix: str) -> dict[str, str]:
     if prefix:
         args += ["--", prefix.rstrip("/")]
     found: dict[str, str] = {}
-    for entry in _git(repo, *args).split("\0"):
+    for entry in git(repo, *args).split("\0"):
         meta, _, path = entry.partition("\t")
         fields = meta.split()
         if len(fields) == 3 and fields[1] == "blob":
@@ -1899,7 +1367,7 @@ def changed_between(repo: Repo, old: str, new: str) -> list[str]:
     """The paths that differ between two commits' trees."""
     _check_sha(old)
     _check_sha(new)
-    out = _git(repo, "diff", "--name-only", "-z", "--no-renames", old, new)
+    out = git(repo, "diff", "--name-only", "-z", "--no-renames", old, new)
     return [p for p in out.split("\0") if p]
 
 
@@ -1908,8 +1376,8 @@ def last_change(repo: Repo, since: str, until: str, rel: str) -> tuple[str, str]
     _check_sha(since)
     _check_sha(until)
     _check_rel(rel)
-    out = _git(repo, "log", "-1", f"--format=%H{_SEP}%an", f"{since}..{until}", "--", rel)
-    sha, _, author = out.partition(_SEP)
+    out = git(repo, "log", "-1", f"--format=%H{SEP}%an", f"{since}..{until}", "--", rel)
+    sha, _, author = out.partition(SEP)
     return (sha, author) if sha else None
 
 
@@ -1946,7 +1414,7 @@ def build_commit(
         )
         for rel, data in files.items()
     }
-    base = _commit_tree(repo, parents[0]) if parents else None
+    base = commit_tree(repo, parents[0]) if parents else None
     tree = _tree_with(repo, base, blobs) or _write_object(repo, b"tree", b"")
     stamp = _stamp(author, author_email(repo, author))
     body = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
@@ -1981,72 +1449,3 @@ def move_to(
     if blobs:
         _sync_index(repo, blobs, deadline, keep)
     return _move_head(repo, new, old, f"sync: {new[:10]}", deadline)
-
-
-def path_log(repo: Repo, pathspecs: list[str], revisions: str = "HEAD") -> Iterator[PathLog]:
-    """The commits in `revisions` (newest first) that changed files matching `pathspecs`
-    (git glob pathspecs, relative to the repository's top), each with the paths it changed.
-
-    Streams: a caller that stops early stops git.
-
-    Raises:
-        GitError: when git cannot run or fails.
-    """
-    if any(spec.startswith("-") for spec in pathspecs) or revisions.startswith("-"):
-        raise GitError("refusing to pass an argument starting with '-' to git")
-    args = [
-        "git",
-        *_PLAIN_PATHS,
-        "log",
-        "--no-renames",
-        f"--format={_REC}%H %ct",
-        "--name-only",
-        revisions,
-        "--",
-        *(f":(glob){spec}" for spec in pathspecs),
-    ]
-    try:
-        proc = subprocess.Popen(
-            args,
-            cwd=repo.top,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as e:
-        raise GitError(f"cannot run git: {e}") from e
-    assert proc.stdout is not None
-    current: tuple[str, int] | None = None
-    paths: list[str] = []
-    finished = False
-    try:
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if line.startswith(_REC):
-                if current is not None:
-                    yield PathLog(current[0], current[1], tuple(paths))
-                sha, _, at = line[1:].partition(" ")
-                current, paths = (sha, int(at or 0)), []
-            elif line:
-                paths.append(_unquote(line[1:-1]) if line.startswith('"') else line)
-        if current is not None:
-            yield PathLog(current[0], current[1], tuple(paths))
-        finished = True
-    finally:
-        if not finished:
-            proc.kill()
-        err = proc.stderr.read() if proc.stderr is not None else b""
-        code = proc.wait()
-        _stop(proc)
-    if finished and code != 0:
-        message = err.decode("utf-8", "replace").strip()
-        raise GitError(f"git log failed: {message or f'exit {code}'}")
-
-
-@dataclass(frozen=True, slots=True)
-class PathLog:
-    """One commit of `path_log`: its sha, its commit time (Unix seconds), the paths changed."""
-
-    sha: str
-    at: int
-    paths: tuple[str, ...]

@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from memstore import files, history, when
+from memstore import files, gitlog, when
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -480,7 +480,7 @@ def read_lines(data: bytes) -> list[Line]:
 
 def view(
     data: bytes,
-    committed: Sequence[history.Added] = (),
+    committed: Sequence[gitlog.Added] = (),
     at_head: Sequence[str] | None = None,
     name: str = LEDGER_FILE,
 ) -> View:
@@ -488,7 +488,7 @@ def view(
 
     `committed` holds each line a commit added, with that commit (any order, repeats
     allowed); `at_head` the lines of the file at HEAD, when known. An event counts only when
-    a commit by its actor (`history.is_by`) added its line; any other sound line is
+    a commit by its actor (`gitlog.is_by`) added its line; any other sound line is
     `ignored`. Read git before the file: a line is committed only after it is written, so
     nothing git has is missing from the file by a race.
     """
@@ -517,7 +517,7 @@ def view(
         where[event.hash] = line.number
 
     git_events: dict[str, Event] = {}
-    adders: dict[str, list[history.Commit]] = {}
+    adders: dict[str, list[gitlog.Commit]] = {}
     notes: list[str] = []
     known = {line.text: line.event for line in lines if line.event is not None}
     for added in committed:
@@ -536,10 +536,10 @@ def view(
 
     verdicts: dict[tuple[str, str, str, str, str], bool] = {}
 
-    def by_actor(commit: history.Commit, actor: str) -> bool:
+    def by_actor(commit: gitlog.Commit, actor: str) -> bool:
         key = (commit.author, commit.committer, commit.signer or "", str(commit.signed), actor)
         if key not in verdicts:
-            verdicts[key] = history.is_by(commit, actor)
+            verdicts[key] = gitlog.is_by(commit, actor)
         return verdicts[key]
 
     counted = {
@@ -600,7 +600,7 @@ def _committed_event(text: str, known: dict[str, Event], notes: list[str]) -> Ev
     return event
 
 
-def _not_counted(event: Event, adders: list[history.Commit] | None, committed: bool) -> str:
+def _not_counted(event: Event, adders: list[gitlog.Commit] | None, committed: bool) -> str:
     """Why a sound line does not count."""
     if not committed:
         return (

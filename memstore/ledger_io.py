@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstore import history, ledger, secrets, transaction
+from memstore import gitlog, history, ledger, secrets, transaction
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
 from memstore.files import atomic_write, read_regular, shown
 
@@ -32,7 +32,7 @@ _CACHE_VERSION = 3
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
-def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, list[history.Added]]:
+def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, list[gitlog.Added]]:
     """The commit and the committed ledger lines a history cache holds; (None, []) if unusable
     (or made with signatures required when they are not, or the other way round)."""
     try:
@@ -52,18 +52,18 @@ def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, li
         or not isinstance(lines, list)
     ):
         return None, []
-    known: dict[str, history.Commit] = {}
+    known: dict[str, gitlog.Commit] = {}
     table: dict[Any, Any] = commits  # pyright: ignore[reportUnknownVariableType]
     for sha, names in table.items():
         if not isinstance(sha, str) or not _strings(names, 3):
             return None, []
-        known[sha] = history.Commit(sha, names[0], names[1], names[2] or None, signed)
-    added: list[history.Added] = []
+        known[sha] = gitlog.Commit(sha, names[0], names[1], names[2] or None, signed)
+    added: list[gitlog.Added] = []
     items: list[Any] = lines  # pyright: ignore[reportUnknownVariableType]
     for item in items:
         if not _strings(item, 2) or item[1] not in known:
             return None, []
-        added.append(history.Added(item[0], known[item[1]]))
+        added.append(gitlog.Added(item[0], known[item[1]]))
     return head, added
 
 
@@ -74,7 +74,7 @@ def _strings(value: Any, count: int) -> bool:
 
 
 def _write_history_cache(
-    path: Path, head: str, added: list[history.Added], signed: bool = False
+    path: Path, head: str, added: list[gitlog.Added], signed: bool = False
 ) -> None:
     commits = {
         a.commit.sha: [a.commit.author, a.commit.committer, a.commit.signer or ""] for a in added
@@ -93,7 +93,7 @@ def _write_history_cache(
     atomic_write(path, text)
 
 
-def committed_lines(store: Store) -> tuple[list[history.Added], list[str]]:
+def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
     """Every ledger line a commit in HEAD's history added (through every parent of every
     merge), with that commit; and the lines of the file at HEAD.
 
@@ -106,16 +106,16 @@ def committed_lines(store: Store) -> tuple[list[history.Added], list[str]]:
     cache = store.cache / HISTORY_CACHE
     seen_at, seen = read_history_cache(cache, store.signed)
     if seen_at == head:
-        new: list[history.Added] = []
+        new: list[gitlog.Added] = []
     elif seen_at is not None and history.is_ancestor(store.repo, seen_at, head):
-        new = history.added_lines(store.repo, store.ledger_path, head, since=seen_at)
+        new = gitlog.added_lines(store.repo, store.ledger_path, head, since=seen_at)
     else:
-        seen, new = [], history.added_lines(store.repo, store.ledger_path, head)
+        seen, new = [], gitlog.added_lines(store.repo, store.ledger_path, head)
     if new and store.signed:
         # Whose allowed key signed each new commit: read once, then kept in the cache.
         signers = store.signers_of(list(dict.fromkeys(a.commit.sha for a in new)))
         new = [
-            history.Added(
+            gitlog.Added(
                 a.text,
                 replace(a.commit, signer=signers.get(a.commit.sha), signed=True),
             )

@@ -68,7 +68,7 @@ from memstore.transaction import JOURNAL as JOURNAL  # re-exported: tests and be
 if TYPE_CHECKING:
     import logging
 
-    from memstore import trust
+    from memstore import gitlog, trust
     from memstore.secrets import Patterns
 
 
@@ -141,7 +141,9 @@ def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> 
     """The committed content of `path` whose version is `version`, among recent commits."""
     if not re.fullmatch(r"[0-9a-f]{12}", version):
         return None
-    for revision in history.log(store.repo, path, limit=depth):
+    from memstore import gitlog  # reading history: an add never needs it
+
+    for revision in gitlog.log(store.repo, path, limit=depth):
         data = history.blob(store.repo, revision.commit, path)
         if data is not None and version_of(data) == version:
             return data.decode("utf-8", "replace")
@@ -448,9 +450,11 @@ class Store:
         except ValueError:
             return str(path)
 
-    def history(self, name: str) -> list[history.Revision]:
+    def history(self, name: str) -> list[gitlog.Revision]:
         """The commits that changed memory `name`, newest first."""
-        return history.log(self.repo, self.path_for(name))
+        from memstore import gitlog
+
+        return gitlog.log(self.repo, self.path_for(name))
 
     # -- the write path -----------------------------------------------------------------------
 

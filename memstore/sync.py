@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore import history, ledger, ledger_io, memory, search, secrets, transaction
+from memstore import gitlog, history, ledger, ledger_io, memory, search, secrets, transaction
 from memstore.config import sync_settings
 from memstore.errors import (
     Conflict,
@@ -651,7 +651,7 @@ def _with_remote(store: Store, ours: str, theirs: str) -> ledger.View:
     """The ledger view with the remote's committed lines merged in, as a sync would."""
     committed, at_head = ledger_io.committed_lines(store)
     base = history.merge_base(store.repo, ours, theirs)
-    extra = history.added_lines(store.repo, store.ledger_path, theirs, since=base)
+    extra = gitlog.added_lines(store.repo, store.ledger_path, theirs, since=base)
     path: Path = store.ledger_path
     data = path.read_bytes() if path.is_file() else b""
     remote_file = history.blob(store.repo, theirs, path)

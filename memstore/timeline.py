@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memstore import history, trust, when
+from memstore import gitlog, history, trust, when
 from memstore.memory import Memory, check_name, content_hash, renamed
 from memstore.status import Status
 
@@ -74,7 +74,7 @@ def timeline(
         check_name(name)
     start = when.since_stamp(since)
     prefix = store.trust.prefix
-    commits = history.store_commits(store.repo, store.root)
+    commits = gitlog.store_commits(store.repo, store.root)
     wanted = {
         blob
         for commit in commits
@@ -113,7 +113,7 @@ def _is_memory(prefix: str, path: str) -> bool:
 
 
 def _events(
-    commit: history.StoreCommit,
+    commit: gitlog.StoreCommit,
     prefix: str,
     parsed: dict[str, Memory | None],
     verdicts: trust.Trust,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore import history
+from memstore import gitlog, history
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.files import atomic_write
 from memstore.memory import (
@@ -312,7 +312,7 @@ def replay(
     trust: Trust,
     repo: history.Repo,
     prefix: str,
-    commits: Iterable[history.StoreCommit],
+    commits: Iterable[gitlog.StoreCommit],
     signers: Signers | None = None,
     parsed_memo: dict[str, Memory | None] | None = None,
 ) -> None:
@@ -335,7 +335,7 @@ def replay(
         for blob, data in history.read_blobs(repo, sorted(wanted - parsed.memo.keys())).items():
             if blob not in parsed.memo:
                 parsed.memo[blob] = parse_bytes(data)
-    cut = history.shallow_commits(repo)
+    cut = gitlog.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
         by = By(
@@ -358,7 +358,7 @@ _CUT = (
 
 def _apply(
     trust: Trust,
-    changes: list[history.PathChange],
+    changes: list[gitlog.PathChange],
     by: By,
     read: Callable[[str | None], Memory | None],
     cut: bool = False,
@@ -440,7 +440,7 @@ class _Renames:
 
 def _renames(
     trust: Trust,
-    changes: list[history.PathChange],
+    changes: list[gitlog.PathChange],
     gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
     read: Callable[[str | None], Memory | None],
 ) -> _Renames:
@@ -502,7 +502,7 @@ def full(
     trust = Trust()
     head = until or history.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
-        commits = history.store_commits(repo, root, until=head)
+        commits = gitlog.store_commits(repo, root, until=head)
         replay(trust, repo, prefix_of(repo, root), commits, signers, parsed_memo)
     trust.head = head
     return trust
@@ -526,7 +526,7 @@ class Cache:
         self.trust: Trust | None = None
         self.signers: Signers | None = None
         self._lock = threading.Lock()
-        self._cut = history.shallow_commits(repo)
+        self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
         self._ref_files: list[str] = []
         self._fixed = [
@@ -579,7 +579,7 @@ class Cache:
 
     def _current(self) -> Trust:
         head = history.head(self.repo)
-        cut = history.shallow_commits(self.repo)
+        cut = gitlog.shallow_commits(self.repo)
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history
             self.trust, self._cut = None, cut
             self.file.unlink(missing_ok=True)
@@ -589,7 +589,7 @@ class Cache:
             return trust
         if trust.head is not None and head is not None:
             # A few memstore commits on top: read in-process, no git runs.
-            linear = history.linear_commits(self.repo, self.root, trust.head, head)
+            linear = gitlog.linear_commits(self.repo, self.root, trust.head, head)
             if linear is not None:
                 replay(trust, self.repo, self.prefix, linear, self.signers)
                 trust.head = head
@@ -597,7 +597,7 @@ class Cache:
                 return trust
             try:
                 if history.is_ancestor(self.repo, trust.head, head):
-                    commits = history.store_commits(self.repo, self.root, trust.head, head)
+                    commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
                     replay(trust, self.repo, self.prefix, commits, self.signers)
                     trust.head = head
                     self.trust = trust
@@ -628,12 +628,12 @@ class Cache:
             except GitError:
                 return
             memories: dict[str, Memory | None] = {}
-            changes: list[history.PathChange] = []
+            changes: list[gitlog.PathChange] = []
             for path, memory in after.items():
                 blob = None if memory is None else history.blob_sha(render(memory).encode())
                 if blob is not None:
                     memories[blob] = memory
-                changes.append(history.PathChange(path, (trust.blobs.get(path),), blob))
+                changes.append(gitlog.PathChange(path, (trust.blobs.get(path),), blob))
 
             def read(blob: str | None) -> Memory | None:
                 if blob is None:

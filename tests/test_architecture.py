@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "status": 1,
     "files": 1,
     "history": 1,
+    "gitlog": 1,
     "index": 1,
     "manifest": 1,
     "ranking": 1,

@@ -241,14 +241,15 @@ def test_help_imports_no_core_module() -> None:
     assert loaded_by(["--help"], heavy)[1] == []
 
 
-def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_the_trust_cache(
+def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_a_history_reader(
     store: Store,
 ) -> None:
     store.add("seed", type="fact", description="something else")
     search(store, Query("seed"))  # the index exists: the duplicate hint reads its manifest
     args = ["--store", str(store.root), "--agent", "bob", "add", "port", "--type", "fact"]
     args += ["-d", "The API listens on 8080", "--tags", "api,net"]
-    heavy = {"yaml", "frontmatter", "logging", "memstore.trust", "tempfile", "ctypes"}
+    heavy = {"yaml", "frontmatter", "logging", "memstore.trust", "memstore.gitlog"}
+    heavy |= {"tempfile", "ctypes"}
     printed, loaded = loaded_by(args, heavy)
     assert "added fact/port [draft]" in printed
     assert loaded == []

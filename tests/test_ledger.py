@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import history, ledger, ledger_io
+from memstore import gitlog, ledger, ledger_io
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -36,10 +36,10 @@ def commit_count(store: Store) -> int:
     return int(git(store.root, "rev-list", "--count", "HEAD").strip())
 
 
-def by_actors(*events: ledger.Event) -> tuple[history.Added, ...]:
+def by_actors(*events: ledger.Event) -> tuple[gitlog.Added, ...]:
     """Each event's line as a commit by its actor added it."""
     return tuple(
-        history.Added(ledger.render(e), history.Commit(f"{i:040x}", e.actor, e.actor))
+        gitlog.Added(ledger.render(e), gitlog.Commit(f"{i:040x}", e.actor, e.actor))
         for i, e in enumerate(events)
     )
 

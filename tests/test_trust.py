@@ -352,7 +352,7 @@ def test_a_rule_the_human_created_binds_at_once(store: Store) -> None:
 
 
 def test_reading_past_a_few_new_commits_matches_gits_own_log(confirmed: Store) -> None:
-    from memstore import history
+    from memstore import gitlog, history
 
     start = history.head(confirmed.repo)
     assert start is not None
@@ -362,8 +362,8 @@ def test_reading_past_a_few_new_commits_matches_gits_own_log(confirmed: Store) -
     as_agent(confirmed, "carol").deprecate("second", "gone")
     head = history.head(confirmed.repo)
     assert head is not None
-    inproc = history.linear_commits(confirmed.repo, confirmed.root, start, head)
-    logged = history.store_commits(confirmed.repo, confirmed.root, start)
+    inproc = gitlog.linear_commits(confirmed.repo, confirmed.root, start, head)
+    logged = gitlog.store_commits(confirmed.repo, confirmed.root, start)
     assert inproc is not None
     memory_changes = [
         (c.sha, c.author, c.committer, tuple(x for x in c.changes if x.path.endswith(".md")))
@@ -433,9 +433,9 @@ def test_verdicts_always_describe_exactly_the_head_they_name(store: Store) -> No
 
 
 def test_the_history_is_read_up_to_the_commit_named(confirmed: Store) -> None:
-    from memstore import history
+    from memstore import gitlog, history
 
     older = history.head(confirmed.repo)
     confirmed.add("newer", type="fact", description="after")
-    commits = history.store_commits(confirmed.repo, confirmed.root, until=older)
+    commits = gitlog.store_commits(confirmed.repo, confirmed.root, until=older)
     assert commits and commits[-1].sha == older
