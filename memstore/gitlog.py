@@ -38,16 +38,6 @@ class Revision:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Confirmation:
-    """The latest commit that set a file's status to confirmed, and what it claimed."""
-
-    path: str
-    commit: str
-    author: str
-    confirmed_by: str | None
-
-
 def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
     """The commits that touched `path`, newest first, following renames."""
     args = ["--follow", f"--format=%H{SEP}%an{SEP}%aI{SEP}%B{_REC}"]
@@ -67,55 +57,6 @@ def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
         sha, author, when, message = record.split(SEP, 3)
         revisions.append(Revision(sha, author, when, message.strip()))
     return revisions
-
-
-def show(repo: Repo, commit_sha: str, path: Path) -> str | None:
-    """The content of `path` at `commit_sha`, or None if it did not exist there."""
-    if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
-        raise GitError(f"not a commit id: {commit_sha!r}")
-    try:
-        return git(repo, "show", f"{commit_sha}:{repo_path(repo, path)}")
-    except GitError:
-        return None
-
-
-def confirmations(repo: Repo, store: Path) -> dict[str, Confirmation]:
-    """For each file under `store`, the latest commit whose diff set `status: confirmed`.
-
-    Keys are paths relative to the repository root. One `git log -p` over the store.
-    """
-    try:
-        rel = repo_path(repo, store)
-        out = git(
-            repo,
-            "log",
-            "--no-renames",
-            "--format=" + _REC + "%H" + SEP + "%an",
-            "-p",
-            "--unified=0",
-            "--",
-            rel or ".",
-        )
-    except GitError as e:
-        if "does not have any commits" in str(e):
-            return {}
-        raise
-    found: dict[str, Confirmation] = {}
-    for chunk in out.split(_REC):
-        header, _, diff = str(chunk).partition("\n")
-        sha, _, author = header.partition(SEP)
-        # Each file's section starts at "diff --git"; git log lists newest first, so the first
-        # confirmation seen for a file is its latest.
-        sections: list[str] = diff.split("\ndiff --git ")[1:] if diff else []
-        for section in sections:
-            lines = section.splitlines()
-            target = _diff_path(lines, "+++ ", "b/")
-            if target is None or target in found or "+status: confirmed" not in lines:
-                continue
-            claims = [x.split(":", 1)[1] for x in lines if x.startswith("+confirmed_by:")]
-            claimed = claims[0].strip().strip("'\"") if claims else None
-            found[target] = Confirmation(target, sha, author, claimed)
-    return found
 
 
 @dataclass(frozen=True, slots=True)

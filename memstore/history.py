@@ -212,33 +212,6 @@ def repo_path(repo: Repo, path: Path) -> str:
 _rel = repo_path
 
 
-def changed_paths(repo: Repo, under: Path) -> set[str]:
-    """Paths under `under` (relative to the repository) that differ from HEAD or are untracked."""
-    out = git(
-        repo,
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--",
-        _rel(repo, under) or ".",
-        env=_READ_ONLY,
-    )
-    paths: set[str] = set()
-    entries = out.split("\0")
-    skip = False
-    for entry in entries:
-        if skip:
-            skip = False
-            continue
-        if len(entry) < 4:
-            continue
-        paths.add(entry[3:])
-        if entry[0] in "RC":
-            skip = True  # a rename's second field is its old path
-    return paths
-
-
 @dataclass(frozen=True, slots=True)
 class Staged:
     """One entry of git's index (what the next commit holds) under a folder."""
