@@ -159,7 +159,7 @@ class Watcher:
         no re-index when no other server follows: its next search indexes them
         (`Store.take_written`)."""
         rels = memory_files(batch, root)
-        if rels is not None and self._followed():
+        if rels and self._followed():
             self._catch_up(rels)
             return
         others = None if rels is None else [r for r in rels if not self.store.wrote(r)]
