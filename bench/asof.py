@@ -25,11 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from memstore import asof, search
-from memstore.memory import Memory, content_hash, render
-from memstore.search import Query
-from memstore.status import Status
-from memstore.store import STORE_GITATTRIBUTES, STORE_GITIGNORE, Store
+from memstore.model.memory import Memory, content_hash, render
+from memstore.model.status import Status
+from memstore.search import asof
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import STORE_GITATTRIBUTES, STORE_GITIGNORE, Store
 
 WORDS = (
     "deploy cache database migration kubernetes autoscaling rollback incident latency "

@@ -23,7 +23,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memstore import workflow  # noqa: E402
+from memstore.workflow.rules import rules as workflow  # noqa: E402
 
 BANK = Path(__file__).resolve().parent.parent / "tests" / "check_bank.yaml"
 
@@ -51,7 +51,7 @@ def rules(bank: dict[str, Any]) -> list[workflow.Rule]:
 
 def similarity(folder: str) -> Any:
     """`cosines(action, patterns)` with the model2vec model in `folder`."""
-    from memstore import embedding
+    from memstore.search import embedding
 
     model = embedding.load(folder, Path.cwd())
 

@@ -50,8 +50,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from memstore import memory as memory_module
-from memstore.memory import Memory, render
+from memstore.model import memory as memory_module
+from memstore.model.memory import Memory, render
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / ".node"

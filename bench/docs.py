@@ -27,9 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.latency import GIT_ENV, Text, generate  # noqa: E402
-from memstore import search  # noqa: E402
-from memstore.search import Query  # noqa: E402
-from memstore.store import Store  # noqa: E402
+from memstore.search import upkeep as search  # noqa: E402
+from memstore.search.upkeep import Query  # noqa: E402
+from memstore.storage.store import Store  # noqa: E402
 
 
 def pages(top: Path, count: int, text: Text) -> int:

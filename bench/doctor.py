@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from latency import TECH, Text  # noqa: E402  (a sibling script, not a package)
 
-from memstore import search, steward  # noqa: E402
-from memstore.memory import DEFAULT_TYPES, Memory, content_hash, evolve, now, render  # noqa: E402
-from memstore.store import Store  # noqa: E402
+from memstore.model.memory import DEFAULT_TYPES, Memory, content_hash, evolve, now, render  # noqa: E402
+from memstore.search import upkeep as search
+from memstore.storage.store import Store  # noqa: E402
+from memstore.workflow.care import steward  # noqa: E402
 
 
 def git_env(who: str) -> dict[str, str]:

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memstore import search
-from memstore.memory import DEFAULT_TYPES, Memory, render
-from memstore.search import Query
-from memstore.store import Store
+from memstore.model.memory import DEFAULT_TYPES, Memory, render
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

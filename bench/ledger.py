@@ -22,8 +22,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore import ledger, ledger_io
-from memstore.store import Store
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
 
 REPEAT = 9
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -43,10 +43,10 @@ from whoosh.fields import ID, TEXT, Schema
 from whoosh.filedb.filestore import RamStorage
 from whoosh.query import Or, Term
 
-from memstore import search
-from memstore.memory import Memory, render
-from memstore.search import Query
-from memstore.store import Store
+from memstore.model.memory import Memory, render
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
 TUNE = ("conv-26", "conv-30", "conv-41")

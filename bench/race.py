@@ -35,9 +35,9 @@ from typing import Any
 
 from stress import GIT_ENV as PERSON_ENV
 
-from memstore import files
 from memstore.errors import Conflict, MemstoreError
-from memstore.store import Store
+from memstore.storage import files
+from memstore.storage.store import Store
 
 GIT_ENV = PERSON_ENV
 """A person's git (stress.py's): no global configuration, committing as `human`."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memstore import secrets  # noqa: E402
+from memstore.storage import secrets  # noqa: E402
 from tests.secrets_corpus import BENIGN, CREDENTIALS  # noqa: E402
 
 REPEAT = 2000
@@ -56,7 +56,7 @@ def main() -> None:
     )
     code = (
         "import time; t = time.perf_counter()\n"
-        "from memstore import secrets; secrets.scan({'t': 'x'})\n"
+        "from memstore.storage import secrets; secrets.scan({'t': 'x'})\n"
         "print((time.perf_counter() - t) * 1000)"
     )
     firsts = [

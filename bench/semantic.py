@@ -33,10 +33,11 @@ from typing import Any
 
 import yaml
 
-from memstore import embedding, search
-from memstore.memory import Memory, render
-from memstore.search import Query
-from memstore.store import Store
+from memstore.model.memory import Memory, render
+from memstore.search import embedding
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -36,8 +36,9 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.latency import GIT_ENV, generate  # noqa: E402
-from memstore import search, tokens  # noqa: E402
-from memstore.store import Store  # noqa: E402
+from memstore.faces import bearer as tokens  # noqa: E402
+from memstore.search import upkeep as search
+from memstore.storage.store import Store  # noqa: E402
 from tests.http_server import http_server  # noqa: E402
 
 ENV = {**os.environ, **GIT_ENV, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}

@@ -28,10 +28,10 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import ListToolsResult
 
-from memstore import search
-from memstore.memory import Memory, render
-from memstore.server import build_server
-from memstore.store import Store
+from memstore.faces.server import build_server
+from memstore.model.memory import Memory, render
+from memstore.search import upkeep as search
+from memstore.storage.store import Store
 
 ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 WORDS = (

@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore import ledger, ledger_io, lint, search
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -36,9 +35,13 @@ from memstore.errors import (
     EditDeprecated,
     InvalidTransition,
 )
-from memstore.memory import parse
-from memstore.search import Query
-from memstore.store import JOURNAL, Store
+from memstore.model.memory import parse
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import JOURNAL, Store
+from memstore.workflow.care import lint
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
 
 HERE = Path(__file__).resolve()
 GIT_ENV = {

@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memstore import sync  # noqa: E402
-from memstore.store import Store  # noqa: E402
+from memstore.storage.store import Store  # noqa: E402
+from memstore.workflow.ledger import sync  # noqa: E402
 from tests.gitserver import GIT_ENV, GitServer, git, run_helper  # noqa: E402
 
 

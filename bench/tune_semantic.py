@@ -41,10 +41,11 @@ import yaml  # noqa: E402
 from locomo import DEFAULT_DATA, TUNE, build_store, load  # noqa: E402
 from semantic import bank_store  # noqa: E402
 
-from memstore import embedding, index, search  # noqa: E402
-from memstore.ranking import content_words  # noqa: E402
-from memstore.search import Query  # noqa: E402
-from memstore.store import Store  # noqa: E402
+from memstore.search import embedding, index  # noqa: E402
+from memstore.search import upkeep as search  # noqa: E402
+from memstore.search.ranking import content_words  # noqa: E402
+from memstore.search.upkeep import Query  # noqa: E402
+from memstore.storage.store import Store  # noqa: E402
 
 
 def _remember_queries() -> None:

@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memstore import briefing, session
-from memstore.memory import Memory, render
-from memstore.store import Store
+from memstore.model.memory import Memory, render
+from memstore.storage.store import Store
+from memstore.workflow.session import agent as session
+from memstore.workflow.session import briefing
 
 TYPES = ("decision", "fact", "runbook", "pattern", "incident")
 WORDS = "deploy publish release migrate cache index api schema queue worker token build".split()

@@ -1,3 +1,3 @@
-from memstore.cli import main
+from memstore.faces.cli import main
 
 main(prog_name="memstore")

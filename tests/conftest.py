@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memstore.store import Store
+from memstore.storage.store import Store
 
 # A test's git commands must not read the developer's or CI's global configuration.
 GIT_ENV = {

@@ -103,9 +103,9 @@ def claimer() -> None:
     `won`, `held <message>` or `error <message>` on one line."""
     import sys
 
-    from memstore import sync
     from memstore.errors import ClaimHeld, MemstoreError
-    from memstore.store import Store
+    from memstore.storage.store import Store
+    from memstore.workflow.ledger import sync
 
     store = Store(Path(sys.argv[1]), agent=sys.argv[2], lock_timeout=120)
     for line in sys.stdin:
@@ -124,9 +124,10 @@ def editor() -> None:
     records a ledger line and syncs; prints one line per failed sync (none expected)."""
     import sys
 
-    from memstore import ledger_io, sync
     from memstore.errors import MemstoreError
-    from memstore.store import Store
+    from memstore.storage.store import Store
+    from memstore.workflow.ledger import book as ledger_io
+    from memstore.workflow.ledger import sync
 
     store = Store(Path(sys.argv[1]), agent=sys.argv[2], lock_timeout=120)
     for i in range(int(sys.argv[3])):

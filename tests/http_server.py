@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from memstore import tokens
+from memstore.faces import bearer as tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 

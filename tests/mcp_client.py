@@ -12,8 +12,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
-from memstore.server import build_server
-from memstore.store import Store
+from memstore.faces.server import build_server
+from memstore.storage.store import Store
 
 
 def text(result: CallToolResult) -> str:

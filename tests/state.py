@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from memstore.store import Store
+from memstore.storage.store import Store
 from tests.conftest import git
 
 

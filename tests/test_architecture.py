@@ -1,6 +1,6 @@
-"""The package's imports point one way, downwards, with no circle: faces → workflow over a
-store → the store → its write transaction → pure modules → errors. Every import counts,
-including those under `TYPE_CHECKING` and inside functions."""
+"""The package's folders are its layers, and imports point one way, downwards, with no circle:
+faces → workflow (sessions → care → rules → ledger) → search → storage → git → model → the
+package root. Every import counts, including those under `TYPE_CHECKING` and inside functions."""
 
 from __future__ import annotations
 
@@ -9,100 +9,102 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "memstore"
 
-LAYERS: dict[str, int] = {
-    # faces
-    "__main__": 6,
-    "cli": 5,
-    "server": 5,
-    "web": 5,
-    "console": 5,
-    "toolkit": 4,
-    "sdk": 4,
-    "handshake": 4,
-    # plain functions over a store
-    "search": 4,
-    "session": 4,
-    "briefing": 4,
-    "ledger_io": 4,
-    "lint": 4,
-    "watch": 4,
-    "signers": 4,
-    "asof": 4,
-    "timeline": 4,
-    "tidy": 4,
-    "sync": 4,
-    "steward": 4,
-    "orientation": 4,
-    "porting": 4,
-    "closing": 4,
-    # the store: open, read, the memory moves
-    "store": 3,
-    # the one write path
-    "transaction": 2,
-    # what git history supports
-    "trust": 2,
-    "drift": 2,
-    # pure modules
-    "memory": 1,
-    "status": 1,
-    "files": 1,
-    "history": 1,
-    "gitlog": 1,
-    "index": 1,
-    "manifest": 1,
-    "ranking": 1,
-    "embedding": 1,
-    "ledger": 1,
-    "stats": 1,
-    "workflow": 1,
-    "actions": 1,
-    "secrets": 1,
-    "signing": 1,
-    "config": 1,
-    "render_text": 1,
-    "hooks": 1,
-    "clients": 1,
-    "tokens": 1,
-    "precommit": 1,
-    "documents": 1,
-    "sources": 1,
-    "when": 1,
-    # the bottom
-    "errors": 0,
-    "__init__": 0,
-}
+FLOORS: list[str] = [
+    "",  # the package root: errors, config, limits
+    "workflow",  # its `__init__` only: the workflow lives in the folders below
+    "model",
+    "git",
+    "storage",
+    "search",
+    "workflow/ledger",
+    "workflow/rules",
+    "workflow/care",
+    "workflow/session",
+    "faces",
+]
+"""The folders, lowest first. A module imports only modules of its own folder or below."""
+
+ON_TOP = {"__main__"}
+"""Root modules that stand above everything: `python -m memstore` starts the CLI."""
 
 
-def imports(path: Path) -> set[str]:
-    """The package modules `path` imports, anywhere in it."""
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("memstore", *parts))
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The package modules `path` imports, anywhere in it (a `from pkg import mod` names mod)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "memstore":
-                found.update(a.name for a in node.names if a.name != "__version__")
-            elif node.module.startswith("memstore."):
-                found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("memstore"):
+                continue
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if child in known else node.module)
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("memstore."))
+            found.update(a.name for a in node.names if a.name.startswith("memstore."))
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            found.add(f"relative import {node.module}")
     return found
 
 
+def folder(module: str) -> str:
+    """The folder a module sits in, as FLOORS names it (a folder's `__init__` sits in it)."""
+    path = modules()[module].relative_to(PACKAGE)
+    return "/".join(path.parent.parts)
+
+
+def floor(module: str) -> int:
+    if module.removeprefix("memstore.") in ON_TOP:
+        return len(FLOORS)
+    return FLOORS.index(folder(module))
+
+
 def graph() -> dict[str, set[str]]:
-    return {p.stem: imports(p) - {p.stem} for p in PACKAGE.glob("*.py")}
+    known = set(modules())
+    edges = {m: imports(p, known) - {m} for m, p in modules().items()}
+    # A folder's `__init__` is a docstring only: importing a module never loads its siblings.
+    return {m: {t for t in targets if t != "memstore"} for m, targets in edges.items()}
 
 
-def test_every_module_has_a_layer() -> None:
-    assert set(graph()) == set(LAYERS)
+def test_every_folder_is_a_floor() -> None:
+    folders = {folder(m) for m in modules()}
+    assert folders == set(FLOORS)
 
 
-def test_no_module_imports_one_above_it() -> None:
-    upward = [
-        f"{module} (layer {LAYERS[module]}) imports {target} (layer {LAYERS[target]})"
+def test_no_relative_imports() -> None:
+    relative = {m: t for m, ts in graph().items() for t in ts if t.startswith("relative")}
+    assert relative == {}
+
+
+def test_every_import_names_a_module_that_exists() -> None:
+    known = set(modules())
+    missing = {f"{m} imports {t}" for m, ts in graph().items() for t in ts if t not in known}
+    assert missing == set()
+
+
+def test_no_module_imports_a_folder_above_its_own() -> None:
+    upward = sorted(
+        f"{module} ({folder(module) or 'root'}) imports {target} ({folder(target) or 'root'})"
         for module, targets in graph().items()
         for target in targets
-        if LAYERS[target] > LAYERS[module]
-    ]
+        if floor(target) > floor(module)
+    )
     assert upward == []
+
+
+def test_folder_inits_import_nothing() -> None:
+    """A folder's `__init__` loads nothing, so a light module never pays for a heavy sibling."""
+    heavy = {m: ts for m, ts in graph().items() if modules()[m].name == "__init__.py" and ts}
+    assert heavy == {}
 
 
 def test_there_is_no_import_circle() -> None:
@@ -122,16 +124,3 @@ def test_there_is_no_import_circle() -> None:
         if start not in done:
             visit(start, [start])
     assert circles == []
-
-
-def test_the_store_does_not_import_the_workflow_back() -> None:
-    assert not imports(PACKAGE / "store.py") & {
-        "search",
-        "session",
-        "briefing",
-        "ledger_io",
-        "lint",
-        "watch",
-        "cli",
-        "server",
-    }

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.cli import main
-from memstore.memory import Memory, content_hash, render
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.model.memory import Memory, content_hash, render
+from memstore.storage.store import Store
 from tests.conftest import GIT_ENV
 from tests.mcp_client import data, serve, text
 

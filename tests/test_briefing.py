@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import briefing, ledger_io, session
-from memstore.briefing import Section, fit, tokens
-from memstore.cli import main
 from memstore.errors import InvalidMemory
-from memstore.render_text import Bullet
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.model.render_text import Bullet
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.session import agent as session
+from memstore.workflow.session import briefing
+from memstore.workflow.session.briefing import Section, fit, tokens
 from tests.conftest import as_agent, git, name_humans
 
 

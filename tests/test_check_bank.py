@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from memstore import session
-from memstore.store import Store
-from memstore.workflow import Verdict
+from memstore.storage.store import Store
+from memstore.workflow.rules.rules import Verdict
+from memstore.workflow.session import agent as session
 from tests.conftest import as_agent
 
 BANKS: dict[str, dict[str, Any]] = {

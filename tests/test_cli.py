@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.cli import main
-from memstore.search import Query, search
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.search.upkeep import Query, search
+from memstore.storage.store import Store
 from tests.conftest import git
 
 
@@ -210,7 +210,11 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
 
 def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
     # cli.py names them itself so that `memstore --help` imports no core module.
-    from memstore import briefing, cli, ledger, stats, workflow
+    from memstore.faces import cli
+    from memstore.workflow.care import stats
+    from memstore.workflow.ledger import lines as ledger
+    from memstore.workflow.rules import rules as workflow
+    from memstore.workflow.session import briefing
 
     assert cli.SEVERITIES == workflow.SEVERITIES
     assert cli.RULE_TYPES == workflow.RULE_TYPES
@@ -224,7 +228,7 @@ def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:
     it had loaded by the end."""
     code = (
         "import sys\n"
-        "from memstore.cli import main\n"
+        "from memstore.faces.cli import main\n"
         "try:\n"
         f"    main({args!r}, prog_name='memstore')\n"
         "except SystemExit:\n"
@@ -237,7 +241,7 @@ def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:
 
 
 def test_help_imports_no_core_module() -> None:
-    heavy = {"git", "whoosh", "mcp", "yaml", "frontmatter", "memstore.store"}
+    heavy = {"git", "whoosh", "mcp", "yaml", "frontmatter", "memstore.storage.store"}
     assert loaded_by(["--help"], heavy)[1] == []
 
 
@@ -248,7 +252,7 @@ def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_a_history_rea
     search(store, Query("seed"))  # the index exists: the duplicate hint reads its manifest
     args = ["--store", str(store.root), "--agent", "bob", "add", "port", "--type", "fact"]
     args += ["-d", "The API listens on 8080", "--tags", "api,net"]
-    heavy = {"yaml", "frontmatter", "logging", "memstore.trust", "memstore.gitlog"}
+    heavy = {"yaml", "frontmatter", "logging", "memstore.storage.trust", "memstore.git.gitlog"}
     heavy |= {"tempfile", "ctypes"}
     printed, loaded = loaded_by(args, heavy)
     assert "added fact/port [draft]" in printed
@@ -258,7 +262,7 @@ def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_a_history_rea
 
 def test_a_search_loads_neither_the_credential_check_nor_a_web_client(store: Store) -> None:
     store.add("port", type="fact", description="The API listens on 8080", body="b")
-    heavy = {"memstore.secrets", "detect_secrets", "memstore.signing", "urllib.request"}
+    heavy = {"memstore.storage.secrets", "detect_secrets", "memstore.git.signing", "urllib.request"}
     heavy |= {"http.client", "mcp", "whoosh.lang.morph_en"}
     printed, loaded = loaded_by(["--store", str(store.root), "search", "port"], heavy)
     assert "port" in printed

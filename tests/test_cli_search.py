@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from conftest import as_agent
 from test_index import write_memory
 
-from memstore.cli import main
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.storage.store import Store
 
 
 def run(store: Store, *args: str) -> tuple[int, str, str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.cli import main
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.storage.store import Store
 
 
 @pytest.mark.parametrize("client", ["claude-code", "claude-desktop", "cursor"])

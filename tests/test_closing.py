@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import closing, hooks, ledger_io, session
-from memstore.cli import main
 from memstore.errors import InvalidMemory
-from memstore.store import Store
+from memstore.faces import hooks
+from memstore.faces.cli import main
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.session import agent as session
+from memstore.workflow.session import closing
 from tests.conftest import as_agent, git
 from tests.fences import inside, outside
 from tests.mcp_client import call, data, serve, text

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from memstore.store import Store
+from memstore.storage.store import Store
 from tests.conftest import git
 from tests.http_server import Server, add_token, http_server
 
@@ -233,7 +233,7 @@ def test_search_ledger_and_health_pages_render(
     reviewed: tuple[Store, Server, dict[str, str]],
 ) -> None:
     store, server, secrets = reviewed
-    from memstore import ledger_io
+    from memstore.workflow.ledger import book as ledger_io
 
     ledger_io.claim(Store(store.root, agent="bob"), "migrate", "billing-db", 600)
     with httpx2.Client() as http:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memstore import documents, search
 from memstore.errors import InvalidMemory
-from memstore.search import Query
-from memstore.store import Store
+from memstore.search import documents
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 from tests.conftest import as_agent, git
 from tests.fences import inside, outside
 from tests.mcp_client import call, data, text

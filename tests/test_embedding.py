@@ -14,10 +14,11 @@ import pytest
 from conftest import as_agent
 from test_index import find, names, write_memory
 
-from memstore import embedding, search
 from memstore.errors import InvalidMemory
-from memstore.search import Query
-from memstore.store import Store
+from memstore.search import embedding
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("model2vec")
@@ -192,7 +193,7 @@ def test_explain_shows_both_engines_ranks(semantic: Store) -> None:
 def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed(semantic)
     # Holds two of the question's words, and is about something else (a release).
@@ -218,7 +219,7 @@ def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
 def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed(semantic)
     # It holds two of the question's words, about the mobile app; the vault memory holds
@@ -241,7 +242,7 @@ def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
 def test_a_question_in_a_memorys_own_words_is_not_embedded(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed(semantic)
     asked = questions_embedded(monkeypatch)
@@ -287,7 +288,7 @@ def seed_rare_words(store: Store) -> None:
 def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed_rare_words(semantic)
     asked = questions_embedded(monkeypatch)
@@ -338,11 +339,11 @@ def test_a_folder_without_a_model_is_a_clear_error(store: Store, tmp_path: Path)
 
 
 def test_a_bad_setting_is_refused(store: Store) -> None:
-    from memstore import config
+    from memstore.storage import settings
 
     (store.root / "memstore.yaml").write_text("embedding_model: [1, 2]\n", encoding="utf-8")
     with pytest.raises(InvalidMemory, match="embedding_model"):
-        config.embedding_model(store.root)
+        settings.embedding_model(store.root)
 
 
 def test_another_identity_sees_the_same_vectors(semantic: Store) -> None:
@@ -355,7 +356,7 @@ def test_another_identity_sees_the_same_vectors(semantic: Store) -> None:
 def test_doctor_says_once_how_searches_find_memories(semantic: Store, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from memstore.cli import main
+    from memstore.faces.cli import main
 
     seed(semantic)
     done = CliRunner().invoke(main, ["--store", str(semantic.root), "doctor"])
@@ -370,7 +371,8 @@ def test_doctor_says_once_how_searches_find_memories(semantic: Store, tmp_path: 
 def test_check_warns_never_blocks_on_an_action_similar_in_meaning_to_a_rule(
     semantic: Store,
 ) -> None:
-    from memstore import session, workflow
+    from memstore.workflow.rules import rules as workflow
+    from memstore.workflow.session import agent as session
 
     session.correct(
         semantic,
@@ -615,7 +617,7 @@ def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
 ) -> None:
     from click.testing import CliRunner
 
-    from memstore.cli import main
+    from memstore.faces.cli import main
 
     monkeypatch.setattr(embedding, "CHUNK", 4)
     encoder_store(store, tmp_path)
@@ -636,7 +638,7 @@ def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
 def test_a_static_model_is_trusted_on_its_own_settings(
     semantic: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     assert embedding.static("../model", semantic.root)  # model2vec's folder
     assert not embedding.static(str(build_bert(tmp_path / "bert")), semantic.root)
@@ -668,7 +670,7 @@ def test_an_encoder_is_known_for_one_whether_or_not_its_model_is_loaded(
 def _dense_weight(hit: Any) -> float:
     """The dense list's weight, from explain's `dense #rank (share)` (reciprocal rank fusion
     shows a list's #rank weight * RRF_K / (RRF_K + rank))."""
-    from memstore import ranking
+    from memstore.search import ranking
 
     fused = next(line for line in hit.explain if line.startswith("fused"))
     part = next(p for p in fused.split(" + ") if "dense #" in p)
@@ -681,7 +683,7 @@ def _dense_weight(hit: Any) -> float:
 def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed(semantic)
     write_memory(semantic, "api-release-notes", "Release notes for the api live in the repo")
@@ -705,7 +707,7 @@ def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
 def test_for_a_question_in_other_words_altogether_the_words_step_aside(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import index
+    from memstore.search import index
 
     seed(semantic)
     # Two memories on the subject, too alike for the nearest to lead (`DENSE_LEAD_MARGIN`),

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import ledger_io
-from memstore.store import Store
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
 from tests.conftest import GIT_ENV, as_agent
 from tests.fences import inside, nonces, outside
 from tests.mcp_client import resource_text, serve, text
@@ -207,6 +207,6 @@ async def test_an_agents_rule_cannot_forge_a_status_marker_in_the_briefing(
 
 
 def _in_memory(root: Path) -> object:
-    from memstore.server import build_server
+    from memstore.faces.server import build_server
 
     return build_server(Store(root, agent="bob"), watch=False)

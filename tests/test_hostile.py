@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import lint
-from memstore.cli import main
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, MemstoreError, NotAStore
-from memstore.memory import BODY_MAX, parse, render
-from memstore.status import Status
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.model.memory import BODY_MAX, parse, render
+from memstore.model.status import Status
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
 from tests.conftest import as_agent, git
 from tests.state import snapshot
 

@@ -20,18 +20,19 @@ from filelock import FileLock
 from whoosh import index as windex
 from whoosh.query import NullQuery
 
-from memstore import index, search
-from memstore.index import (  # pyright: ignore[reportPrivateUsage]
+from memstore.model.memory import Memory, render
+from memstore.search import index
+from memstore.search import upkeep as search
+from memstore.search.index import (  # pyright: ignore[reportPrivateUsage]
     _clean_query,
     _nlargest,
     _parser,
     parse_query,
     tokens,
 )
-from memstore.memory import Memory, render
-from memstore.ranking import content_words
-from memstore.search import Hit, Query
-from memstore.store import Store
+from memstore.search.ranking import content_words
+from memstore.search.upkeep import Hit, Query
+from memstore.storage.store import Store
 
 
 def write_memory(
@@ -210,7 +211,9 @@ def test_an_open_store_without_a_watcher_rescans_for_edits_in_place(
     text = path.read_text(encoding="utf-8").replace("pool size is 20", "pool size is pgbouncer")
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
-    monkeypatch.setattr("memstore.search.RESCAN_SECONDS", 0.0)  # as if the interval had passed
+    monkeypatch.setattr(
+        "memstore.search.upkeep.RESCAN_SECONDS", 0.0
+    )  # as if the interval had passed
     assert names(store, "pgbouncer") == ["pool-size"]
 
 
@@ -261,9 +264,9 @@ CRASHER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from memstore import index
-    from memstore.search import Query, search
-    from memstore.store import Store
+    from memstore.search import index
+    from memstore.search.upkeep import Query, search
+    from memstore.storage.store import Store
 
     def die(self, files):  # the index is committed, the manifest not yet written
         os._exit(9)
@@ -310,8 +313,8 @@ WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memstore.search import Query, search
-    from memstore.store import Store
+    from memstore.search.upkeep import Query, search
+    from memstore.storage.store import Store
 
     root, me = Path(sys.argv[1]), sys.argv[2]
     store = Store(root, agent=me)
@@ -324,7 +327,7 @@ WORKER = textwrap.dedent(
         store.add(f"{me}-{i}", type="fact", description=f"shared widget note {i} by {me}")
         assert search(store, Query("widget")), "a search found nothing"
         if i == 2:
-            from memstore import search as searching
+            from memstore.search import upkeep as searching
             searching.reindex(store)
         search(Store(root), Query("widget note"))
     """
@@ -495,7 +498,7 @@ def test_ascii_text_splits_into_the_same_tokens_without_the_script_ranges() -> N
     import random
     import string
 
-    from memstore import index
+    from memstore.search import index
 
     rng = random.Random(7)
     texts = [

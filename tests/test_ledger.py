@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from memstore import gitlog, ledger, ledger_io
 from memstore.errors import (
     AlreadyExecuted,
     ClaimHeld,
@@ -20,8 +19,11 @@ from memstore.errors import (
     LedgerCorrupt,
     MemstoreError,
 )
-from memstore.ledger import State
-from memstore.store import Store
+from memstore.git import gitlog
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.ledger.lines import State
 from tests.conftest import GIT_ENV, as_agent, git
 
 T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
@@ -516,8 +518,8 @@ def test_deleting_a_branch_tip_after_a_merge_and_join_is_detected(store: Store) 
 WRITER = """
 import sys
 from pathlib import Path
-from memstore import ledger_io
-from memstore.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.storage.store import Store
 root, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 store = Store(root, agent=name, lock_timeout=120)
 for i in range(count):

@@ -10,11 +10,12 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from memstore import ledger, ledger_io
-from memstore.cli import main
 from memstore.errors import ClaimHeld, LedgerCorrupt
-from memstore.ledger import State
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.ledger.lines import State
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.mcp_client import call, data, text
 

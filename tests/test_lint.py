@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memstore import lint
-from memstore.memory import render
-from memstore.store import Store
+from memstore.model.memory import render
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, as_agent, git
 
 
@@ -110,7 +110,7 @@ def test_lint_reports_a_confirmation_committed_by_the_owner_under_another_name(
     store.add("claim", type="fact", description="A claim")
     path = store.root / "fact" / "claim.md"
     memory = store.get("claim")
-    from memstore.memory import evolve
+    from memstore.model.memory import evolve
 
     forged = evolve(memory, status="confirmed", confirmed_by="bob", confirmed_at="x")
     path.write_text(render(forged), encoding="utf-8")
@@ -241,7 +241,7 @@ def test_front_matter_reads_as_pyyaml_builds_it(head: str) -> None:
     """The loader's quick path for plain front matter gives PyYAML's values and errors."""
     import yaml
 
-    from memstore import memory
+    from memstore.model import memory
 
     loader = memory._yaml()[0]  # pyright: ignore[reportPrivateUsage]
 

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from memstore import files, lint
 from memstore.errors import GitError, StoreLocked
-from memstore.store import Store
+from memstore.storage import files
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.state import snapshot
 
 HOLD = """
 import sys
 from pathlib import Path
-from memstore.store import Store
+from memstore.storage.store import Store
 store = Store(Path(sys.argv[1]), agent="holder")
 with store.locked():
     print("held", flush=True)
@@ -201,8 +202,8 @@ def test_a_writer_killed_inside_its_ref_update_leaves_no_lock(store: Store) -> N
     code = (
         "import sys, os, signal\n"
         "from pathlib import Path\n"
-        "from memstore import history\n"
-        "from memstore.store import Store\n"
+        "from memstore.git import history\n"
+        "from memstore.storage.store import Store\n"
         "def swap(self, new, old, subject):\n"
         "    proc = self._started()\n"
         "    proc.stdin.write(f'start\\nupdate HEAD {new} {old}\\nprepare\\n'.encode())\n"

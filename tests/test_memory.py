@@ -8,9 +8,9 @@ import string
 import pytest
 import yaml
 
-from memstore import memory as memory_module
 from memstore.errors import InvalidMemory, InvalidName
-from memstore.memory import (
+from memstore.model import memory as memory_module
+from memstore.model.memory import (
     Memory,
     check_body,
     check_description,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore import precommit
-from memstore.orientation import lines, orient
-from memstore.store import Store
+from memstore.git import precommit
+from memstore.storage.store import Store
+from memstore.workflow.care.orientation import lines, orient
 from tests.conftest import as_agent, git
 
 
@@ -46,7 +46,7 @@ def test_it_names_store_repository_branch_index_and_queue(
 
 def test_it_tells_whether_the_hook_checks_this_store(store: Store, tmp_path: Path) -> None:
     assert not orient(store, flag="alice").hook_ok
-    package = Path(precommit.__file__).parent
+    package = Path(precommit.__file__).parents[1]
     precommit.install(store.repo, store.root, sys.executable, package, force=False)
     o = orient(store, flag="alice")
     assert o.hook_ok and "checks this store" in o.hook
@@ -63,7 +63,7 @@ def test_doctor_starts_with_the_set_up_on_its_one_screen(
 ) -> None:
     from click.testing import CliRunner
 
-    from memstore.cli import main
+    from memstore.faces.cli import main
 
     store.add("port", type="fact", description="The API listens on 8080", body="b")
     monkeypatch.setenv("MEMSTORE_AGENT", "bob")

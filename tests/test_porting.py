@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import lint, porting, sources
-from memstore.cli import main
 from memstore.errors import InvalidMemory, SecretFound
-from memstore.status import Status
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.model.status import Status
+from memstore.storage.store import Store
+from memstore.workflow.care import lint, porting, sources
 from tests.conftest import as_agent, git
 
 PROJECT = Path(__file__).parent / "fixtures" / "project"
@@ -132,7 +132,7 @@ def test_an_imperative_line_keeps_its_wording_as_applies_when_patterns(store: St
 def test_an_imported_correction_acts_in_check_through_its_patterns(
     store: Store, project: Path
 ) -> None:
-    from memstore import session
+    from memstore.workflow.session import agent as session
 
     porting.import_path(store, project / "CLAUDE.md")
     verdict = session.check(store, "alembic downgrade -1 on staging")

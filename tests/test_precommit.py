@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memstore import lint
-from memstore.store import Store
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, git
 
 

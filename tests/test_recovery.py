@@ -16,20 +16,21 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from memstore import ledger_io, lint
-from memstore.cli import main
 from memstore.errors import Conflict
-from memstore.files import version_of
-from memstore.server import build_server
-from memstore.store import JOURNAL, Store
+from memstore.faces.cli import main
+from memstore.faces.server import build_server
+from memstore.storage.files import version_of
+from memstore.storage.store import JOURNAL, Store
+from memstore.workflow.care import lint
+from memstore.workflow.ledger import book as ledger_io
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.state import snapshot
 
 BLOCKED = """
 import sys
 from pathlib import Path
-from memstore import ledger_io
-from memstore.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.storage.store import Store
 store = Store(Path(sys.argv[1]), agent="bob", lock_timeout=600)
 store.deprecate("old-way", "replaced", superseded_by="new-way")
 """
@@ -224,8 +225,8 @@ def test_a_journal_that_is_not_memstores_own_is_ignored(
 RECORD = """
 import sys
 from pathlib import Path
-from memstore import ledger_io
-from memstore.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.storage.store import Store
 store = Store(Path(sys.argv[1]), agent="deployer", lock_timeout=600)
 ledger_io.record(store, "publish", "post-1", evidence="https://example.com/post-1")
 """

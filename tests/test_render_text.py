@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memstore import render_text
-from memstore.memory import Memory
+from memstore.model import render_text
+from memstore.model.memory import Memory
 
 
 def memory(**changes: object) -> Memory:

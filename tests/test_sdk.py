@@ -30,7 +30,7 @@ def test_the_server_half_loads_without_the_client_and_models_build_on_use() -> N
     seen = run(
         """
         import json, sys
-        from memstore import sdk
+        from memstore.faces import sdk
         loaded = sdk.load_server()
         import mcp_types, pydantic
         client = "mcp.client.client" in sys.modules
@@ -76,7 +76,7 @@ def test_a_bad_message_is_still_refused_by_a_deferred_model() -> None:
     seen = run(
         """
         import json
-        from memstore import sdk
+        from memstore.faces import sdk
         sdk.load_server()
         import pydantic
         from mcp.types import CallToolResult
@@ -96,7 +96,7 @@ def test_an_sdk_already_imported_is_left_alone() -> None:
         """
         import json, sys
         import mcp
-        from memstore import sdk
+        from memstore.faces import sdk
         print(json.dumps({"loaded": sdk.load_server(), "same": sys.modules["mcp"] is mcp}))
         """
     )
@@ -107,7 +107,7 @@ def test_another_major_version_is_imported_the_usual_way() -> None:
     seen = run(
         """
         import json, sys
-        from memstore import sdk
+        from memstore.faces import sdk
         sdk.KNOWN_MAJOR = "99"
         loaded = sdk.load_server()
         print(json.dumps({"loaded": loaded, "imported": "mcp" in sys.modules}))
@@ -120,7 +120,7 @@ def test_a_layout_it_does_not_know_falls_back_to_the_whole_package() -> None:
     seen = run(
         """
         import json, sys
-        from memstore import sdk
+        from memstore.faces import sdk
         sdk.SERVER_MODULES = ("mcp.types", "mcp.server.no_such_module")
         loaded = sdk.load_server()
         import mcp

@@ -15,8 +15,8 @@ from test_index import find, names, write_memory
 
 import memstore
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.index import BUDGETS, HOP_DECAY, QUERY_MAX, approx_tokens
-from memstore.store import Store
+from memstore.search.index import BUDGETS, HOP_DECAY, QUERY_MAX, approx_tokens
+from memstore.storage.store import Store
 
 
 def test_deprecated_memories_are_left_out_unless_asked_for(store: Store) -> None:
@@ -331,7 +331,7 @@ def test_plain_words_rank_exactly_as_whoosh_ranks_them(
 
     def whoosh_results() -> list[list[tuple[str, float]]]:
         with monkeypatch.context() as m:
-            m.setattr("memstore.index._words", lambda q: None)
+            m.setattr("memstore.search.index._words", lambda q: None)
             return results()
 
     fast = results()
@@ -357,7 +357,7 @@ def test_explain_lists_the_matched_words_of_plain_and_whoosh_queries_alike(
     write_memory(store, "no-force", "Never force push to main", body="rewrites history")
     write_memory(store, "history", "History of main", tags=("push",))
     fast = [h.explain for h in find(store, "force push history", explain=True)]
-    monkeypatch.setattr("memstore.index._words", lambda q: None)
+    monkeypatch.setattr("memstore.search.index._words", lambda q: None)
     assert fast == [h.explain for h in find(store, "force push history", explain=True)]
     assert "matched forc histori push in name, description, body" in fast[0]
 
@@ -367,7 +367,7 @@ def test_the_store_has_no_search_or_index_member_and_does_not_import_search(
 ) -> None:
     for name in ("search", "catch_up", "reindex", "index", "upkeep", "_upkeep", "watched"):
         assert not hasattr(store, name), name
-    for module in ("store", "index"):
+    for module in ("storage/store", "search/index"):
         source = Path(memstore.__file__).parent / f"{module}.py"
         tree = ast.parse(source.read_text(encoding="utf-8"))
         imported = {
@@ -376,7 +376,7 @@ def test_the_store_has_no_search_or_index_member_and_does_not_import_search(
             if isinstance(node, ast.Import | ast.ImportFrom)
             for alias in node.names
         }
-        assert not {"memstore.search", "memstore.search.search"} & imported, module
+        assert not {"memstore.search.upkeep"} & imported, module
 
 
 def test_a_question_finds_what_its_content_words_find_and_nothing_by_its_question_words(

@@ -14,11 +14,14 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import ledger_io, lint, secrets, session
-from memstore.cli import main
 from memstore.errors import InvalidMemory, SecretFound
-from memstore.server import build_server
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.faces.server import build_server
+from memstore.storage import secrets
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git
 from tests.mcp_client import call, serve, text
 from tests.state import snapshot
@@ -386,7 +389,7 @@ def test_lint_reports_a_credential_in_a_confirmation_reason(store: Store) -> Non
 def _imports_detect_secrets(store: Store, *args: str) -> bool:
     code = (
         "import sys\n"
-        "from memstore.cli import main\n"
+        "from memstore.faces.cli import main\n"
         "try:\n"
         f"    main({list(args)!r}, prog_name='memstore')\n"
         "except SystemExit:\n"
@@ -415,7 +418,7 @@ def test_detect_secrets_is_imported_only_by_a_write_whose_text_a_plugin_could_ma
 def test_every_detect_secrets_plugin_has_needles_or_runs_on_long_tokens() -> None:
     # A text with none of the needles and no long token skips detect-secrets (not even
     # imported): that is only safe while every plugin it would run is covered.
-    from memstore import secrets
+    from memstore.storage import secrets
 
     for plugin in secrets._detect_secrets():  # pyright: ignore[reportPrivateUsage]
         assert plugin.needles or plugin.long_run, plugin.name
@@ -426,7 +429,7 @@ def test_a_plain_memory_is_scanned_without_importing_detect_secrets() -> None:
     import sys
 
     code = (
-        "import sys; from memstore import secrets; "
+        "import sys; from memstore.storage import secrets; "
         "secrets.scan({'d': 'Validate API input with zod schemas'}, secrets.compile_patterns()); "
         "print('detect_secrets' in sys.modules)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstore import secrets
+from memstore.storage import secrets
 from tests.secrets_corpus import AWS_DOC_SECRET, BENIGN, CREDENTIALS
 
 PATTERNS = secrets.compile_patterns()

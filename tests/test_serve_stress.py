@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from bench import stress
-from memstore.store import Store
+from memstore.storage.store import Store
 from tests.conftest import git
 from tests.mcp_client import serve, text
 

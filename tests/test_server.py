@@ -13,10 +13,10 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import search
-from memstore.search import Query
-from memstore.server import build_server, hits_data, plain
-from memstore.store import Store
+from memstore.faces.server import build_server, hits_data, plain
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
 from tests.conftest import as_agent, git
 from tests.mcp_client import call, data, resource_text, text
 
@@ -460,7 +460,9 @@ async def test_recall_skips_a_malformed_file_and_finds_the_rest(store: Store) ->
 
 def test_the_bounds_the_server_spells_out_are_the_cores() -> None:
     # server.py names them itself so that the first tools/list imports no workflow module.
-    from memstore import briefing, ledger, server
+    from memstore.faces import server
+    from memstore.workflow.ledger import lines as ledger
+    from memstore.workflow.session import briefing
 
     assert (server.MIN_BUDGET, server.DEFAULT_BUDGET) == (
         briefing.MIN_BUDGET,
@@ -477,15 +479,23 @@ def test_building_the_server_imports_no_workflow_module(tmp_path: Path) -> None:
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from memstore import sdk\n"
+        "from memstore.faces import sdk\n"
         "sdk.load_server()\n"
-        "from memstore.server import build_server\n"
-        "from memstore.store import Store\n"
+        "from memstore.faces.server import build_server\n"
+        "from memstore.storage.store import Store\n"
         f"build_server(Store(Path({str(tmp_path / 'memory')!r}), 'a'), watch=False)\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('memstore.'))))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stdout))
-    workflow = {"asof", "briefing", "closing", "ledger_io", "session", "steward", "sync"}
+    workflow = {
+        "search.asof",
+        "workflow.session.briefing",
+        "workflow.session.closing",
+        "workflow.ledger.book",
+        "workflow.session.agent",
+        "workflow.care.steward",
+        "workflow.ledger.sync",
+    }
     assert not loaded & {f"memstore.{m}" for m in workflow}

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import history, lint, signing
-from memstore.cli import main
 from memstore.errors import GitError, InvalidMemory, SigningError
-from memstore.memory import same_identity
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.git import history, signing
+from memstore.model.memory import same_identity
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, as_agent, git
 
 
@@ -449,7 +450,8 @@ def test_an_unsigned_confirmation_does_not_count_when_signatures_are_required(
 def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signed_it(
     required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore import ledger, ledger_io
+    from memstore.workflow.ledger import book as ledger_io
+    from memstore.workflow.ledger import lines as ledger
 
     bob = as_signer(required, "bob", keys["bob"], monkeypatch)
     ledger_io.claim(bob, "deploy", "v1")

@@ -8,11 +8,13 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from memstore import briefing, lint, session, stats
-from memstore.cli import main
 from memstore.errors import InvalidMemory, MemoryNotFound, SecretFound
-from memstore.stats import HeedRate, Outcome, OutcomeRecord, heed_rates, wilson
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.storage.store import Store
+from memstore.workflow.care import lint, stats
+from memstore.workflow.care.stats import HeedRate, Outcome, OutcomeRecord, heed_rates, wilson
+from memstore.workflow.session import agent as session
+from memstore.workflow.session import briefing
 from tests.conftest import as_agent, git
 from tests.test_recovery import kill_inside_commit
 
@@ -205,8 +207,8 @@ def test_concurrent_outcomes_are_neither_torn_nor_lost(store: Store) -> None:
 OUTCOME = """
 import sys
 from pathlib import Path
-from memstore import session
-from memstore.store import Store
+from memstore.workflow.session import agent as session
+from memstore.storage.store import Store
 store = Store(Path(sys.argv[1]), agent="coder", lock_timeout=600)
 session.record_outcome(store, "no-publish-on-bump", "recurred", "published by hand")
 """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memstore.errors import InvalidTransition, SelfApproval
-from memstore.memory import Memory
-from memstore.status import MOVES, Status, transition, unconfirm
+from memstore.model.memory import Memory
+from memstore.model.status import MOVES, Status, transition, unconfirm
 
 AT = "2026-11-30T10:00:00Z"
 

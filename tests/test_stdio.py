@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
-from memstore import handshake, watch
-from memstore.cli import main
-from memstore.store import Store
+from memstore.faces import handshake
+from memstore.faces.cli import main
+from memstore.search import watch
+from memstore.storage.store import Store
 from tests.conftest import git
 from tests.mcp_client import serve, text
 from tests.test_watch import edit_in_place

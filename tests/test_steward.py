@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import search, steward
-from memstore.cli import main
 from memstore.errors import InvalidMemory, InvalidTransition, SelfApproval
-from memstore.files import lock_file
-from memstore.lint import MEMO_FILE, lint_store
-from memstore.search import Query
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.search import upkeep as search
+from memstore.search.upkeep import Query
+from memstore.storage.files import lock_file
+from memstore.storage.store import Store
+from memstore.workflow.care import steward
+from memstore.workflow.care.lint import MEMO_FILE, lint_store
 from tests.conftest import as_agent, git
 from tests.mcp_client import call, data, text
 
@@ -196,7 +197,7 @@ def test_a_fresh_verification_clears_drift(
     store.add("users-api", type="decision", description="users api", extra={"files": ["src/api"]})
     # The confirmation was made long ago; the code changed since, then carol re-read it.
     with monkeypatch.context() as m:
-        m.setattr("memstore.store.now", lambda: "2026-01-01T00:00:00Z")
+        m.setattr("memstore.storage.store.now", lambda: "2026-01-01T00:00:00Z")
         as_agent(store, "bob").confirm("users-api", "checked")
     change_code(store, "src/api/orders.py")
     assert steward.drift_notes(store, [store.get("users-api")])
@@ -273,7 +274,7 @@ def test_add_loads_no_search_engine_once_the_index_exists(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
     search.search(store, Query("zod"))
     script = (
-        "import sys; from memstore.cli import main\n"
+        "import sys; from memstore.faces.cli import main\n"
         "try: main(['--agent', 'bob', 'add', 'zod-validation', '--type', 'decision', "
         "'-d', 'Validate API input with zod schema'])\n"
         "except SystemExit: pass\n"
@@ -294,7 +295,7 @@ def _add_in_a_process(store: Store, name: str, description: str) -> tuple[float,
     """`memstore add` in a process of its own (a lock timeout of 30 s): the seconds it took,
     its stderr, and whether it loaded Whoosh."""
     script = (
-        "import sys; from memstore.cli import main\n"
+        "import sys; from memstore.faces.cli import main\n"
         f"try: main(['--agent', 'bob', 'add', {name!r}, '--type', 'fact', '-d', {description!r}])\n"
         "except SystemExit: pass\n"
         "print('whoosh' in sys.modules)"
@@ -346,7 +347,7 @@ def test_doctor_lists_what_needs_tidying_and_fails_only_on_lint(
     store.add("old", type="fact", description="old note", extra={"expires": "2020-01-01"})
     (store.root / "memstore.yaml").write_text("stale_after: 30\n", encoding="utf-8")
     with monkeypatch.context() as m:
-        m.setattr("memstore.store.now", lambda: "2026-01-01T00:00:00Z")
+        m.setattr("memstore.storage.store.now", lambda: "2026-01-01T00:00:00Z")
         store.add("ancient", type="fact", description="something confirmed long ago")
         as_agent(store, "bob").confirm("ancient", "checked")
     runner = CliRunner()
@@ -449,7 +450,7 @@ def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_
     as_agent(store, "bob").confirm("users-api", "checked")
     (store.root / "memstore.yaml").write_text("stale_after: 30\n", encoding="utf-8")
     with monkeypatch.context() as m:
-        m.setattr("memstore.store.now", lambda: "2026-01-01T00:00:00Z")
+        m.setattr("memstore.storage.store.now", lambda: "2026-01-01T00:00:00Z")
         store.add("ancient", type="fact", description="something confirmed long ago")
         as_agent(store, "bob").confirm("ancient", "checked")
     change_code(store, "src/api/users.py", later=3600)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from memstore import ledger_io
 from memstore.errors import (
     Conflict,
     InvalidMemory,
@@ -22,7 +21,8 @@ from memstore.errors import (
     NotAStore,
     SelfApproval,
 )
-from memstore.store import Store, atomic_write
+from memstore.storage.store import Store, atomic_write
+from memstore.workflow.ledger import book as ledger_io
 from tests.conftest import as_agent, git
 
 
@@ -321,7 +321,7 @@ def test_nested_store_leaves_unrelated_staged_and_unstaged_work_alone(tmp_path: 
 
 def test_two_processes_writing_different_memories_both_land(store: Store) -> None:
     code = (
-        "import sys; from pathlib import Path; from memstore.store import Store; "
+        "import sys; from pathlib import Path; from memstore.storage.store import Store; "
         "s = Store(Path(sys.argv[1]), agent=sys.argv[2]); "
         "[s.add(f'{sys.argv[2]}-{i}', type='fact', description=f'fact {i}') for i in range(5)]"
     )

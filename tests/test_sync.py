@@ -16,12 +16,15 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from memstore import history, ledger_io, sync, transaction
-from memstore.cli import main
 from memstore.errors import ClaimHeld, Conflict, RemoteUnreachable, SyncFailed
-from memstore.memory import parse
-from memstore.server import build_server
-from memstore.store import Store
+from memstore.faces.cli import main
+from memstore.faces.server import build_server
+from memstore.git import history
+from memstore.model.memory import parse
+from memstore.storage import transaction
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import sync
 from tests.gitserver import GitServer, git, run_helper
 from tests.mcp_client import call, text
 

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from memstore import files, history, ledger_io, session, transaction
 from memstore.errors import Conflict, UnsafePath
-from memstore.index import Query
-from memstore.search import search
-from memstore.store import Store
+from memstore.git import history
+from memstore.search.index import Query
+from memstore.search.upkeep import search
+from memstore.storage import files, transaction
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.session import agent as session
 from tests.conftest import GIT_ENV, git, processes_started
 
 
@@ -335,8 +338,8 @@ def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_rem
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from memstore import history\n"
-        "from memstore.store import Store\n"
+        "from memstore.git import history\n"
+        "from memstore.storage.store import Store\n"
         "history._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "Store(Path(sys.argv[1]), agent='bob').add('cut', type='fact', description='cut')\n"
     )

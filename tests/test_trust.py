@@ -13,10 +13,12 @@ import pytest
 from conftest import GIT_ENV, as_agent, git, name_humans, processes_started
 from mcp_client import serve, text
 
-from memstore import lint, search, session
 from memstore.errors import InvalidMemory, SelfApproval
-from memstore.memory import check_identity, content_hash, parse, render
-from memstore.store import Store
+from memstore.model.memory import check_identity, content_hash, parse, render
+from memstore.search import upkeep as search
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
+from memstore.workflow.session import agent as session
 
 
 def commit_as(
@@ -298,7 +300,7 @@ def test_a_hand_commit_by_another_spelling_of_the_owner_is_self_approval(store: 
 def test_a_file_created_already_confirmed_does_not_count(store: Store) -> None:
     store.add("seed", type="fact", description="x")
     memory = store.get("seed")
-    from memstore.memory import evolve
+    from memstore.model.memory import evolve
 
     made = evolve(memory, name="born", status="confirmed", confirmed_by="bob", owner="mallory")
     (store.root / "fact" / "born.md").write_text(render(made), encoding="utf-8")
@@ -352,7 +354,7 @@ def test_a_rule_the_human_created_binds_at_once(store: Store) -> None:
 
 
 def test_reading_past_a_few_new_commits_matches_gits_own_log(confirmed: Store) -> None:
-    from memstore import gitlog, history
+    from memstore.git import gitlog, history
 
     start = history.head(confirmed.repo)
     assert start is not None
@@ -403,7 +405,7 @@ def test_verdicts_always_describe_exactly_the_head_they_name(store: Store) -> No
     # replay, whatever lands meanwhile, holds the files of the very commit it names as head.
     import threading
 
-    from memstore import trust
+    from memstore.storage import trust
 
     stop = threading.Event()
 
@@ -433,7 +435,7 @@ def test_verdicts_always_describe_exactly_the_head_they_name(store: Store) -> No
 
 
 def test_the_history_is_read_up_to_the_commit_named(confirmed: Store) -> None:
-    from memstore import gitlog, history
+    from memstore.git import gitlog, history
 
     older = history.head(confirmed.repo)
     confirmed.add("newer", type="fact", description="after")

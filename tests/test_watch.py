@@ -11,10 +11,11 @@ import pytest
 from test_index import names, same_size_same_mtime_edit, write_memory
 from watchfiles import Change
 
-from memstore import history, index
 from memstore.errors import GitError
-from memstore.store import Store
-from memstore.watch import Watcher, memory_files, relevant
+from memstore.git import history
+from memstore.search import index
+from memstore.search.watch import Watcher, memory_files, relevant
+from memstore.storage.store import Store
 
 
 def edit_in_place(path: Path, old: str, new: str) -> None:

@@ -12,9 +12,9 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from memstore import tokens
-from memstore.cli import main
-from memstore.store import Store
+from memstore.faces import bearer as tokens
+from memstore.faces.cli import main
+from memstore.storage.store import Store
 from tests.conftest import git
 from tests.http_server import add_token, http_server, mcp_client, server_env
 from tests.mcp_client import data, text

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import when
-from memstore.cli import main
 from memstore.errors import InvalidQuery
+from memstore.faces.cli import main
+from memstore.model import when
 
 NOW = datetime(2026, 12, 1, 15, 30, tzinfo=UTC)
 
@@ -80,7 +80,7 @@ def test_ledger_list_since_a_date_starts_at_that_day(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_mcp_recall_since_takes_a_duration(tmp_path: Path) -> None:
-    from memstore.store import Store
+    from memstore.storage.store import Store
     from tests.mcp_client import call, data
 
     store = Store.init(tmp_path / "memory", agent="alice")

@@ -12,12 +12,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import config, hooks, ledger_io, lint, session, workflow
-from memstore.cli import main
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
-from memstore.memory import parse
-from memstore.store import Store
-from memstore.workflow import Verdict, match
+from memstore.faces import hooks
+from memstore.faces.cli import main
+from memstore.model.memory import parse
+from memstore.storage import settings as store_settings
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.rules import rules as workflow
+from memstore.workflow.rules.rules import Verdict, match
+from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git, name_humans
 from tests.fences import inside, outside
 
@@ -273,7 +278,7 @@ def test_a_force_push_to_a_personal_branch_is_allowed_but_not_to_a_shared_or_unn
     ],
 )
 def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> None:
-    from memstore import actions
+    from memstore.workflow.rules import actions
 
     assert actions.acted(text) == ""
     rule = workflow.Rule(
@@ -693,7 +698,7 @@ def test_a_correction_by_a_listed_human_blocks_at_once_however_the_name_is_spelt
 
 
 def briefing_text(store: Store) -> str:
-    from memstore import briefing
+    from memstore.workflow.session import briefing
 
     return briefing.brief(store, mark=False).text
 
@@ -722,7 +727,7 @@ def test_humans_of_the_wrong_shape_is_a_one_line_error_and_nothing_changes(
     add_p0(store)
     (store.root / "memstore.yaml").write_text(setting + "\n", encoding="utf-8")
     with pytest.raises(InvalidMemory, match="'humans'"):
-        config.store_humans(store.root)
+        store_settings.store_humans(store.root)
     before = git(store.root, "rev-parse", "HEAD")
     done = CliRunner().invoke(main, ["check", "npm publish"])
     assert done.exit_code == 1 and done.exception is not None
@@ -733,9 +738,9 @@ def test_humans_of_the_wrong_shape_is_a_one_line_error_and_nothing_changes(
 
 
 def test_humans_may_be_one_name_or_absent(store: Store) -> None:
-    assert config.store_humans(store.root) == ()
+    assert store_settings.store_humans(store.root) == ()
     (store.root / "memstore.yaml").write_text("humans: alice\n", encoding="utf-8")
-    assert config.store_humans(store.root) == ("alice",)
+    assert store_settings.store_humans(store.root) == ("alice",)
 
 
 CAREFUL = workflow.Rule(
@@ -808,7 +813,7 @@ def test_negations_hypotheticals_judgements_and_talked_about_code_ask_for_nothin
 
 
 def actions_acted(text: str) -> str:
-    from memstore import actions
+    from memstore.workflow.rules import actions
 
     return actions.acted(text)
 
@@ -849,7 +854,7 @@ def test_orders_after_conditions_code_spans_ci_steps_pipes_and_typos_still_act(
 
 
 def test_only_slips_of_long_words_that_are_no_words_themselves_are_read_as_typos() -> None:
-    from memstore import actions
+    from memstore.workflow.rules import actions
 
     # `evoke` (revoke) and `remote` (remove) are words; `forse` is too short to guess at
     for text in ("evoke the old feeling", "clean up the remote notes", "forse"):
@@ -943,7 +948,7 @@ def test_credentials_cycled_are_rotated() -> None:
 
 
 def test_make_is_a_command_only_before_a_target() -> None:
-    from memstore import actions
+    from memstore.workflow.rules import actions
 
     assert actions.acted("make sure the sessions table gets truncated") != ""
     assert workflow.decide("make sure the sessions table gets truncated", []).verdict is (

@@ -9,9 +9,10 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from memstore import ledger_io, session
-from memstore.server import build_server
-from memstore.store import Store
+from memstore.faces.server import build_server
+from memstore.storage.store import Store
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git, name_humans
 from tests.mcp_client import call, data, text
 from tests.test_stdio import serve

@@ -1,0 +1,459 @@
+"""The review console at `/console`: server-rendered pages where people read what agents
+learned and confirm, deprecate or restore it, through the same core as the CLI.
+
+Sign-in takes a human's token (`memstore token add NAME --human`), kept in an HttpOnly,
+SameSite=Strict cookie; every form that changes something carries a CSRF token derived from it.
+Memory text is escaped (Markdown rendered with raw HTML off): it is data, never markup or code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import hmac
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from memstore.errors import MemoryNotFound, MemstoreError
+from memstore.faces.bearer import Keeper, Token
+from memstore.git import gitlog, history
+from memstore.model.memory import RULE_TYPES, Memory, now
+from memstore.model.status import Status
+from memstore.search import upkeep as search
+from memstore.search.index import Sync
+from memstore.search.upkeep import Query
+from memstore.storage.store import Store
+from memstore.workflow.care import lint
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
+
+COOKIE = "memstore_token"
+INBOX_MAX = 200
+RESULTS_MAX = 50
+EVENTS_MAX = 100
+HISTORY_MAX = 30
+STATUSES = tuple(s.value for s in Status)
+MOVES = {"confirm": Status.CONFIRMED, "deprecate": Status.DEPRECATED, "restore": Status.DRAFT}
+PAST = {"confirm": "confirmed", "deprecate": "deprecated", "restore": "restored"}
+
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False})
+_env = Environment(
+    loader=PackageLoader("memstore.faces", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_env.filters["markdown"] = lambda text: Markup(_markdown.render(str(text)))  # pyright: ignore[reportUnknownLambdaType]
+
+StoreFor = Callable[[str], Store]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One commit of a memory file, with its diff as lines (`+`, `-`, ` `, `@`)."""
+
+    commit: str
+    author: str
+    date: str
+    subject: str
+    body: str
+    diff: tuple[tuple[str, str], ...]
+
+
+def routes(keeper: Keeper, store_for: StoreFor) -> list[Route]:
+    """The console's routes, mounted at `/console`."""
+    pages = _Pages(keeper, store_for)
+    return [
+        Route("/", pages.inbox),
+        Route("/login", pages.login, methods=["GET", "POST"]),
+        Route("/logout", pages.logout, methods=["POST"]),
+        Route("/search", pages.search),
+        Route("/memory/{name}", pages.memory),
+        Route("/memory/{name}/move", pages.move, methods=["POST"]),
+        Route("/ledger", pages.ledger),
+        Route("/health", pages.health),
+        Route("/health/check", pages.recheck, methods=["POST"]),
+    ]
+
+
+def _render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    html = _env.get_template(name).render(**context)
+    return HTMLResponse(
+        html,
+        status_code=status,
+        headers={
+            # Nothing but this page's own inline style: no script at all, no remote resource.
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+            "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+def diff_lines(old: bytes | None, new: bytes | None) -> tuple[tuple[str, str], ...]:
+    """A unified diff of two versions of a file as (kind, line) pairs, kind one of `+ - @` or
+    a space."""
+    before = (old or b"").decode("utf-8", "replace").splitlines()
+    after = (new or b"").decode("utf-8", "replace").splitlines()
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(before, after, lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        out.append((line[:1] if line[:1] in "+-@" else " ", line))
+    return tuple(out)
+
+
+def changes(store: Store, path: Path, limit: int = HISTORY_MAX) -> list[Change]:
+    """The commits that changed `path`, newest first, each with its diff (`git log -p`)."""
+    found: list[Change] = []
+    for rev in gitlog.log(store.repo, path, limit=limit):
+        parents = history.parents(store.repo, rev.commit)
+        old = history.blob(store.repo, parents[0], path) if parents else None
+        new = history.blob(store.repo, rev.commit, path)
+        if new is None:  # `--follow` took a similar file for a rename: not this memory's past
+            continue
+        subject, _, body = rev.message.partition("\n")
+        found.append(
+            Change(rev.commit, rev.author, rev.date, subject, body.strip(), diff_lines(old, new))
+        )
+    return found
+
+
+def front_matter(memory: Memory) -> list[tuple[str, str]]:
+    """The memory's fields (not its body) as (key, text) rows, empty ones left out."""
+    rows: list[tuple[str, str]] = []
+    for f in fields(memory):
+        value: object = getattr(memory, f.name)
+        if f.name in ("body", "extra") or value in (None, "", ()):
+            continue
+        items: tuple[object, ...] = value if isinstance(value, tuple) else (value,)  # pyright: ignore[reportUnknownVariableType]
+        rows.append((f.name, ", ".join(str(v) for v in items)))
+    for key, value in memory.extra.items():
+        rows.append((str(key), str(value)))
+    return rows
+
+
+def trail(memory: Memory) -> list[tuple[str, str, str, str]]:
+    """The status moves the front matter records: (what, who, when, why)."""
+    moves = [
+        ("created", memory.owner, memory.created, ""),
+        ("confirmed", memory.confirmed_by, memory.confirmed_at, memory.confirmed_reason),
+        ("deprecated", memory.deprecated_by, memory.deprecated_at, memory.deprecated_reason),
+        ("restored", memory.restored_by, memory.restored_at, memory.restored_reason),
+    ]
+    done = [(what, who or "", when or "", why or "") for what, who, when, why in moves if who]
+    return sorted(done, key=lambda m: m[2])
+
+
+def open_claims(store: Store) -> list[ledger.Check]:
+    """Ledger claims still valid and not yet recorded: someone is doing that now."""
+    view = ledger_io.view(store)
+    moment = ledger.utcnow()
+    pairs = dict.fromkeys((e.action, e.target) for e in view.events if e.status == ledger.CLAIMED)
+    found = [ledger.check(view, action, target, moment) for action, target in pairs]
+    return [c for c in found if c.state is ledger.State.IN_PROGRESS]
+
+
+class _Pages:
+    def __init__(self, keeper: Keeper, store_for: StoreFor) -> None:
+        self.keeper = keeper
+        self.store_for = store_for
+        # Forms are bound to the sign-in and to this process: a CSRF token is worthless to
+        # anyone without the cookie, and forms opened before a restart are refused.
+        self._secret = secrets.token_bytes(32)
+        self.checkup = Checkup()
+
+    # -- sign-in -----------------------------------------------------------------------------
+
+    def who(self, request: Request) -> Token | None:
+        token = request.cookies.get(COOKIE)
+        if not token:
+            return None
+        found = self.keeper.identify(token)
+        return found if found is not None and found.human else None
+
+    def csrf(self, token: Token) -> str:
+        return hmac.new(self._secret, token.sha256.encode(), hashlib.sha256).hexdigest()
+
+    def page(
+        self, request: Request, name: str, user: Token, status: int = 200, **context: Any
+    ) -> HTMLResponse:
+        return _render(
+            name, status, user=user, csrf=self.csrf(user), here=request.url.path, **context
+        )
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            return _render("login.html", next=_local(request.query_params.get("next")))
+        form = await _form(request)
+        token = form.get("token", "").strip()
+        found = await run_in_threadpool(self.keeper.identify, token) if token else None
+        if found is None or not found.human:
+            why = (
+                "that token is an agent's: sign in with a person's token "
+                "(memstore token add NAME --human)"
+                if found is not None
+                else "unknown or revoked token"
+            )
+            return _render("login.html", 401, error=why, next=_local(form.get("next")))
+        response = RedirectResponse(_local(form.get("next")), status_code=303)
+        response.set_cookie(
+            COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/console",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        user = await run_in_threadpool(self.who, request)
+        form = await _form(request)
+        if user is not None and self.form_ok(form, user):
+            response = RedirectResponse("/console/login", status_code=303)
+            response.delete_cookie(COOKIE, path="/console")
+            return response
+        return RedirectResponse("/console/", status_code=303)
+
+    def form_ok(self, form: dict[str, str], user: Token) -> bool:
+        """Whether `form` carries the CSRF token of `user`'s sign-in."""
+        return hmac.compare_digest(form.get("csrf", ""), self.csrf(user))
+
+    # -- pages -------------------------------------------------------------------------------
+
+    def inbox(self, request: Request) -> Response:
+        user = self.who(request)
+        if user is None:
+            return _to_login(request)
+        store = self.store_for(user.name)
+        drafts = search.search(store, Query("", status="draft", limit=INBOX_MAX))
+        counts = {s: search.count(store, s) for s in STATUSES}
+        return self.page(request, "inbox.html", user, drafts=drafts, counts=counts)
+
+    def search(self, request: Request) -> Response:
+        user = self.who(request)
+        if user is None:
+            return _to_login(request)
+        store = self.store_for(user.name)
+        params = request.query_params
+        text = params.get("q", "")
+        wanted = {k: params.get(k) or None for k in ("status", "type", "owner")}
+        hits = []
+        error = None
+        if any(wanted.values()) or text:
+            try:
+                hits = search.search(
+                    store,
+                    Query(
+                        text,
+                        type=wanted["type"],
+                        status=wanted["status"],
+                        owner=wanted["owner"],
+                        limit=RESULTS_MAX,
+                        include_deprecated=wanted["status"] == "deprecated",
+                    ),
+                )
+            except MemstoreError as e:
+                error = str(e)
+        return self.page(
+            request,
+            "search.html",
+            user,
+            status=400 if error else 200,
+            q=text,
+            wanted=wanted,
+            hits=hits,
+            error=error,
+            types=store.types,
+            statuses=STATUSES,
+        )
+
+    def memory(self, request: Request, error: str | None = None, status: int = 200) -> Response:
+        user = self.who(request)
+        if user is None:
+            return _to_login(request)
+        store = self.store_for(user.name)
+        name = request.path_params["name"]
+        try:
+            current = store.read(name)
+        except MemoryNotFound as e:
+            return self.page(request, "error.html", user, 404, error=str(e))
+        except MemstoreError as e:
+            return self.page(request, "error.html", user, 400, error=str(e))
+        memory = current.memory
+        rule = (
+            [
+                (k, memory.extra[k])
+                for k in ("severity", "applies_when", "evidence")
+                if k in memory.extra
+            ]
+            if memory.type in RULE_TYPES
+            else []
+        )
+        return self.page(
+            request,
+            "memory.html",
+            user,
+            status,
+            memory=memory,
+            version=current.version,
+            path=current.path,
+            rows=front_matter(memory),
+            trail=trail(memory),
+            rule=rule,
+            changes=changes(store, store.root / current.path),
+            moves=_moves(memory.status),
+            error=error,
+            done=request.query_params.get("done"),
+        )
+
+    async def move(self, request: Request) -> Response:
+        user = await run_in_threadpool(self.who, request)
+        form = await _form(request)
+        if user is None:
+            return Response("sign in first", status_code=403, media_type="text/plain")
+        if not self.form_ok(form, user):
+            return Response(
+                "this form has expired or did not come from this console; reload the page",
+                status_code=403,
+                media_type="text/plain",
+            )
+        return await run_in_threadpool(self._move, request, user, form)
+
+    def _move(self, request: Request, user: Token, form: dict[str, str]) -> Response:
+        name = request.path_params["name"]
+        verb = form.get("action", "")
+        if verb not in MOVES:
+            return self.memory(request, f"unknown action {verb!r}", 400)
+        try:
+            self.store_for(user.name).move(
+                name,
+                MOVES[verb],
+                form.get("reason", "").strip(),
+                form.get("superseded_by", "").strip() or None,
+                expected_version=form.get("version") or None,
+            )
+        except MemstoreError as e:
+            return self.memory(request, str(e), 409)
+        return RedirectResponse(f"/console/memory/{name}?done={PAST[verb]}", status_code=303)
+
+    def ledger(self, request: Request) -> Response:
+        user = self.who(request)
+        if user is None:
+            return _to_login(request)
+        store = self.store_for(user.name)
+        try:
+            events = ledger_io.events(store)[-EVENTS_MAX:][::-1]
+            claims = open_claims(store)
+            error = None
+        except MemstoreError as e:
+            events, claims, error = [], [], str(e)
+        return self.page(request, "ledger.html", user, events=events, claims=claims, error=error)
+
+    def health(self, request: Request) -> Response:
+        user = self.who(request)
+        if user is None:
+            return _to_login(request)
+        if self.checkup.result is None:
+            self.checkup.start(self.store_for(user.name))
+        return self.page(
+            request,
+            "health.html",
+            user,
+            result=self.checkup.result,
+            running=self.checkup.running_since,
+        )
+
+    async def recheck(self, request: Request) -> Response:
+        user = await run_in_threadpool(self.who, request)
+        form = await _form(request)
+        if user is None or not self.form_ok(form, user):
+            return Response("sign in first", status_code=403, media_type="text/plain")
+        self.checkup.start(self.store_for(user.name))
+        return RedirectResponse("/console/health", status_code=303)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What the last health check found: lint's problems and the index catch-up, at a HEAD."""
+
+    problems: tuple[lint.Problem, ...]
+    sync: Sync | None
+    error: str | None
+    head: str | None
+    at: str
+
+
+class Checkup:
+    """The health check, run in a thread of its own: linting a large store takes seconds (it
+    replays the history), and a page must not wait for it. The page shows the last result."""
+
+    def __init__(self) -> None:
+        self.result: Checked | None = None
+        self.running_since: str | None = None
+        self._lock = threading.Lock()
+
+    def start(self, store: Store) -> None:
+        """Start a check unless one is running."""
+        with self._lock:
+            if self.running_since is not None:
+                return
+            self.running_since = now()
+        threading.Thread(target=self._run, args=(store,), daemon=True).start()
+
+    def _run(self, store: Store) -> None:
+        try:
+            head = history.head(store.repo)
+            try:
+                found = Checked(
+                    tuple(lint.lint_store(store)), search.catch_up(store), None, head, ""
+                )
+            except MemstoreError as e:
+                found = Checked((), None, str(e), head, "")
+            self.result = replace(found, at=now())
+        finally:
+            with self._lock:
+                self.running_since = None
+
+
+def _moves(status: str) -> list[str]:
+    """The review actions offered for a memory in `status`."""
+    return {
+        "draft": ["confirm", "deprecate"],
+        "confirmed": ["deprecate"],
+        "deprecated": ["restore"],
+    }.get(status, ["deprecate"])
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The fields of a posted form (files are refused: no form here takes one)."""
+    async with request.form(max_files=0) as form:
+        return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+def _local(target: str | None) -> str:
+    """`target` if it is a console path, else the inbox (no redirect off this site)."""
+    if target and target.startswith("/console/") and "//" not in target and "\\" not in target:
+        return target
+    return "/console/"
+
+
+def _to_login(request: Request) -> Response:
+    from urllib.parse import quote
+
+    return RedirectResponse(f"/console/login?next={quote(request.url.path)}", status_code=303)

@@ -1,0 +1,122 @@
+"""Client hook formats: a Claude Code hook payload in (a tool call, or a session's transcript),
+a check verdict out in its JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from memstore.errors import InvalidMemory
+from memstore.workflow.rules.rules import CheckResult, Verdict, agent_check_text
+
+_TARGET_KEYS = ("file_path", "notebook_path", "path")
+
+
+def hook_action(payload: object) -> tuple[str, str | None]:
+    """The action text and target of a Claude Code `PreToolUse` hook payload.
+
+    A `Bash` call is checked by its command (and the description Claude gave it); another tool
+    by its name and the file it touches, which is also the target globs match against.
+
+    Raises:
+        InvalidMemory: when the payload is not a hook object with a tool name.
+    """
+    if not isinstance(payload, dict) or not isinstance(payload.get("tool_name"), str):  # pyright: ignore[reportUnknownMemberType]
+        raise InvalidMemory("the hook payload must be a JSON object with a 'tool_name'")
+    data: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    tool: str = data["tool_name"]
+    raw: Any = data.get("tool_input")
+    tool_input: dict[str, Any] = raw if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    target = next((v for k in _TARGET_KEYS if isinstance(v := tool_input.get(k), str) and v), None)
+    if tool == "Bash":
+        parts = [tool_input.get("command"), tool_input.get("description")]
+        # As a shell comment: the description's words are not the command's arguments.
+        text = " # ".join(p for p in parts if isinstance(p, str) and p)
+    else:
+        text = " ".join(x for x in (tool, target) if x)
+    return text or tool, target
+
+
+def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[str, Any] | None:
+    """The `PreToolUse` hook output for a check result, or None to let the call go on as usual.
+
+    `block` denies the call and tells Claude why; `warn` adds the reasons to Claude's context
+    (or, with `ask_on_warn`, asks the user); `allow` with runbooks adds them as context.
+    """
+    # The reasons quote memories that agents wrote: fenced under memstore's status lines.
+    context = agent_check_text(result)
+    out: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if result.verdict is Verdict.BLOCK:
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = f"memstore blocked this action.\n{context}"
+    elif result.verdict is Verdict.WARN:
+        if ask_on_warn:
+            out["permissionDecision"] = "ask"
+            out["permissionDecisionReason"] = context
+        out["additionalContext"] = f"memstore warns before this action.\n{context}"
+    elif result.runbooks:
+        out["additionalContext"] = f"memstore: runbooks to follow.\n{context}"
+    else:
+        return None
+    return {"hookSpecificOutput": out}
+
+
+TRANSCRIPT_TAIL = 2_000_000
+"""The most of a transcript file read, in bytes (its end: the latest part of the session)."""
+
+
+def session_text(payload: object) -> str:
+    """What a session said, from a Claude Code `SessionEnd` or `PreCompact` hook payload: the
+    people's messages and the assistant's text from the transcript it names (tool calls and
+    their results left out), one message a paragraph.
+
+    Raises:
+        InvalidMemory: when the payload names no transcript, or it cannot be read.
+    """
+    data: dict[str, Any] = payload if isinstance(payload, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    where = data.get("transcript_path")
+    if not isinstance(where, str) or not where:
+        raise InvalidMemory("the hook payload must be a JSON object with a 'transcript_path'")
+    path = Path(where).expanduser()
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TRANSCRIPT_TAIL))
+            raw = f.read()
+    except OSError as e:
+        raise InvalidMemory(f"cannot read the transcript {path}: {e.strerror}") from e
+    lines = raw.decode("utf-8", "replace").splitlines()
+    if len(raw) >= TRANSCRIPT_TAIL:
+        lines = lines[1:]  # the first may be cut
+    return "\n\n".join(t for line in lines if (t := _message_text(line)))
+
+
+def _message_text(line: str) -> str:
+    """The words of one transcript line: a person's message or the assistant's text."""
+    try:
+        entry: Any = json.loads(line)
+    except ValueError:
+        return ""
+    if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):  # pyright: ignore[reportUnknownMemberType]
+        return ""
+    item: dict[str, Any] = entry  # pyright: ignore[reportUnknownVariableType]
+    if item.get("isMeta"):
+        return ""
+    raw: Any = item.get("message")
+    message: dict[str, Any] = raw if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    content: Any = message.get("content")
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        blocks: list[Any] = content  # pyright: ignore[reportUnknownVariableType]
+        parts = [
+            str(b.get("text", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
+        ]
+    else:
+        return ""
+    # Slash commands and their output come as tagged text: no one said those words.
+    return "\n".join(p.strip() for p in parts if p.strip() and not p.lstrip().startswith("<"))

@@ -1,0 +1,577 @@
+"""Reading a store's git history: the commits that touched a file or the store, what each
+one changed and who made it, and the lines each commit added."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from memstore.errors import GitError
+from memstore.git.history import (
+    PLAIN_PATHS,
+    SEP,
+    TREE_MODE,
+    Repo,
+    commit_tree,
+    git,
+    head,
+    read_object,
+    repo_path,
+    stop,
+    tree_entries,
+)
+from memstore.model.memory import same_identity
+
+_REC = "\x1e"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One commit that touched a memory file."""
+
+    commit: str
+    author: str
+    date: str
+    message: str
+
+
+def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
+    """The commits that touched `path`, newest first, following renames."""
+    args = ["--follow", f"--format=%H{SEP}%an{SEP}%aI{SEP}%B{_REC}"]
+    if limit is not None:
+        args.append(f"-n{limit}")
+    try:
+        out = git(repo, "log", *args, "--", repo_path(repo, path))
+    except GitError as e:
+        if "does not have any commits" in str(e):
+            return []
+        raise
+    revisions: list[Revision] = []
+    for record in out.split(_REC):
+        record = record.strip("\n")
+        if not record:
+            continue
+        sha, author, when, message = record.split(SEP, 3)
+        revisions.append(Revision(sha, author, when, message.strip()))
+    return revisions
+
+
+@dataclass(frozen=True, slots=True)
+class PathChange:
+    """One file a commit changed: its blob in each parent (None where absent) and after."""
+
+    path: str
+    """Relative to the repository's top folder."""
+    before: tuple[str | None, ...]
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCommit:
+    """A commit that changed files under the store, with who it names and what it changed.
+
+    A merge lists only the files whose result differs from every parent: what the merge
+    itself wrote (a conflict resolution); a version taken whole from one side is that side's.
+    """
+
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    changes: tuple[PathChange, ...]
+    time: int = 0
+    """When it was committed (Unix seconds); 0 when not read (`linear_commits`)."""
+    message: str = ""
+    """Its whole message; empty when not read (`linear_commits`)."""
+
+
+_NULL_SHA = re.compile(r"0+")
+
+
+def store_commits(
+    repo: Repo, store: Path, since: str | None = None, until: str | None = None
+) -> list[StoreCommit]:
+    """The commits that changed files under `store`, oldest first (parents before children),
+    after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
+    commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted.
+
+    Raises:
+        GitError: when git fails (e.g. `since` is not in this history).
+    """
+    end = until or head(repo)
+    if end is None:
+        return []
+    rel = repo_path(repo, store) if store.absolute() != repo.top else ""
+    span = f"{since}..{end}" if since else end
+    out = git(
+        repo,
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--reverse",
+        "--topo-order",
+        "-c",
+        "--raw",
+        "-z",
+        "--no-renames",
+        "--no-abbrev",
+        "--no-ext-diff",
+        "--format=%x1e%H%x00%P%x00%an%x00%cn%x00%ct%x00%B%x00",
+        span,
+        "--",
+        rel or ".",
+    )
+    commits: list[StoreCommit] = []
+    for chunk in out.split("\x1e")[1:]:
+        fields = chunk.split("\0")
+        if len(fields) < 4:
+            continue
+        if len(fields) < 6:
+            continue
+        sha, parents, author, committer, when, message = fields[:6]
+        changes: list[PathChange] = []
+        tokens = iter(fields[6:])
+        for token in tokens:
+            meta = token.strip()
+            if not meta.startswith(":"):
+                continue
+            path = next(tokens, "")
+            colons = len(meta) - len(meta.lstrip(":"))
+            parts = meta[colons:].split()
+            blobs = parts[colons + 1 : colons + 1 + colons + 1]
+            if len(blobs) != colons + 1:
+                continue
+            olds = tuple(None if _NULL_SHA.fullmatch(b) else b for b in blobs[:-1])
+            after = None if _NULL_SHA.fullmatch(blobs[-1]) else blobs[-1]
+            changes.append(PathChange(path, olds, after))
+        commits.append(
+            StoreCommit(
+                sha,
+                tuple(parents.split()),
+                author,
+                committer,
+                tuple(changes),
+                int(when) if when.isdigit() else 0,
+                message.strip(),
+            )
+        )
+    return commits
+
+
+def commit_at(repo: Repo, moment: str) -> tuple[str, int] | None:
+    """The newest commit on HEAD's first-parent line committed at or before `moment` (a UTC
+    time, `2026-11-01T00:00:00Z`) and when it was committed (Unix seconds); None when that
+    history starts later (or there is no commit).
+
+    Raises:
+        GitError: when git fails.
+    """
+    if head(repo) is None:
+        return None
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", moment):
+        raise GitError(f"not a UTC time: {moment!r}")
+    out = git(repo, "log", "-1", "--first-parent", f"--before={moment}", "--format=%H %ct", "HEAD")
+    sha, _, when = out.strip().partition(" ")
+    return (sha, int(when)) if sha and when.isdigit() else None
+
+
+def tree_files(repo: Repo, commit_sha: str, store: Path) -> dict[str, str]:
+    """The memory files (`<type>/<name>.md`, relative to `store`) in commit `commit_sha`'s
+    tree, each with its blob sha. One `git ls-tree`.
+
+    Raises:
+        GitError: when git fails (e.g. no such commit).
+    """
+    if not re.fullmatch(r"[0-9a-f]{40}", commit_sha):
+        raise GitError(f"not a commit id: {commit_sha!r}")
+    rel = repo_path(repo, store) if store.absolute() != repo.top else ""
+    prefix = f"{rel}/" if rel else ""
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit_sha]
+    out = git(repo, *args, *(["--", rel] if rel else []))
+    found: dict[str, str] = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) != 3 or parts[1] != "blob" or not path.startswith(prefix):
+            continue
+        inner = path[len(prefix) :]
+        folder, _, name = inner.partition("/")
+        if folder and not folder.startswith(".") and name.endswith(".md") and "/" not in name:
+            if not name.startswith("."):
+                found[inner] = parts[2]
+    return found
+
+
+_PERSON = re.compile(rb"^(author|committer) (.*) <[^>]*> \d+ [+-]\d{4}$")
+
+
+def linear_commits(
+    repo: Repo, store: Path, since: str, until: str, limit: int = 64
+) -> list[StoreCommit] | None:
+    """The commits after `since` up to `until` that changed files under `store`, oldest
+    first, read in-process (no git runs) when they form a chain of single-parent commits no
+    longer than `limit`; None otherwise (a merge, a rewritten history, a longer chain), and
+    the caller asks `store_commits`.
+
+    Only files directly in the store's folders (`<folder>/<file>`) are compared: memory files.
+    """
+    prefix = repo_path(repo, store) if store.absolute() != repo.top else ""
+    parts = [p for p in prefix.split("/") if p]
+    chain: list[tuple[str, str, str, str, str]] = []
+    sha = until
+    try:
+        while sha != since:
+            if len(chain) >= limit:
+                return None
+            kind, data = read_object(repo, sha)
+            if kind != "commit":
+                return None
+            head_text, _, _ = data.partition(b"\n\n")
+            tree, parents, names = "", list[str](), {b"author": "", b"committer": ""}
+            for line in head_text.split(b"\n"):
+                if line.startswith(b"tree "):
+                    tree = line[5:].decode("ascii")
+                elif line.startswith(b"parent "):
+                    parents.append(line[7:].decode("ascii"))
+                else:
+                    match = _PERSON.match(line)
+                    if match is not None:
+                        names[match.group(1)] = match.group(2).decode("utf-8", "replace")
+            if len(parents) != 1:
+                return None
+            chain.append((sha, tree, parents[0], names[b"author"], names[b"committer"]))
+            sha = parents[0]
+        found: list[StoreCommit] = []
+        for sha, tree, parent, author, committer in reversed(chain):
+            old = _subtree(repo, commit_tree(repo, parent), parts)
+            new = _subtree(repo, tree, parts)
+            changes = _folder_changes(repo, old, new, prefix)
+            if changes:
+                found.append(StoreCommit(sha, (parent,), author, committer, tuple(changes)))
+        return found
+    except (GitError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _subtree(repo: Repo, tree: str | None, parts: list[str]) -> str | None:
+    for name in parts:
+        if tree is None:
+            return None
+        entry = tree_entries(repo, tree).get(name.encode("utf-8"))
+        if entry is None or entry[0] != TREE_MODE:
+            return None
+        tree = entry[1].hex()
+    return tree
+
+
+def _folder_changes(repo: Repo, old: str | None, new: str | None, prefix: str) -> list[PathChange]:
+    """The files directly inside the type folders of two store trees that differ."""
+    if old == new:
+        return []
+    before = tree_entries(repo, old) if old else {}
+    after = tree_entries(repo, new) if new else {}
+    changes: list[PathChange] = []
+    lead = f"{prefix}/" if prefix else ""
+    for folder in sorted(set(before) | set(after)):
+        a, b = before.get(folder), after.get(folder)
+        if a == b:
+            continue
+        files_a = tree_entries(repo, a[1].hex()) if a and a[0] == TREE_MODE else {}
+        files_b = tree_entries(repo, b[1].hex()) if b and b[0] == TREE_MODE else {}
+        for name in sorted(set(files_a) | set(files_b)):
+            x, y = files_a.get(name), files_b.get(name)
+            old_blob = x[1].hex() if x and x[0] != TREE_MODE else None
+            new_blob = y[1].hex() if y and y[0] != TREE_MODE else None
+            if old_blob != new_blob:
+                path = f"{lead}{folder.decode('utf-8')}/{name.decode('utf-8')}"
+                changes.append(PathChange(path, (old_blob,), new_blob))
+    return changes
+
+
+def shallow_commits(repo: Repo) -> frozenset[str]:
+    """The commits whose parents a shallow clone left out (git's `shallow` file), if any."""
+    try:
+        text = (repo.common_dir / "shallow").read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """What one commit did to one file under the store: `added`, `confirmed`, `deprecated`,
+    `restored`, `edited` or `deleted` for a memory; `appended` for a JSONL record file."""
+
+    path: str
+    kind: str
+    added_lines: tuple[str, ...] = ()
+    """For a `.jsonl` file, the lines the commit appended."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One commit under the store and what it did to each file."""
+
+    commit: str
+    author: str
+    date: str
+    subject: str
+    files: tuple[FileChange, ...]
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _diff_path(lines: list[str], marker: str, side: str) -> str | None:
+    """The path on a diff's `--- a/…` or `+++ b/…` line, unquoted; None for /dev/null.
+
+    git ends a name holding a space with a tab, and quotes one holding a quote, a backslash
+    or a control character C-style (`"b/a\\tb"`, octal escapes for bytes).
+    """
+    line = next((x for x in lines if x.startswith(marker)), None)
+    if line is None:
+        return None
+    name = line[len(marker) :]
+    if name.endswith("\t"):
+        name = name[:-1]
+    if len(name) > 1 and name.startswith('"') and name.endswith('"'):
+        name = _unquote(name[1:-1])
+    return name[len(side) :] if name.startswith(side) else None
+
+
+def _unquote(quoted: str) -> str:
+    out = bytearray()
+    i = 0
+    while i < len(quoted):
+        c = quoted[i]
+        if c == "\\" and i + 1 < len(quoted):
+            nxt = quoted[i + 1]
+            if nxt in "0123" and re.fullmatch(r"[0-7]{3}", quoted[i + 1 : i + 4]):
+                out.append(int(quoted[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out.extend(c.encode("utf-8"))
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _file_change(section: str) -> FileChange | None:
+    lines = section.splitlines()
+    target = _diff_path(lines, "+++ ", "b/")
+    gone = _diff_path(lines, "--- ", "a/")
+    if target is None and gone is None:
+        return None
+    path = target or gone or ""
+    added = tuple(x[1:] for x in lines if x.startswith("+") and not x.startswith("+++ "))
+    if path.endswith(".jsonl"):
+        return FileChange(path, "appended", added)
+    if target is None:
+        kind = "deleted"
+    elif any(x.startswith("new file mode") for x in lines):
+        kind = "added"
+    elif "status: confirmed" in added:
+        kind = "confirmed"
+    elif "status: deprecated" in added:
+        kind = "deprecated"
+    elif "status: draft" in added and any(x.startswith("restored_by:") for x in added):
+        kind = "restored"
+    else:
+        kind = "edited"
+    return FileChange(path, kind)
+
+
+def changes(
+    repo: Repo,
+    store: Path,
+    *,
+    since_commit: str | None = None,
+    since_date: str | None = None,
+    limit: int = 200,
+) -> list[Change]:
+    """The commits touching `store` after `since_commit` (or since `since_date`), newest first.
+
+    Paths are relative to the repository root. A `since_commit` that is not an ancestor of HEAD
+    (history rewritten) raises, so the caller can fall back to a date.
+
+    Raises:
+        GitError: when git fails or `since_commit` is unknown.
+    """
+    args = ["--no-renames", f"-n{limit}", "-p", "--unified=0"]
+    args.append("--format=" + _REC + "%H" + SEP + "%an" + SEP + "%aI" + SEP + "%s")
+    if since_date:
+        args.append(f"--since={since_date}")
+    if since_commit:
+        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", since_commit):
+            raise GitError(f"not a commit id: {since_commit!r}")
+        args.append(f"{since_commit}..HEAD")
+    try:
+        out = git(repo, "log", *args, "--", repo_path(repo, store) or ".")
+    except GitError as e:
+        if "does not have any commits" in str(e):
+            return []
+        raise
+    found: list[Change] = []
+    for chunk in out.split(_REC):
+        header, _, diff = str(chunk).partition("\n")
+        if not header.strip():
+            continue
+        sha, author, when, subject = (header.split(SEP, 3) + ["", "", ""])[:4]
+        sections: list[str] = diff.split("\ndiff --git ")
+        files = tuple(f for f in (_file_change(s) for s in sections) if f is not None)
+        found.append(Change(sha, author, when, subject, files))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Who a commit names: its author and its committer (names, as git records them), and,
+    when the store requires signatures, the identity whose allowed key signed it."""
+
+    sha: str
+    author: str
+    committer: str
+    signer: str | None = None
+    signed: bool = False
+    """Whether signatures are required: then `signer` must name the identity too."""
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """One line a commit added to a file, and that commit."""
+
+    text: str
+    commit: Commit
+
+
+def is_by(commit: Commit, identity: str) -> bool:
+    """Whether `commit` is by `identity`: its author and its committer both name it, and,
+    when signatures are required, that identity's allowed key signed it."""
+    if not (same_identity(commit.author, identity) and same_identity(commit.committer, identity)):
+        return False
+    return not commit.signed or same_identity(commit.signer, identity)
+
+
+def added_lines(repo: Repo, path: Path, until: str, since: str | None = None) -> list[Added]:
+    """Every line a commit reachable from `until` (and not from `since`) added to `path`, with
+    that commit, oldest first.
+
+    Every parent of every merge is read (`--full-history`), so a line a merge dropped
+    (`git merge -s ours`, a conflict resolved without it) is still found on its branch. A
+    merge's own lines are those it added against all its parents; a union merge adds none.
+    One `git log -p`; its cost grows with the number of commits times the file's size, so
+    callers pass `since` to read only what is new.
+    """
+    for sha in (until, since):
+        if sha is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise GitError(f"not a full commit id: {sha!r}")
+    span = f"{since}..{until}" if since else until
+    out = git(
+        repo,
+        "log",
+        "--reverse",
+        "--full-history",
+        "--no-renames",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-mailmap",
+        "--cc",
+        f"--format={_REC}%H{SEP}%an{SEP}%cn",
+        "-p",
+        "--unified=0",
+        span,
+        "--",
+        repo_path(repo, path),
+    )
+    lines: list[Added] = []
+    commit = Commit("", "", "")
+    parents = 0  # 0 outside a hunk; else how many columns of +/- a hunk's lines start with
+    for line in out.split("\n"):
+        if line.startswith(_REC):
+            sha, *names = line[1:].split(SEP)
+            # A name holding the separator cannot be told apart: the commit is by nobody.
+            commit = Commit(sha, names[0], names[1]) if len(names) == 2 else Commit(sha, "", "")
+            parents = 0
+        elif line.startswith("diff --"):
+            parents = 0
+        elif line.startswith("@@"):
+            parents = len(line) - len(line.lstrip("@")) - 1
+        elif parents and line[:parents] == "+" * parents:
+            lines.append(Added(line[parents:], commit))
+    return lines
+
+
+def path_log(repo: Repo, pathspecs: list[str], revisions: str = "HEAD") -> Iterator[PathLog]:
+    """The commits in `revisions` (newest first) that changed files matching `pathspecs`
+    (git glob pathspecs, relative to the repository's top), each with the paths it changed.
+
+    Streams: a caller that stops early stops git.
+
+    Raises:
+        GitError: when git cannot run or fails.
+    """
+    if any(spec.startswith("-") for spec in pathspecs) or revisions.startswith("-"):
+        raise GitError("refusing to pass an argument starting with '-' to git")
+    args = [
+        "git",
+        *PLAIN_PATHS,
+        "log",
+        "--no-renames",
+        f"--format={_REC}%H %ct",
+        "--name-only",
+        revisions,
+        "--",
+        *(f":(glob){spec}" for spec in pathspecs),
+    ]
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=repo.top,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    assert proc.stdout is not None
+    current: tuple[str, int] | None = None
+    paths: list[str] = []
+    finished = False
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith(_REC):
+                if current is not None:
+                    yield PathLog(current[0], current[1], tuple(paths))
+                sha, _, at = line[1:].partition(" ")
+                current, paths = (sha, int(at or 0)), []
+            elif line:
+                paths.append(_unquote(line[1:-1]) if line.startswith('"') else line)
+        if current is not None:
+            yield PathLog(current[0], current[1], tuple(paths))
+        finished = True
+    finally:
+        if not finished:
+            proc.kill()
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        code = proc.wait()
+        stop(proc)
+    if finished and code != 0:
+        message = err.decode("utf-8", "replace").strip()
+        raise GitError(f"git log failed: {message or f'exit {code}'}")
+
+
+@dataclass(frozen=True, slots=True)
+class PathLog:
+    """One commit of `path_log`: its sha, its commit time (Unix seconds), the paths changed."""
+
+    sha: str
+    at: int
+    paths: tuple[str, ...]

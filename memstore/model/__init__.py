@@ -1,0 +1,4 @@
+"""Values and pure text: a memory, its status, the moments people type, text for agents.
+
+Empty on purpose: importing one light module of this folder loads none of its siblings.
+"""

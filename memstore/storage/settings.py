@@ -1,0 +1,307 @@
+"""A store's own settings, in `memstore.yaml` at its root: extra types, who is human, secrets,
+documents, the embedding model, signatures, sync, guards and upkeep. Each reader checks its
+setting's shape and names the file and the setting in its error."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memstore.config import STORE_CONFIG
+from memstore.errors import InvalidMemory
+
+# yaml and the memory format load when a store's settings are read, not when a CLI command
+# only resolves its flags (`memstore --help` stays fast).
+
+
+def _settings(root: Path) -> tuple[Path, Any]:
+    """`memstore.yaml` at `root` and what it holds (None when there is no such file).
+
+    Raises:
+        InvalidMemory: for a file that is not YAML.
+    """
+    path = root / STORE_CONFIG
+    if not path.is_file():
+        return path, None
+    import yaml
+
+    try:
+        return path, yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InvalidMemory(f"{path} is not valid YAML: {e}") from e
+
+
+def store_types(root: Path) -> tuple[str, ...]:
+    """The memory types: the defaults, then any `types` listed in `memstore.yaml`.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML or a bad type name.
+    """
+    from memstore.model.memory import DEFAULT_TYPES, check_name
+
+    path, data = _settings(root)
+    if data is None:
+        return DEFAULT_TYPES
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    extra: Any = mapping.get("types", []) if isinstance(data, dict) else None
+    if not isinstance(extra, list):
+        raise InvalidMemory(f"{path}: 'types' must be a list of type names")
+    items: list[Any] = extra  # pyright: ignore[reportUnknownVariableType]
+    added = tuple(check_name(t, "type") for t in items)
+    return DEFAULT_TYPES + tuple(t for t in added if t not in DEFAULT_TYPES)
+
+
+def secret_settings(root: Path) -> tuple[bool, dict[str, str]]:
+    """From `memstore.yaml`: whether secrets are allowed (`secrets: allow`), and the store's
+    own patterns (name → regex; `secrets.compile_patterns` adds the built-in ones).
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape or a pattern that is not a regex.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    policy = mapping.get("secrets", "refuse")
+    if policy not in ("refuse", "allow"):
+        raise InvalidMemory(f"{path}: 'secrets' must be 'refuse' (the default) or 'allow'")
+    extra: Any = mapping.get("secret_patterns") or {}
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in extra.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise InvalidMemory(f"{path}: 'secret_patterns' must map a name to a regular expression")
+    patterns: dict[str, str] = extra  # pyright: ignore[reportUnknownVariableType]
+    for name, rx in patterns.items():
+        try:
+            re.compile(rx)
+        except re.error as e:
+            raise InvalidMemory(
+                f"{path}: secret pattern {name!r} is not a valid regular expression: {e}"
+            ) from e
+    return policy == "allow", patterns
+
+
+def store_humans(root: Path) -> tuple[str, ...]:
+    """The identities `memstore.yaml` names as people (`humans: [alice, bob]`): a correction one
+    of them makes binds at once, an agent's only once someone else confirms it.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML, or `humans` not a list of
+            identities.
+    """
+    from memstore.model.memory import check_identity
+
+    path, data = _settings(root)
+    if data is None:
+        return ()
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = mapping.get("humans") or []
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list):
+        raise InvalidMemory(f"{path}: 'humans' must be a list of identities, e.g. humans: [alice]")
+    items: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    humans: list[str] = []
+    for item in items:
+        try:
+            humans.append(check_identity(item))
+        except InvalidMemory as e:
+            raise InvalidMemory(f"{path}: 'humans' lists {item!r}, not an identity: {e}") from e
+    return tuple(humans)
+
+
+def doc_globs(root: Path) -> tuple[str, ...]:
+    """From `memstore.yaml`: `docs:` globs naming the project's documents, relative to the top
+    of the store's git working tree (e.g. `["docs/**/*.md", "RUNBOOK.md"]`).
+
+    Raises:
+        InvalidMemory: for a setting that is not a list of relative globs inside the tree.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = mapping.get("docs") or []
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list):
+        raise InvalidMemory(
+            f"{path}: 'docs' must be a list of globs, e.g. docs: [\"docs/**/*.md\"]"
+        )
+    items: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    for item in items:
+        parts = item.split("/") if isinstance(item, str) else []
+        if not parts or item.startswith(("/", "~", "-")) or any(p in ("", "..") for p in parts):
+            raise InvalidMemory(
+                f"{path}: 'docs' lists {item!r}; use a glob relative to the repository's top, "
+                "without '..', such as 'docs/**/*.md'"
+            )
+    return tuple(dict.fromkeys(str(i) for i in items))
+
+
+def embedding_model(root: Path) -> str | None:
+    """From `memstore.yaml`: `embedding_model:`, the model semantic recall uses (a folder,
+    relative to the store, or a model name in this machine's cache); None turns it off.
+
+    Raises:
+        InvalidMemory: for a setting that is not a string.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    value: Any = mapping.get("embedding_model")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidMemory(
+            f"{path}: 'embedding_model' must be a folder or a model name, e.g. "
+            "embedding_model: models/potion-base-8M"
+        )
+    return value
+
+
+ALLOWED_SIGNERS = "allowed_signers"
+"""The default allowed-signers file, at the store's root (git's `principal key-type key`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signing:
+    """A store's signature settings from `memstore.yaml`."""
+
+    required: bool
+    """`require_signatures: true`: every commit memstore makes is signed, or refused."""
+    allowed_signers: str
+    """The allowed-signers file, relative to the store's root (`allowed_signers`)."""
+
+
+def signing_settings(root: Path) -> Signing:
+    """From `memstore.yaml`: `require_signatures` (default false) and `allowed_signers`.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape, or a file outside the store.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    required = mapping.get("require_signatures", False)
+    if not isinstance(required, bool):
+        raise InvalidMemory(f"{path}: 'require_signatures' must be true or false")
+    where = mapping.get("allowed_signers", ALLOWED_SIGNERS)
+    parts = where.split("/") if isinstance(where, str) else []
+    if (
+        not parts
+        or where.startswith("-")
+        or parts[0] == ".memstore"  # git-ignored: the file must be committed to count
+        or any(p in ("", ".", "..", ".git") for p in parts)
+    ):
+        raise InvalidMemory(
+            f"{path}: 'allowed_signers' must be a file path inside the store, such as "
+            f"{ALLOWED_SIGNERS!r}"
+        )
+    return Signing(required, where)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    """A store's sync settings from `memstore.yaml`."""
+
+    claims: str
+    """`local` (default): claims hold on this clone; `remote`: a claim is won only once the
+    remote accepted the push carrying it, and `ledger check` fetches first."""
+    remote: str
+    """The git remote `memstore sync` uses (`origin`)."""
+    branch: str | None
+    """The remote branch (default: the branch HEAD is on)."""
+
+
+def sync_settings(root: Path) -> SyncSettings:
+    """From `memstore.yaml`: `claims` (`local` or `remote`), `remote`, `branch`.
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape.
+    """
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    claims = mapping.get("claims", "local")
+    if claims not in ("local", "remote"):
+        raise InvalidMemory(f"{path}: 'claims' must be local or remote, not {claims!r}")
+    remote = mapping.get("remote", "origin")
+    branch = mapping.get("branch")
+    for key, value in (("remote", remote), ("branch", branch)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidMemory(f"{path}: '{key}' must be a name, such as 'origin' or 'main'")
+    return SyncSettings(claims, remote, branch)
+
+
+def disabled_guards(root: Path, known: Collection[str]) -> frozenset[str]:
+    """From `memstore.yaml`: the built-in guards turned off. `guards: false` turns off all of
+    them, `guards: {disable: [rm-rf, force-push]}` those named; on by default. `known` are the
+    guards that exist (the rules' own table, so the settings need not import the workflow).
+
+    Raises:
+        InvalidMemory: for a setting of the wrong shape or a guard that does not exist.
+    """
+    names_known = tuple(known)
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    setting: Any = mapping.get("guards", True)
+    if setting is True or setting is None:
+        return frozenset()
+    if setting is False:
+        return frozenset(names_known)
+    options: dict[str, Any] = setting if isinstance(setting, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    listed: Any = options.get("disable")
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list) or set(options) - {"disable"}:
+        raise InvalidMemory(
+            f"{path}: 'guards' must be true, false, or {{disable: [names]}}; guards: "
+            f"{', '.join(names_known)}"
+        )
+    names: list[Any] = listed  # pyright: ignore[reportUnknownVariableType]
+    unknown = [n for n in names if n not in names_known]
+    if unknown:
+        raise InvalidMemory(
+            f"{path}: 'guards' disables {unknown[0]!r}, which is not a guard; guards: "
+            f"{', '.join(names_known)}"
+        )
+    return frozenset(names)
+
+
+WORKING_EXPIRES = "30d"
+"""How long a `working` memory lives when it names no `expires` (`working_expires:`)."""
+STALE_AFTER_DAYS = 90
+"""How long a confirmation holds before `doctor` lists it as stale (`stale_after:`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upkeep:
+    """A store's settings for keeping memories current: expiry and re-verification."""
+
+    working_expires: str | None
+    """`7d`, `2w`, … for new `working` memories; None when they never expire by default."""
+    stale_after_days: int
+
+
+def upkeep_settings(root: Path) -> Upkeep:
+    """`working_expires:` (default 30d; `never` turns it off) and `stale_after:` (days, or
+    `90d`; default 90) from `memstore.yaml`.
+
+    Raises:
+        InvalidMemory: for a settings file that is not YAML, or a value of the wrong shape.
+    """
+    import re
+
+    path, data = _settings(root)
+    mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    working: Any = mapping.get("working_expires", WORKING_EXPIRES)
+    if working in (None, False, "never"):
+        working = None
+    elif not isinstance(working, str) or not re.fullmatch(r"\d{1,4}[hdw]", working):
+        raise InvalidMemory(
+            f"{path}: 'working_expires' must be a time such as 30d, 2w or 24h, or never"
+        )
+    stale: Any = mapping.get("stale_after", STALE_AFTER_DAYS)
+    if isinstance(stale, str) and re.fullmatch(r"\d{1,5}d", stale):
+        stale = int(stale[:-1])
+    if not isinstance(stale, int) or isinstance(stale, bool) or stale < 1:
+        raise InvalidMemory(f"{path}: 'stale_after' must be a number of days, e.g. 90 or 90d")
+    return Upkeep(working, stale)

@@ -1,0 +1,1145 @@
+"""`Store`: the facade over one memory directory, and its single write path."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memstore import config
+from memstore.errors import (
+    Conflict,
+    EditDeprecated,
+    GitError,
+    InvalidMemory,
+    InvalidName,
+    InvalidTransition,
+    MemoryExists,
+    MemoryNotFound,
+    MemstoreError,
+    NoIdentity,
+    NotAStore,
+    SelfApproval,
+)
+from memstore.git import history
+from memstore.model.memory import (
+    FILE_MAX,
+    Memory,
+    check_body,
+    check_description,
+    check_expires,
+    check_extra,
+    check_files,
+    check_identity,
+    check_importance,
+    check_line,
+    check_links,
+    check_name,
+    check_tags,
+    content_hash,
+    evolve,
+    now,
+    parse,
+    renamed,
+    render,
+    same_identity,
+)
+from memstore.model.status import Status, transition, unconfirm
+from memstore.model.status import verify as verify_memory
+from memstore.storage import settings, transaction
+from memstore.storage.files import (
+    LEDGER_FILE,
+    OUTCOMES_FILE,
+    atomic_write,
+    memory_files,
+    read_regular,
+    shown,
+    version_of,
+)
+from memstore.storage.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
+
+if TYPE_CHECKING:
+    import logging
+
+    from memstore.git import gitlog
+    from memstore.storage import trust
+    from memstore.storage.secrets import Patterns
+
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
+CACHE_DIR = ".memstore"
+STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
+STORE_GITATTRIBUTES = (
+    "*.md text eol=lf\n"
+    "ledger.jsonl text eol=lf merge=union\n"
+    # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
+    "outcomes.jsonl text eol=lf merge=union\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A memory with the version (content hash) an update must name to avoid overwriting."""
+
+    memory: Memory
+    version: str
+    path: str
+
+
+def subject(prefix: str, detail: str, limit: int = 72) -> str:
+    """A commit message whose first line stays scannable: `prefix — detail`, cut at `limit`.
+
+    A cut detail is repeated whole in the message body.
+    """
+    line = f"{prefix} — {detail}"
+    if len(line) <= limit:
+        return line
+    return f"{line[: limit - 1].rstrip()}…\n\n{detail}"
+
+
+def check_version(store: Store, name: str, current: Versioned, expected: str | None) -> None:
+    """Raise Conflict, showing what changed, if `current` is not at version `expected`."""
+    if expected is None or expected == current.version:
+        return
+    text = (store.root / current.path).read_bytes().decode("utf-8")
+    old = text_at_version(store, store.root / current.path, expected)
+    if old is None:
+        detail = f"version {expected} is not in the history; the file now reads:\n{text}"
+    else:
+        import difflib  # here: only a conflict needs it, and every CLI call would pay for it
+
+        detail = "".join(
+            difflib.unified_diff(
+                old.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                f"{current.path} (version {expected}, which you read)",
+                f"{current.path} (version {current.version}, now)",
+            )
+        )
+    raise Conflict(
+        f"'{name}' changed since you read it (you read version {expected}, it is now "
+        f"{current.version}); read it again and reapply your change",
+        current.version,
+        detail,
+    )
+
+
+def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> str | None:
+    """The committed content of `path` whose version is `version`, among recent commits."""
+    if not re.fullmatch(r"[0-9a-f]{12}", version):
+        return None
+    from memstore.git import gitlog  # reading history: an add never needs it
+
+    for revision in gitlog.log(store.repo, path, limit=depth):
+        data = history.blob(store.repo, revision.commit, path)
+        if data is not None and version_of(data) == version:
+            return data.decode("utf-8", "replace")
+    return None
+
+
+WROTE_KEPT = 4096
+"""How many of its own recent writes a store remembers for the watcher."""
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _texts(value: object) -> list[str]:
+    """The text in an extra field's value (a string, or the strings in a list)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return [v for v in items if isinstance(v, str)]
+    return []
+
+
+def _rehashed(before: Memory, after: Memory) -> Memory:
+    """`after`, whose references a rename rewrote, with its `confirmed_hash` following its
+    content when it matched `before`'s (so the field keeps saying what was confirmed)."""
+    if before.confirmed_hash and before.confirmed_hash == content_hash(before):
+        return evolve(after, confirmed_hash=content_hash(after))
+    return after
+
+
+class Store:
+    """One memory directory inside a git repository: reads, the write path, lint and history."""
+
+    def __init__(self, root: Path, agent: str | None = None, lock_timeout: float = 10.0) -> None:
+        root = root.absolute()
+        if not root.is_dir():
+            raise NotAStore(f"no store at {root}: run `memstore init {root}` to create one")
+        repo = history.find_repo(root)
+        if repo is None:
+            raise NotAStore(
+                f"{root} is not inside a git repository: run `memstore init {root}` to make it a "
+                "store"
+            )
+        self.root = root.resolve()
+        self.repo = repo
+        self.cache = self.root / CACHE_DIR
+        self.lock_timeout = lock_timeout
+        self._agent = check_identity(agent) if agent else None
+        self._git_name: str | None = None
+        self._written: list[str] = []
+        self._wrote: dict[str, tuple[int, int, int] | None] = {}
+        self._writing: Counter[str] = Counter()
+        """Memory files a write of this process is changing now (see `note_writing`)."""
+        self._written_lock = threading.Lock()
+        self.signed = False
+        """Whether the store requires signed commits (then the history verifies each one)."""
+        self._trust: trust.Cache | None = None
+        self._trust_lock = threading.Lock()
+        self.types = settings.store_types(self.root)
+        self.secrets_allowed, self._secret_extra = settings.secret_settings(self.root)
+        self._secret_patterns: Patterns | None = None
+        self.signing = settings.signing_settings(self.root)
+        if self.signing.required:
+            # A commit is then by an identity only when that identity's allowed key signed it.
+            self.signed = True
+        self._signer: history.Signer | None = None
+
+    @property
+    def trust(self) -> trust.Cache:
+        """What the history supports, for reads (see `shown`): made on first use, so that a
+        process that only writes (`memstore add`) never loads the `trust` module."""
+        with self._trust_lock:
+            if self._trust is None:
+                from memstore.storage import trust
+
+                self._trust = trust.Cache(self.repo, self.root, self.cache)
+                if self.signed:
+                    # A commit is by an identity only when that identity's allowed key signed it.
+                    self._trust.signers = self.signers_of
+            return self._trust
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, root: Path, agent: str | None = None, git_root: Path | None = None) -> Store:
+        """Make `root` a store (inside its git repository, or a new one) and return it.
+
+        Outside any repository, `git init` runs in `git_root` (`root` itself or a folder above
+        it), by default in `root`. Writes the store's `.gitignore` and `.gitattributes` and
+        commits them when an identity is known. Running it on an existing store changes nothing.
+
+        Raises:
+            InvalidMemory: for a `git_root` that does not hold `root`, or that differs from the
+                repository `root` is already in.
+        """
+        root = root.absolute()
+        top = git_root.absolute() if git_root is not None else None
+        if top is not None and top != root and top not in root.parents:
+            raise InvalidMemory(f"--git-root {shown(top)} must be the store folder or above it")
+        found = history.find_repo(root)
+        if found is not None and top is not None and Path(found.top).resolve() != top.resolve():
+            raise InvalidMemory(
+                f"{shown(root)} is already in the git repository {shown(Path(found.top))}; "
+                "leave out --git-root"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        if found is None:
+            history.init_repo(top or root)
+        store = cls(root, agent)
+        changes: list[transaction.Write] = []
+        for name, content in (
+            (".gitignore", STORE_GITIGNORE),
+            (".gitattributes", STORE_GITATTRIBUTES),
+        ):
+            path = transaction.check_path(store, store.root / name)
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            missing = [line for line in content.splitlines() if line not in old.splitlines()]
+            if missing:
+                sep = "" if not old or old.endswith("\n") else "\n"
+                changes.append(transaction.Write(path, old + sep + "\n".join(missing) + "\n"))
+        identity = store.identity
+        if changes and identity:
+            with store.locked():
+                transaction.commit(store, changes, "memory: init store", identity)
+        elif changes:  # no identity to commit as: the files are written for the first commit
+            for change in changes:
+                atomic_write(change.path, change.text)
+        return store
+
+    # -- identity -----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str | None:
+        """Who acts: the explicit agent, else git's `user.name`, else None."""
+        if self._agent:
+            return self._agent
+        if self._git_name is None:
+            self._git_name = history.git_identity(self.repo) or ""
+        return check_identity(self._git_name) if self._git_name else None
+
+    def require_identity(self) -> str:
+        """The acting identity.
+
+        Raises:
+            NoIdentity: saying how to set one.
+        """
+        identity = self.identity
+        if not identity:
+            raise NoIdentity(
+                "no identity to record this change under: pass --agent NAME, set "
+                "MEMSTORE_AGENT=NAME, or set `git config user.name`"
+            )
+        return identity
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def path_for(self, name: str) -> Path:
+        """The file of memory `name`.
+
+        Raises:
+            InvalidName: for a name that is not a slug.
+            MemoryNotFound: when no type folder holds it.
+        """
+        found = self._located(name)
+        if found is not None:
+            return found
+        raise MemoryNotFound(f"no memory named '{name}' in {self.root}{self._did_you_mean(name)}")
+
+    def _located(self, name: str) -> Path | None:
+        """The file of memory `name`, or None; `path_for` without the search for a hint.
+
+        Raises:
+            InvalidName, InvalidMemory: as `path_for` does.
+        """
+        check_name(name)
+        found: list[Path] = []
+        for folder in sorted(self.root.iterdir()):
+            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+                continue
+            path = folder / f"{name}.md"
+            if path.is_file() and not path.is_symlink():
+                found.append(path)
+        if len(found) > 1:
+            raise InvalidMemory(
+                f"two files claim the name '{name}': "
+                f"{' and '.join(shown(p) for p in found)}; keep one (see `memstore lint`)"
+            )
+        return found[0] if found else None
+
+    def _did_you_mean(self, name: str) -> str:
+        """`; did you mean 'x'?` naming the closest existing names (#17), or nothing."""
+        import difflib  # only a name that is not found needs it
+
+        names = {e.path.stem for e in memory_files(self.root)}
+        close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
+        if not close:
+            return ""
+        quoted = [f"'{n}'" for n in close]
+        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        return f"; did you mean {listed}?"
+
+    def read_file(self, path: Path, *, raw: bool = False) -> tuple[Memory, bytes]:
+        """The memory in file `path` and the file's bytes.
+
+        A confirmation its history does not support reads as status `unverified` (see
+        `trust`); `raw` gives the file's own status, for the write path.
+
+        Raises:
+            InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
+        """
+        data = read_regular(path)
+        if data is None:
+            raise InvalidMemory(f"{shown(path)} does not exist")
+        if len(data) > FILE_MAX:
+            raise InvalidMemory(f"{shown(path)} is larger than {FILE_MAX} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidMemory(f"{shown(path)} is not UTF-8 text") from e
+        try:
+            memory = parse(text)
+        except (InvalidMemory, InvalidName) as e:
+            # A bad name inside a file is a broken file, not a bad argument: one such file
+            # must not stop `list` from serving the others.
+            raise InvalidMemory(f"{shown(path)}: {e}") from e
+        return (memory if raw else self.shown(path, memory, data)), data
+
+    def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
+        """`memory`, read from `data` in file `path`, as its history supports it (see
+        `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
+        from memstore.storage import trust
+
+        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
+
+    def shown_fields(
+        self, rel: str, status: str, owner: str, at: trust.Trust | None = None
+    ) -> tuple[str, str]:
+        """The (status, owner) to show for the file at `rel` (relative to the store) whose
+        front matter says `status` and `owner`, without parsing it (see `trust.judged`);
+        `at` is a `trust.snapshot` taken for several files."""
+        from memstore.storage import trust
+
+        data = read_regular(self.root / rel)
+        if data is None:
+            return trust.UNVERIFIED, owner
+        return trust.judged(
+            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data), at
+        )
+
+    def read(self, name: str, *, raw: bool = False) -> Versioned:
+        """Memory `name` with its version (pass it back to `edit` to refuse lost updates).
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        path = self.path_for(name)
+        memory, data = self.read_file(path, raw=raw)
+        return Versioned(memory, version_of(data), self.rel(path))
+
+    def get(self, name: str) -> Memory:
+        """Memory `name`.
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        return self.read(name).memory
+
+    def memories(self, types: Iterable[str] | None = None) -> Iterator[Memory]:
+        """Every valid memory in the store (or in the folders of `types` only); a broken file
+        is skipped with a warning naming it."""
+        for entry in memory_files(self.root, types):
+            try:
+                yield self.read_file(entry.path)[0]
+            except (InvalidMemory, OSError) as e:
+                _log().warning("skipping %s: %s", entry.rel, e)
+
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        tags: tuple[str, ...] = (),
+    ) -> list[Memory]:
+        """Memories matching every filter given (tags with AND), newest update first."""
+        found = [
+            m
+            for m in self.memories()
+            if (type is None or m.type == type)
+            and (status is None or m.status == status)
+            and all(t in m.tags for t in tags)
+        ]
+        return sorted(found, key=lambda m: (m.updated, m.name), reverse=True)
+
+    def rel(self, path: Path) -> str:
+        """`path` relative to the store root, with forward slashes."""
+        try:
+            return path.absolute().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def history(self, name: str) -> list[gitlog.Revision]:
+        """The commits that changed memory `name`, newest first."""
+        from memstore.git import gitlog
+
+        return gitlog.log(self.repo, self.path_for(name))
+
+    # -- the write path -----------------------------------------------------------------------
+
+    @property
+    def holder(self) -> str:
+        """Who this process writes as, for the "store busy" message."""
+        return self._agent or "git user.name"
+
+    @property
+    def signer(self) -> history.Signer | None:
+        """What signs this process's commits (None: they go unsigned), found on the first write.
+
+        Raises:
+            SigningError: signatures are required and there is no usable key.
+        """
+        if self._signer is None and (self.signing.required or config.signing_key() is not None):
+            from memstore.git import signing  # only stores that sign
+
+            self._signer = signing.signer(self.repo, self.signing.required)
+        return self._signer
+
+    def signers_of(self, commits: list[str]) -> dict[str, str | None]:
+        """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
+        from memstore.git import signing  # only stores that sign
+
+        return signing.signers(self.repo, commits, self.allowed_signers)
+
+    @property
+    def allowed_signers(self) -> Path:
+        """The store's allowed-signers file (`allowed_signers` in `memstore.yaml`)."""
+        return self.root / self.signing.allowed_signers
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold the store's write lock (undoing first what a killed writer left).
+
+        Raises:
+            StoreLocked: naming the lock file when it is not free within the timeout.
+        """
+        return transaction.locked(self)
+
+    def note_writing(self, rels: Iterable[str]) -> None:
+        """Mark memory files (store-relative) a write of this process is about to change,
+        until `end_writing`: a watcher's event for them meanwhile is this process's own. A
+        write's files change before its commit lands; a watcher that saw them then would index
+        them again, in its own thread, beside the writes that follow."""
+        with self._written_lock:
+            self._writing.update(rels)
+
+    def end_writing(self, rels: Iterable[str]) -> None:
+        """End `note_writing`'s mark (the write landed, and `note_written` was told, or it
+        failed and put the files back)."""
+        with self._written_lock:
+            self._writing.subtract(rels)
+            self._writing = +self._writing  # only the marks still held
+
+    def note_written(self, rels: Iterable[str]) -> None:
+        """Remember memory files this process wrote (store-relative), for the search index,
+        with the stamp each has now."""
+        with self._written_lock:
+            for rel in rels:
+                self._written.append(rel)
+                self._wrote[rel] = _stamp(self.root / rel)
+                if len(self._wrote) > WROTE_KEPT:
+                    del self._wrote[next(iter(self._wrote))]
+
+    def wrote(self, rel: str) -> bool:
+        """Whether the file at `rel` is being written by this process or is as this process
+        last wrote it (a watcher's event for it is this process's own write)."""
+        with self._written_lock:
+            if self._writing[rel] > 0:
+                return True
+            seen = self._wrote.get(rel)
+        return seen is not None and seen == _stamp(self.root / rel)
+
+    def take_written(self) -> list[str]:
+        """The memory files this process wrote since the last call (store-relative paths)."""
+        with self._written_lock:
+            taken, self._written = self._written, []
+        return taken
+
+    def _commit(
+        self,
+        changes: list[tuple[Path, Memory]],
+        message: str,
+        actor: str,
+        removed: Iterable[Path] = (),
+    ) -> None:
+        """Write each memory's file, remove the `removed` ones, and commit it all as one
+        change. Call with the lock held."""
+        removed = list(removed)
+        writes: list[transaction.Change] = [
+            transaction.Write(path, render(memory)) for path, memory in changes
+        ]
+        writes += [transaction.Remove(path) for path in removed]
+        sha = transaction.commit(self, writes, message, actor)
+        if sha is not None and not self.signed and self._trust is not None:
+            # (A process that has read no verdicts yet has none to extend.)
+            from memstore.storage import trust
+
+            after: dict[str, Memory | None] = {
+                history.repo_path(self.repo, path): memory for path, memory in changes
+            }
+            after |= {history.repo_path(self.repo, path): None for path in removed}
+            self.trust.wrote(sha, after, trust.By(sha, actor, actor))
+
+    def add(
+        self,
+        name: str,
+        *,
+        type: str,
+        description: str,
+        body: str = "",
+        tags: tuple[str, ...] | list[str] = (),
+        links: tuple[str, ...] | list[str] = (),
+        extra: dict[str, Any] | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Save a new memory as a draft owned by the acting identity, and commit it.
+
+        Raises:
+            InvalidName, InvalidMemory, MemoryExists, NoIdentity, StoreLocked,
+            SecretFound (unless `allow_secret`).
+        """
+        check_name(name)
+        if type not in self.types:
+            raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        description = check_description(description)
+        body = check_body(body)
+        tag_list = check_tags(list(tags))
+        link_list = check_links(links)
+        extra = self._kept_fields(type, check_extra(extra))
+        self.refuse_secrets(
+            {"name": name, "description": description, "body": body, "tags": tag_list}
+            | {f"extra field {k!r}": _texts(v) for k, v in extra.items()},
+            allow_secret,
+        )
+        actor = self.require_identity()
+        at = now()
+        memory = Memory(
+            name=name,
+            description=description,
+            type=type,
+            status=Status.DRAFT.value,
+            owner=actor,
+            created=at,
+            updated=at,
+            tags=tag_list,
+            links=link_list,
+            body=body,
+            extra=dict(extra or {}),
+        )
+        with self.locked():
+            existing = self._located(name)
+            if existing is not None:
+                raise MemoryExists(
+                    f"a memory named '{name}' already exists at {shown(existing)}; "
+                    "choose another name or edit that one"
+                )
+            missing = [link for link in link_list if self._located(link) is None]
+            if missing:
+                raise InvalidMemory(
+                    f"links name no memory: {', '.join(missing)}; save those first, or leave "
+                    "them out"
+                )
+            path = transaction.check_path(self, self.root / type / f"{name}.md")
+            self._commit(
+                [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
+            )
+        return memory
+
+    def _kept_fields(self, type: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """`extra` with `expires`, `files` and `importance` checked and written canonically,
+        and a `working` memory given the store's default expiry.
+
+        Raises:
+            InvalidMemory: for a bad expiry, path or importance.
+        """
+        out = dict(extra)
+        if out.get("expires") is None and type == "working":
+            default = settings.upkeep_settings(self.root).working_expires
+            if default is not None:
+                out["expires"] = default
+        if out.get("expires") is not None:
+            out["expires"] = check_expires(out["expires"])
+        else:
+            out.pop("expires", None)
+        if out.get("files"):
+            out["files"] = list(check_files(out["files"]))
+        else:
+            out.pop("files", None)
+        if out.get("importance") is not None:
+            out["importance"] = check_importance(out["importance"])
+        return out
+
+    def edit(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        body: str | None = None,
+        tags: tuple[str, ...] | list[str] | None = None,
+        links: tuple[str, ...] | list[str] | None = None,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+        force: bool = False,
+    ) -> Memory:
+        """Change a memory's description, body, tags or links, and commit it.
+
+        A content change (description or body) sends a confirmed memory back to draft.
+        Without `expected_version` the fields given replace the current ones, whatever they are.
+        A deprecated memory is edited only with `force`; it stays deprecated.
+
+        Raises:
+            MemoryNotFound, InvalidMemory, Conflict (the file changed since `expected_version`),
+            SecretFound (unless `allow_secret`), EditDeprecated (unless `force`).
+        """
+        if description is not None:
+            description = check_description(description)
+        if body is not None:
+            body = check_body(body)
+        tag_list = check_tags(list(tags)) if tags is not None else None
+        link_list = check_links(links) if links is not None else None
+        self.refuse_secrets(
+            {"description": description, "body": body, "tags": tag_list}, allow_secret
+        )
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            check_version(self, name, current, expected_version)
+            old = current.memory
+            if old.status == Status.DEPRECATED and not force:
+                why = f" ({old.deprecated_reason})" if old.deprecated_reason else ""
+                raise EditDeprecated(f"'{name}' is deprecated{why}, so an edit would go unseen")
+            wanted = {
+                "description": description,
+                "body": body,
+                "tags": tag_list,
+                "links": link_list,
+            }
+            updates = {k: v for k, v in wanted.items() if v is not None and v != getattr(old, k)}
+            if not updates:
+                return old
+            changed = list(updates)
+            new = evolve(old, **updates)
+            at = now()
+            content_changed = bool({"description", "body"} & set(changed))
+            new = unconfirm(new, at=at) if content_changed else evolve(new, updated=at)
+            note = " (back to draft)" if old.status != new.status else ""
+            message = f"memory: edit {old.type}/{name} — {', '.join(changed)}{note}"
+            self._commit([(self.root / current.path, new)], message, actor)
+        return new
+
+    def move(
+        self,
+        name: str,
+        to: Status,
+        reason: str,
+        superseded_by: str | None = None,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Move memory `name` to status `to` as the acting identity (see `confirm`, `deprecate`
+        and `restore`), and commit it.
+
+        Raises:
+            SelfApproval, InvalidTransition, MemoryNotFound, Conflict, SecretFound.
+        """
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            check_version(self, name, current, expected_version)
+            old = self._as_history_says(current, actor, to)
+            at = now()
+            new = transition(
+                old, to, actor=actor, reason=reason, at=at, superseded_by=superseded_by
+            )
+            changes = [(self.root / current.path, new)]
+            verb = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate"}.get(to, "restore")
+            detail = reason.strip()
+            if superseded_by is not None:
+                successor = self.read(superseded_by, raw=True)
+                if old.name not in successor.memory.supersedes:
+                    after = evolve(
+                        successor.memory, supersedes=(*successor.memory.supersedes, old.name)
+                    )
+                    changes.append((self.root / successor.path, after))
+                detail += f" (superseded by {superseded_by})"
+            self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
+        return new
+
+    def rename(self, name: str, new_name: str) -> tuple[Memory, list[str]]:
+        """Rename memory `name` to `new_name` in one commit, and point every reference to it
+        (`links`, `supersedes`, `superseded_by`, `[[name]]` in bodies) at the new name.
+
+        Its owner and confirmation carry over: the history sees the same memory under a new
+        name (see `trust`), and a reference rewritten in the same commit is no change to what
+        a reviewer confirmed. Returns the renamed memory and the names of the memories whose
+        references were rewritten.
+
+        Raises:
+            InvalidName, MemoryNotFound, MemoryExists, Conflict, NoIdentity, StoreLocked.
+        """
+        check_name(new_name, "new name")
+        actor = self.require_identity()
+        if new_name == name:
+            raise MemoryExists(f"'{name}' already has that name; give another one")
+        with self.locked():
+            current = self.read(name, raw=True)
+            existing = self._located(new_name)
+            if existing is not None:
+                raise MemoryExists(
+                    f"a memory named '{new_name}' already exists at {self.rel(existing)}; "
+                    "choose another name, or forget or rename that one first"
+                )
+            names = {name: new_name}
+            at = now()
+            old = current.memory
+            moved = _rehashed(old, evolve(renamed(old, names), updated=at))
+            target = transaction.check_path(self, self.root / old.type / f"{new_name}.md")
+            changes = [(target, moved)]
+            pointing: list[str] = []
+            for entry in memory_files(self.root):
+                if entry.path == self.root / current.path:
+                    continue
+                try:
+                    other = self.read_file(entry.path, raw=True)[0]
+                except (InvalidMemory, OSError) as e:
+                    _log().warning("not rewriting references in %s: %s", entry.rel, e)
+                    continue
+                after = renamed(other, names)
+                if after != other:
+                    changes.append((entry.path, _rehashed(other, evolve(after, updated=at))))
+                    pointing.append(other.name)
+            detail = f"{old.type}/{name} → {old.type}/{new_name}"
+            if pointing:
+                detail += f" (references rewritten in {', '.join(sorted(pointing))})"
+            self._commit(
+                changes,
+                subject("memory: rename", detail),
+                actor,
+                removed=[self.root / current.path],
+            )
+        return moved, sorted(pointing)
+
+    def retype(self, name: str, type: str) -> Memory:
+        """Move memory `name` to type `type` (its folder) in one commit; it keeps its owner.
+        The type is part of what a reviewer confirmed, so a confirmed memory goes back to draft.
+
+        Raises:
+            InvalidName, InvalidMemory (unknown or same type), MemoryNotFound, Conflict.
+        """
+        if type not in self.types:
+            raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            if old.type == type:
+                raise InvalidMemory(f"'{name}' is a {type} already")
+            at = now()
+            new = unconfirm(evolve(old, type=type), at=at)
+            target = transaction.check_path(self, self.root / type / f"{name}.md")
+            note = " (back to draft)" if new.status != old.status else ""
+            self._commit(
+                [(target, new)],
+                f"memory: retype {old.type}/{name} → {type}/{name}{note}",
+                actor,
+                removed=[self.root / current.path],
+            )
+        return new
+
+    def forget(self, name: str, reason: str, allow_secret: bool = False) -> Memory:
+        """Remove memory `name`'s file in one commit saying why; its history stays in git
+        (see docs/cli.md for purging a secret from the history). Returns what was removed.
+
+        Raises:
+            InvalidName, MemoryNotFound, InvalidTransition (no reason), Conflict, NoIdentity.
+        """
+        reason = check_line(reason, "reason").strip()
+        if not reason:
+            raise InvalidTransition(f"to forget '{name}' give a one-line reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            self._commit(
+                [],
+                subject(f"memory: forget {old.type}/{name}", reason),
+                actor,
+                removed=[self.root / current.path],
+            )
+        return old
+
+    def deprecate_many(
+        self,
+        names: Iterable[str],
+        reason: str,
+        *,
+        dry_run: bool = False,
+        allow_secret: bool = False,
+    ) -> tuple[list[Memory], list[tuple[str, str]]]:
+        """Deprecate every memory named, in one commit, as the acting identity. A memory that
+        cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
+        reported, and the others still go. With `dry_run`, nothing is written. Returns the
+        memories deprecated (or that would be) and (name, why not) for each refused.
+
+        Raises:
+            InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
+            StoreLocked, GitError.
+        """
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        done: list[tuple[Path, Memory]] = []
+        refused: list[tuple[str, str]] = []
+        with self.locked():
+            at = now()
+            for name in names:
+                try:
+                    current = self.read(name, raw=True)
+                    path = self.root / current.path
+                    transaction.refuse_uncommitted(self, [path])
+                    new = transition(
+                        current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
+                    )
+                except MemstoreError as e:
+                    refused.append((name, str(e)))
+                    continue
+                done.append((path, new))
+            if done and not dry_run:
+                listed = ", ".join(m.name for _, m in done)
+                message = subject(f"memory: deprecate {len(done)}", reason.strip())
+                self._commit(done, f"{message}\n\n{listed}", actor)
+        return [m for _, m in done], refused
+
+    def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
+        """`current` as its history supports it, for a move to `to` by `actor`.
+
+        For a confirmation: nobody confirms a memory they created, whatever its `owner` field
+        says; and a confirmed memory the history does not back (shown as unverified) counts
+        as a draft, so a reviewer can confirm it afresh.
+
+        Raises:
+            SelfApproval: when `actor` committed the memory's creation.
+        """
+        memory = current.memory
+        if str(to) != Status.CONFIRMED:
+            return memory
+        path = self.root / current.path
+        transaction.refuse_uncommitted(self, [path])
+        try:
+            key = history.repo_path(self.repo, path)
+            owner = self.trust.current().owners.get(key)
+        except GitError:
+            return memory
+        if owner is not None and same_identity(owner, actor):
+            why = "" if same_identity(memory.owner, owner) else " (its history says so)"
+            raise SelfApproval(
+                f"cannot confirm '{memory.name}': you ({actor}) created it{why}, and nobody "
+                f"confirms their own memory; any identity other than {owner} (names compare "
+                "case-insensitively) can confirm it"
+            )
+        if memory.status == Status.CONFIRMED:
+            from memstore.storage import trust
+
+            data = read_regular(path) or b""
+            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+                return evolve(memory, status=Status.DRAFT.value)
+        return memory
+
+    def confirm(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Move a draft to confirmed; the acting identity must not be its owner.
+
+        With `expected_version`, only the version the reviewer read can be confirmed.
+
+        Raises:
+            SelfApproval, InvalidTransition, MemoryNotFound, Conflict.
+        """
+        return self.move(
+            name,
+            Status.CONFIRMED,
+            reason,
+            expected_version=expected_version,
+            allow_secret=allow_secret,
+        )
+
+    def deprecate(
+        self,
+        name: str,
+        reason: str,
+        superseded_by: str | None = None,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Mark a memory deprecated, keeping the file; links both ways to a successor if given.
+
+        Raises:
+            InvalidTransition, MemoryNotFound, Conflict.
+        """
+        if superseded_by is not None:
+            check_name(superseded_by, "superseded_by")
+        return self.move(
+            name, Status.DEPRECATED, reason, superseded_by, expected_version, allow_secret
+        )
+
+    def restore(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Bring a deprecated memory back as a draft.
+
+        Raises:
+            InvalidTransition, MemoryNotFound, Conflict.
+        """
+        return self.move(
+            name,
+            Status.DRAFT,
+            reason,
+            expected_version=expected_version,
+            allow_secret=allow_secret,
+        )
+
+    def verify(
+        self,
+        name: str,
+        reason: str,
+        *,
+        expected_version: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Record that a confirmed memory is still true (`verified_by`, `verified_at`,
+        `verified_reason`), as anyone but its owner; its content and confirmation stay.
+
+        Raises:
+            SelfApproval, InvalidTransition (not confirmed), MemoryNotFound, Conflict.
+        """
+        from memstore.storage import trust
+
+        check_line(reason, "reason")
+        self.refuse_secrets({"reason": reason}, allow_secret)
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            check_version(self, name, current, expected_version)
+            path = self.root / current.path
+            transaction.refuse_uncommitted(self, [path])
+            memory = current.memory
+            key = history.repo_path(self.repo, path)
+            data = read_regular(path) or b""
+            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+                memory = evolve(memory, status=trust.UNVERIFIED)
+            owner = self.trust.current().owners.get(key) or memory.owner
+            new = verify_memory(memory, actor=actor, owner=owner, reason=reason, at=now())
+            self._commit(
+                [(path, new)], subject(f"memory: verify {memory.type}/{name}", reason), actor
+            )
+        return new
+
+    def pin(self, name: str, pinned: bool = True) -> Memory:
+        """Pin (or unpin) a memory: it ranks higher in recall and survives briefing budgets.
+        Pinning is not content: a confirmation holds.
+
+        Raises:
+            MemoryNotFound, InvalidMemory.
+        """
+        actor = self.require_identity()
+        with self.locked():
+            current = self.read(name, raw=True)
+            old = current.memory
+            if bool(old.pinned) == pinned:
+                return old
+            new = evolve(old, pinned=True if pinned else None)
+            verb = "pin" if pinned else "unpin"
+            self._commit(
+                [(self.root / current.path, new)], f"memory: {verb} {old.type}/{name}", actor
+            )
+        return new
+
+    # -- reliability --------------------------------------------------------------------------
+
+    @property
+    def secret_patterns(self) -> Patterns:
+        """The credential patterns: built-in and the store's own (compiled on first use, so a
+        read never loads the credential check)."""
+        if self._secret_patterns is None:
+            from memstore.storage import secrets
+
+            self._secret_patterns = secrets.compile_patterns(self._secret_extra)
+        return self._secret_patterns
+
+    def refuse_secrets(
+        self,
+        fields: Mapping[str, str | tuple[str, ...] | list[str] | None],
+        allow_secret: bool,
+        because: str | None = None,
+    ) -> None:
+        """Raise SecretFound unless allowed per call or by the store's `secrets: allow`."""
+        if not allow_secret and not self.secrets_allowed:
+            from memstore.storage import secrets  # its patterns compile on import: writes only
+
+            secrets.refuse(fields, self.secret_patterns, because or secrets.MEMORIES_SHARED)
+
+    def pending(self) -> str | None:
+        """The commit message of a write a killed process left unfinished, else None."""
+        return transaction.pending(self.cache)
+
+    def recover(self) -> str | None:
+        """Undo what a killed writer left, as any write would first; returns what it was (its
+        commit message), or None when nothing was pending.
+
+        Raises:
+            StoreLocked, GitError.
+        """
+        left = self.pending()
+        with self.locked():
+            pass  # taking the lock undoes what a killed writer left
+        return left
+
+    def read_each(
+        self, names: list[str] | tuple[str, ...]
+    ) -> tuple[list[Versioned], list[tuple[str, str]]]:
+        """The memories named that can be read, in the order given, and (name, message) for each
+        that cannot (missing or broken): one bad file never hides the others.
+
+        Raises:
+            InvalidName: for a name that is not a slug (the caller's mistake: nothing is read).
+            MemoryNotFound: when none of them can be read, with every message.
+        """
+        for name in names:
+            check_name(name)
+        found: list[Versioned] = []
+        problems: list[tuple[str, str]] = []
+        for name in names:
+            try:
+                found.append(self.read(name))
+            except MemstoreError as e:
+                problems.append((name, str(e)))
+        if not found:
+            raise MemoryNotFound("; ".join(message for _, message in problems))
+        return found, problems
+
+    def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
+        """The memories named, in the order given (e.g. names picked from an index view).
+
+        Raises:
+            MemoryNotFound: naming every name that is not in the store.
+            InvalidName, InvalidMemory.
+        """
+        found: list[Memory] = []
+        missing: list[str] = []
+        for name in names:
+            try:
+                found.append(self.get(name))
+            except MemoryNotFound:
+                missing.append(name)
+        if missing:
+            raise MemoryNotFound(
+                f"no memory named {', '.join(repr(n) for n in missing)} in {self.root}"
+            )
+        return found
+
+    # -- record files -------------------------------------------------------------------------
+
+    @property
+    def outcomes_path(self) -> Path:
+        """The append-only record of correction outcomes, committed beside the memories."""
+        return self.root / OUTCOMES_FILE
+
+    # -- ledger -------------------------------------------------------------------------------
+
+    @property
+    def ledger_path(self) -> Path:
+        """The store's ledger file, `<store>/ledger.jsonl`."""
+        return self.root / LEDGER_FILE

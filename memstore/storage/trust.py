@@ -1,0 +1,752 @@
+"""What git history supports: who created each memory, and whether its confirmation holds.
+
+A memory file says who owns it and who confirmed it, and anyone can type that. The history
+says who committed each change. This module replays the store's commits, oldest first, and
+judges each version of each memory file:
+
+- its owner is the identity that committed its creation (a move to another folder keeps it,
+  and so does a rename: a file removed and another added in one commit holding the same
+  memory under a new name);
+- a confirmation counts when the commit that made it is by the identity it names (author and
+  committer, and signer when the store requires signatures), that identity is not the owner,
+  and the memory was a draft (or confirmed, for a fresh confirmation) before;
+- a confirmed version stays confirmed while later commits change only its trail, tags or links
+  (or rename it, or rewrite its `[[references]]` to a memory renamed in the same commit);
+  a change to its content (see `memory.CONTENT_KEYS`) without a new confirmation ends it;
+- a verification (a new `verified_by`) counts when committed by the identity it names, who is
+  not the owner; a forged or self-made one is a problem, as a forged confirmation is;
+- a deprecation or restore must be committed by the identity it names.
+
+A merge's own changes (where its result differs from every parent) are judged as a commit by
+the merge's committer; a version taken whole from one side keeps that side's verdict.
+
+Reads call `shown_status`: a confirmed memory shows as confirmed only when the file is the
+version at HEAD and that version's confirmation holds, else as `unverified`. The verdicts are
+cached under `.memstore/` for the HEAD they were made for and extended with `git log OLD..HEAD`;
+`lint` replays the whole history every time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memstore.errors import GitError, InvalidMemory, InvalidName
+from memstore.git import gitlog, history
+from memstore.model.memory import (
+    RULE_TYPES,
+    Memory,
+    content_hash,
+    evolve,
+    parse,
+    renamed,
+    render,
+    same_identity,
+)
+from memstore.model.status import MOVES, Status
+from memstore.storage.files import atomic_write
+
+log = logging.getLogger(__name__)
+
+UNVERIFIED = "unverified"
+"""The status shown for a memory whose file says confirmed but whose history does not."""
+CACHE_FILE = "trust.json"
+_FORMAT = 2  # 2: verifications are judged
+_MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
+
+
+@dataclass(frozen=True, slots=True)
+class By:
+    """Who a commit names: its author and committer, and the identity whose key signed it."""
+
+    commit: str
+    author: str
+    committer: str
+    signer: str | None = None
+    signed: bool = False
+    """Whether signatures are required: then the signer must be the identity too."""
+
+    def names(self, identity: str | None) -> bool:
+        """Whether this commit is by `identity`: author, committer (and signer) all name it."""
+        if not identity:
+            return False
+        if not (same_identity(self.author, identity) and same_identity(self.committer, identity)):
+            return False
+        return not self.signed or same_identity(self.signer, identity)
+
+    def describe(self) -> str:
+        """The commit and who it names, for a message."""
+        if not self.commit:
+            return f"the uncommitted change, which you ('{self.committer}') would commit"
+        who = (
+            f"by '{self.author}'"
+            if same_identity(self.author, self.committer)
+            else f"authored by '{self.author}' and committed by '{self.committer}'"
+        )
+        if self.signed:
+            who += f", signed by '{self.signer}'" if self.signer else ", with no allowed signature"
+        return f"commit {self.commit[:10]} ({who})"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement on one version of one memory file."""
+
+    ok: bool
+    """Whether its status is what its history supports (for a confirmed one: it holds)."""
+    problem: str | None = None
+    commit: str = ""
+
+
+_FINE = Verdict(True)
+
+
+@dataclass(slots=True)
+class Trust:
+    """The verdicts on a store's history up to `head`."""
+
+    head: str | None = None
+    blobs: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's blob at `head`, by path relative to the repository."""
+    owners: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's owner: who committed its creation."""
+    verdicts: dict[str, Verdict] = field(default_factory=dict[str, Verdict])
+    """`path NUL blob` → verdict, for the versions that are confirmed or have a problem."""
+
+    def verdict(self, path: str, blob: str | None) -> Verdict:
+        if blob is None:
+            return _FINE
+        return self.verdicts.get(f"{path}\0{blob}", _FINE)
+
+
+# -- judging one change -----------------------------------------------------------------------
+
+
+def _trail(memory: Memory | None, kind: str) -> tuple[str | None, str | None]:
+    if memory is None:
+        return None, None
+    return getattr(memory, f"{kind}_by"), getattr(memory, f"{kind}_at")
+
+
+def judge(
+    old: Memory | None,
+    old_verdict: Verdict,
+    new: Memory,
+    by: By,
+    owner: str,
+    created: bool,
+) -> Verdict:
+    """The verdict on version `new` of a memory, made by commit `by` from version `old`.
+
+    `owner` is who committed the file's creation; `created` says this change creates it.
+    """
+    if not same_identity(new.owner, owner):
+        return Verdict(
+            False,
+            f"owner says '{new.owner}' but {owner} created it: the owner is who committed the "
+            "file first, and it never changes",
+            by.commit,
+        )
+    if created and not by.names(owner):
+        return Verdict(False, f"created by {by.describe()}, which is not one identity", by.commit)
+    status = new.status
+    if status == Status.CONFIRMED:
+        return _judge_confirmed(old, old_verdict, new, by, owner, created)
+    for kind, verb in (("deprecated", "deprecation"), ("restored", "restore")):
+        if status != (Status.DEPRECATED if kind == "deprecated" else Status.DRAFT):
+            continue
+        who, when = _trail(new, kind)
+        if who is None or (who, when) == _trail(old, kind):
+            continue
+        if not by.names(who):
+            return Verdict(
+                False,
+                f"forged {verb}: {kind}_by says '{who}' but it was made in {by.describe()}",
+                by.commit,
+            )
+    return _FINE
+
+
+def _judge_confirmed(
+    old: Memory | None,
+    old_verdict: Verdict,
+    new: Memory,
+    by: By,
+    owner: str,
+    created: bool,
+) -> Verdict:
+    confirmer = new.confirmed_by
+    if created or old is None:
+        return Verdict(
+            False,
+            "created already confirmed: a memory starts as a draft and someone other than its "
+            "owner confirms it",
+            by.commit,
+        )
+    same_trail = old.status == Status.CONFIRMED and _trail(old, "confirmed") == _trail(
+        new, "confirmed"
+    )
+    if same_trail:
+        if not old_verdict.ok:
+            return Verdict(False, old_verdict.problem, by.commit)
+        if content_hash(old) != content_hash(new):
+            return Verdict(
+                False,
+                f"content changed after {confirmer} confirmed it, in {by.describe()}, without a "
+                "new confirmation: treat it as a draft until someone confirms it again",
+                by.commit,
+            )
+        verified = _trail(new, "verified")
+        if verified[0] is not None and verified != _trail(old, "verified"):
+            return _judge_verification(verified[0], by, owner, old_verdict)
+        return old_verdict
+    if not confirmer:
+        return Verdict(False, "confirmed but has no confirmed_by: who confirmed it?", by.commit)
+    try:
+        before = Status(old.status)
+    except ValueError:
+        before = Status.DRAFT
+    if before != Status.CONFIRMED and Status.CONFIRMED not in MOVES[before]:
+        return Verdict(
+            False,
+            f"confirmed straight from {before}: restore it to draft, then confirm it",
+            by.commit,
+        )
+    if same_identity(confirmer, owner):
+        return Verdict(
+            False,
+            f"self-approval: confirmed by its owner ({owner}) in {by.describe()}; nobody "
+            "confirms their own memory",
+            by.commit,
+        )
+    if same_identity(by.author, owner) or same_identity(by.committer, owner):
+        return Verdict(
+            False,
+            f"self-approval: the confirmation naming '{confirmer}' was made by its owner "
+            f"({owner}) in {by.describe()}; nobody confirms their own memory",
+            by.commit,
+        )
+    if not by.names(confirmer):
+        return Verdict(
+            False,
+            f"forged confirmation: confirmed_by says '{confirmer}' but it was made in "
+            f"{by.describe()}",
+            by.commit,
+        )
+    if new.confirmed_hash and new.confirmed_hash != content_hash(new):
+        return Verdict(
+            False,
+            "confirmed_hash does not match its content: it changed after the confirmation",
+            by.commit,
+        )
+    return Verdict(True, None, by.commit)
+
+
+def _judge_verification(verifier: str, by: By, owner: str, old_verdict: Verdict) -> Verdict:
+    """A new `verified_by` on an unchanged confirmed memory: it counts (and becomes the point
+    drift is measured from) when committed by that identity, who is not the owner."""
+    if same_identity(verifier, owner) or same_identity(by.author, owner):
+        return Verdict(
+            False,
+            f"self-verification: verified by its owner ({owner}) in {by.describe()}; nobody "
+            "verifies their own memory",
+            by.commit,
+        )
+    if not by.names(verifier):
+        return Verdict(
+            False,
+            f"forged verification: verified_by says '{verifier}' but it was made in "
+            f"{by.describe()}",
+            by.commit,
+        )
+    return Verdict(True, None, by.commit) if old_verdict.ok else old_verdict
+
+
+# -- replaying history ------------------------------------------------------------------------
+
+
+class _Parsed:
+    """Memory versions by blob sha, parsed once per replay (or shared: see `replay`)."""
+
+    def __init__(self, repo: history.Repo, memo: dict[str, Memory | None] | None = None) -> None:
+        self.repo = repo
+        self.memo: dict[str, Memory | None] = {} if memo is None else memo
+
+    def get(self, blob: str | None) -> Memory | None:
+        if blob is None:
+            return None
+        if blob not in self.memo:
+            self.memo[blob] = parse_bytes(history.read_blob(self.repo, blob))
+        return self.memo[blob]
+
+
+def parse_blob(repo: history.Repo, blob: str | None) -> Memory | None:
+    """The memory in `blob`, or None (no blob, or not a valid memory)."""
+    return None if blob is None else parse_bytes(history.read_blob(repo, blob))
+
+
+def parse_bytes(data: bytes) -> Memory | None:
+    """The memory in a file's bytes, or None when they are not a valid memory."""
+    try:
+        return parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, InvalidMemory, InvalidName):
+        return None
+
+
+PREFETCH = 32
+"""Past this many versions to read, a replay reads them all with one git process rather than
+one object at a time (a few memstore commits on top stay in-process)."""
+
+Signers = Callable[[list[str]], dict[str, str | None]]
+"""Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
+
+
+def replay(
+    trust: Trust,
+    repo: history.Repo,
+    prefix: str,
+    commits: Iterable[gitlog.StoreCommit],
+    signers: Signers | None = None,
+    parsed_memo: dict[str, Memory | None] | None = None,
+) -> None:
+    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`.
+
+    `parsed_memo`: memories by blob sha (None: not a valid memory), which the replay reads
+    and adds to, and another thread may share (a blob parsed by either is not parsed again).
+    """
+    parsed = _Parsed(repo, parsed_memo)
+    commits = list(commits)
+    wanted = {
+        blob
+        for commit in commits
+        for change in commit.changes
+        if _is_memory(prefix, change.path)
+        for blob in (change.after, *change.before)
+        if blob is not None
+    }
+    if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
+        for blob, data in history.read_blobs(repo, sorted(wanted - parsed.memo.keys())).items():
+            if blob not in parsed.memo:
+                parsed.memo[blob] = parse_bytes(data)
+    cut = gitlog.shallow_commits(repo)
+    signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
+    for commit in commits:
+        by = By(
+            commit.sha,
+            commit.author,
+            commit.committer,
+            signed_by.get(commit.sha),
+            signers is not None,
+        )
+        changes = [c for c in commit.changes if _is_memory(prefix, c.path)]
+        _apply(trust, changes, by, parsed.get, commit.sha in cut)
+        trust.head = commit.sha
+
+
+_CUT = (
+    "its history is cut off (a shallow clone has no commits before this one): fetch it "
+    "(`git fetch --unshallow`) so its owner and confirmation can be checked"
+)
+
+
+def _apply(
+    trust: Trust,
+    changes: list[gitlog.PathChange],
+    by: By,
+    read: Callable[[str | None], Memory | None],
+    cut: bool = False,
+) -> None:
+    """Judge one commit's changes to memory files and move `trust` past it. In a commit whose
+    parents a shallow clone left out (`cut`), a file that seems created may be older: its
+    owner is taken from the file, and a confirmation in it cannot be checked."""
+    # A file deleted and one of the same name added in one commit is a move: it keeps its
+    # owner, and the deleted version is the one it changed from.
+    gone = {
+        Path(c.path).name: (c.path, trust.owners.get(c.path), c.before)
+        for c in changes
+        if c.after is None
+    }
+    names = _renames(trust, changes, gone, read)
+    for change in changes:
+        if change.after is None:
+            trust.blobs.pop(change.path, None)
+            trust.owners.pop(change.path, None)
+    for change in changes:
+        if change.after is None:
+            continue
+        new = read(change.after)
+        path, befores = change.path, change.before or (None,)
+        created = path not in trust.owners
+        if created:
+            was = gone.get(Path(path).name) or names.moved.get(path)
+            if was is not None and was[1] is not None:
+                path_before, owner, befores = was[0], was[1], was[2] or (None,)
+                trust.owners[path] = owner
+                created = False
+            else:
+                path_before = path
+                named = new is not None and by.names(new.owner)
+                trust.owners[path] = new.owner if new is not None and named else by.committer
+        else:
+            path_before = path
+        trust.blobs[path] = change.after
+        key = f"{path}\0{change.after}"
+        if new is None:
+            trust.verdicts.pop(key, None)
+            continue
+        if cut and created:
+            trust.owners[path] = new.owner
+            if new.status == Status.CONFIRMED:
+                trust.verdicts[key] = Verdict(False, _CUT, by.commit)
+            continue
+        best: Verdict | None = None
+        for before in befores:
+            old = None if created else read(before)
+            # A rename in this commit may have rewritten the references to the old name:
+            # that is no change to what a reviewer confirmed.
+            olds = [old] if old is None or not names.renamed else [old, renamed(old, names.renamed)]
+            for was in olds:
+                verdict = judge(
+                    was,
+                    trust.verdict(path_before, before),
+                    new,
+                    by,
+                    trust.owners[path],
+                    created,
+                )
+                if best is None or (verdict.ok and not best.ok):
+                    best = verdict
+        assert best is not None
+        if best.ok and new.status != Status.CONFIRMED:
+            trust.verdicts.pop(key, None)
+        else:
+            trust.verdicts[key] = best
+
+
+@dataclass(slots=True)
+class _Renames:
+    moved: dict[str, tuple[str, str | None, tuple[str | None, ...]]]
+    """New path → (old path, owner, old blobs) of a memory renamed in the commit."""
+    renamed: dict[str, str]
+    """Old name → new name."""
+
+
+def _renames(
+    trust: Trust,
+    changes: list[gitlog.PathChange],
+    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    read: Callable[[str | None], Memory | None],
+) -> _Renames:
+    """The memories a commit renamed (`memstore mv`): a file deleted and another added whose
+    memory is the deleted one under its new name (its content otherwise unchanged), so it
+    keeps its owner and its confirmation."""
+    found = _Renames({}, {})
+    added = [
+        c
+        for c in changes
+        if c.after is not None and c.path not in trust.owners and Path(c.path).name not in gone
+    ]
+    if not added or not gone:
+        return found
+    candidates: list[tuple[str, str | None, tuple[str | None, ...], Memory]] = []
+    for path, owner, befores in gone.values():
+        old = read(next((b for b in befores if b is not None), None))
+        if owner is not None and old is not None:
+            candidates.append((path, owner, befores, old))
+    for change in added:
+        new = read(change.after)
+        if new is None:
+            continue
+        for i, (path, owner, befores, old) in enumerate(candidates):
+            if old.name == new.name or old.type != new.type:
+                continue
+            if content_hash(renamed(old, {old.name: new.name})) == content_hash(new):
+                found.moved[change.path] = (path, owner, befores)
+                found.renamed[old.name] = new.name
+                del candidates[i]
+                break
+    return found
+
+
+def _is_memory(prefix: str, path: str) -> bool:
+    return path.startswith(prefix) and bool(_MEMORY_PATH.fullmatch(path[len(prefix) :]))
+
+
+def prefix_of(repo: history.Repo, root: Path) -> str:
+    """The store's folder relative to the repository, with a trailing slash ('' at the top)."""
+    if root.resolve() == repo.top.resolve():
+        return ""
+    return history.repo_path(repo, root) + "/"
+
+
+def full(
+    repo: history.Repo,
+    root: Path,
+    signers: Signers | None = None,
+    until: str | None = None,
+    parsed_memo: dict[str, Memory | None] | None = None,
+) -> Trust:
+    """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`
+    (`parsed_memo`: see `replay`).
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    trust = Trust()
+    head = until or history.head(repo)  # read first: the replay goes exactly this far
+    if head is not None:
+        commits = gitlog.store_commits(repo, root, until=head)
+        replay(trust, repo, prefix_of(repo, root), commits, signers, parsed_memo)
+    trust.head = head
+    return trust
+
+
+# -- the cached verdicts reads use -------------------------------------------------------------
+
+
+class Cache:
+    """The verdicts up to HEAD for one store, kept in memory and under `.memstore/`.
+
+    `current()` brings them up to HEAD: nothing to do when HEAD has not moved (no git runs),
+    `git log OLD..HEAD` when it moved forward, the whole history when it was rewritten.
+    """
+
+    def __init__(self, repo: history.Repo, root: Path, cache: Path) -> None:
+        self.repo = repo
+        self.root = root
+        self.file = cache / CACHE_FILE
+        self.prefix = prefix_of(repo, root)
+        self.trust: Trust | None = None
+        self.signers: Signers | None = None
+        self._lock = threading.Lock()
+        self._cut = gitlog.shallow_commits(repo)
+        self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._ref_files: list[str] = []
+        self._fixed = [
+            str(repo.git_dir / "HEAD"),
+            str(repo.common_dir / "packed-refs"),
+            str(repo.common_dir / "shallow"),
+        ]
+
+    def _refs_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """What HEAD's files look like (inode, size, mtime): git writes a ref by renaming a
+        new file into place, so a moved HEAD changes this; a read compares it, never git."""
+        found: list[tuple[int, int, int] | None] = []
+        for path in self._watched:
+            try:
+                st = os.stat(path)
+            except OSError:
+                found.append(None)
+            else:
+                found.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(found)
+
+    def _branch_file(self) -> list[str]:
+        """The file of the branch HEAD names (none for a detached HEAD)."""
+        try:
+            target = (self.repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return []
+        return [str(self.repo.common_dir / target[4:].strip())] if target.startswith("ref:") else []
+
+    @property
+    def _watched(self) -> list[str]:
+        return [*self._fixed, *self._ref_files]
+
+    def current(self) -> Trust:
+        """The verdicts at HEAD.
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        with self._lock:
+            stamp = self._refs_stamp()
+            if self.trust is not None and stamp == self._stamp:
+                return self.trust  # HEAD has not moved: a few stat calls, nothing read
+            self._stamp = None
+            self._ref_files = self._branch_file()
+            stamp = self._refs_stamp()
+            trust = self._current()
+            self._stamp = stamp
+            return trust
+
+    def _current(self) -> Trust:
+        head = history.head(self.repo)
+        cut = gitlog.shallow_commits(self.repo)
+        if cut != self._cut:  # a fetch deepened (or a clone cut) the history
+            self.trust, self._cut = None, cut
+            self.file.unlink(missing_ok=True)
+        trust = self.trust if self.trust is not None else self._load()
+        if trust.head == head:
+            self.trust = trust
+            return trust
+        if trust.head is not None and head is not None:
+            # A few memstore commits on top: read in-process, no git runs.
+            linear = gitlog.linear_commits(self.repo, self.root, trust.head, head)
+            if linear is not None:
+                replay(trust, self.repo, self.prefix, linear, self.signers)
+                trust.head = head
+                self.trust = trust
+                return trust
+            try:
+                if history.is_ancestor(self.repo, trust.head, head):
+                    commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
+                    replay(trust, self.repo, self.prefix, commits, self.signers)
+                    trust.head = head
+                    self.trust = trust
+                    self._save(trust)
+                    return trust
+            except GitError as e:
+                log.info("replaying the whole history: %s", e)
+        trust = full(self.repo, self.root, self.signers)
+        self.trust = trust
+        self._save(trust)
+        return trust
+
+    def wrote(
+        self,
+        sha: str | None,
+        after: dict[str, Memory | None],
+        by: By,
+    ) -> None:
+        """Extend the verdicts with a commit this process just made (`after`: each memory
+        file's new version by repository path, None if removed), without running git."""
+        with self._lock:
+            trust = self.trust
+            if sha is None or trust is None:
+                return
+            try:
+                if history.parents(self.repo, sha)[:1] != [trust.head]:
+                    return  # another commit came first: the next read replays the history
+            except GitError:
+                return
+            memories: dict[str, Memory | None] = {}
+            changes: list[gitlog.PathChange] = []
+            for path, memory in after.items():
+                blob = None if memory is None else history.blob_sha(render(memory).encode())
+                if blob is not None:
+                    memories[blob] = memory
+                changes.append(gitlog.PathChange(path, (trust.blobs.get(path),), blob))
+
+            def read(blob: str | None) -> Memory | None:
+                if blob is None:
+                    return None
+                if blob in memories:
+                    return memories[blob]
+                return parse_blob(self.repo, blob)
+
+            _apply(trust, [c for c in changes if _is_memory(self.prefix, c.path)], by, read)
+            trust.head = sha
+
+    def _load(self) -> Trust:
+        return load(self.file, self.signers is not None, self._cut) or Trust()
+
+    def _save(self, trust: Trust) -> None:
+        save(self.file, trust, self.signers is not None, self._cut)
+
+
+def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
+    """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
+    under other settings (signatures required or not, a shallow clone's cut)."""
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+        if (
+            data.get("format") != _FORMAT
+            or data.get("signed") != signed
+            or data.get("shallow") != sorted(cut)
+        ):
+            return None
+        verdicts = {
+            str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
+            for k, v in dict(data["verdicts"]).items()
+        }
+        return Trust(
+            head=str(data["head"]) if data.get("head") else None,
+            blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
+            owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
+            verdicts=verdicts,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
+    """Keep `trust` in `file` (a cache under `.memstore/`); a failure is only logged."""
+    data = {
+        "format": _FORMAT,
+        "signed": signed,
+        "shallow": sorted(cut),
+        "head": trust.head,
+        "blobs": trust.blobs,
+        "owners": trust.owners,
+        "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+    }
+    try:
+        atomic_write(file, json.dumps(data, ensure_ascii=False))
+    except OSError as e:
+        log.info("cannot keep the verdicts in %s: %s", file, e)
+
+
+def needs_history(memory: Memory) -> bool:
+    """Whether what a read shows of `memory` depends on its history: a confirmation (does it
+    count?) or a rule (who made it decides whether it binds). Other drafts and deprecated
+    memories are shown as their files say, and cost no history read."""
+    return memory.status == Status.CONFIRMED or memory.type in RULE_TYPES
+
+
+def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
+    """`memory`, read from `data` at `path` (relative to the repository), as its history
+    supports it (for memories that `needs_history`): the owner is who committed its
+    creation, whatever the file says; a confirmation the history does not back, a version
+    with a forged owner or trail, and a rule or confirmation no commit holds yet (nothing
+    vouches for its owner or reviewer) read as `unverified`. An uncommitted edit of a
+    committed draft rule keeps its status, with its creator as owner."""
+    if not needs_history(memory):
+        return memory
+    status, owner = judged(cache, path, memory.status, memory.owner, history.blob_sha(data))
+    if (status, owner) == (memory.status, memory.owner):
+        return memory
+    return evolve(memory, status=status, owner=owner)
+
+
+def snapshot(cache: Cache) -> Trust | None:
+    """The verdicts at HEAD, to judge several files against one reading of HEAD (a search's
+    hits); None when git cannot read the history (then `judged` says why, file by file)."""
+    try:
+        return cache.current()
+    except GitError:
+        return None
+
+
+def judged(
+    cache: Cache, path: str, status: str, owner: str, blob: str, at: Trust | None = None
+) -> tuple[str, str]:
+    """The (status, owner) to show for the version `blob` of the file at `path` whose front
+    matter says `status` and `owner` (see `shown`); no file is parsed. `at` is a `snapshot`
+    already taken, else HEAD is checked now."""
+    trust = at
+    if trust is None:
+        try:
+            trust = cache.current()
+        except GitError as e:
+            log.warning("cannot read the history to verify %s: %s", path, e)
+            return UNVERIFIED, owner
+    creator = trust.owners.get(path)
+    if trust.blobs.get(path) == blob:
+        verdict = trust.verdicts.get(f"{path}\0{blob}")
+        ok = verdict.ok if verdict is not None else status != Status.CONFIRMED
+    else:
+        ok = creator is not None and status != Status.CONFIRMED
+    return (status if ok else UNVERIFIED), (creator or owner)
+
+
+def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:
+    """The status `shown` gives `memory`."""
+    return shown(cache, path, memory, data).status

@@ -1,0 +1,98 @@
+"""Tidying a store in batches: choosing memories by tag, type, status and age for a bulk
+deprecation, and the review queue (drafts awaiting someone other than their owner)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memstore.errors import InvalidQuery
+from memstore.model import when
+from memstore.model.memory import RULE_TYPES, Memory, links_in_body, same_identity
+from memstore.model.status import Status
+from memstore.storage.trust import UNVERIFIED
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A bulk deprecation: what was (or, in a dry run, would be) deprecated, what was refused."""
+
+    deprecated: tuple[Memory, ...]
+    refused: tuple[tuple[str, str], ...]
+    """(name, why not) for each memory chosen that could not be deprecated."""
+    dry_run: bool
+
+
+def select(
+    store: Store,
+    *,
+    tag: str | None = None,
+    type: str | None = None,
+    status: str | None = None,
+    older_than: str | None = None,
+    now: datetime | None = None,
+) -> list[Memory]:
+    """The memories matching every filter given, oldest update first: `status` as the history
+    supports it (`unverified` included), `older_than` (`30d`, a date) on the last update.
+
+    Raises:
+        InvalidQuery: for no filter at all, an unknown type or status, or an unreadable age.
+    """
+    if tag is None and type is None and status is None and older_than is None:
+        raise InvalidQuery(
+            "choose the memories: give --tag, --type, --status or --older-than (or NAMEs)"
+        )
+    statuses = [s.value for s in Status] + [UNVERIFIED]
+    if status is not None and status not in statuses:
+        raise InvalidQuery(f"unknown status {status!r}; statuses are: {', '.join(statuses)}")
+    if type is not None and type not in store.types:
+        raise InvalidQuery(f"unknown type {type!r}; types are: {', '.join(store.types)}")
+    before = when.stamp(when.moment(older_than, now, "older-than")) if older_than else None
+    found = [
+        m
+        for m in store.memories([type] if type else None)
+        if (tag is None or tag in m.tags)
+        and (status is None or m.status == status)
+        and (before is None or m.updated < before)
+    ]
+    return sorted(found, key=lambda m: (m.updated, m.name))
+
+
+def deprecate(
+    store: Store,
+    names: list[str],
+    reason: str,
+    *,
+    dry_run: bool = False,
+    allow_secret: bool = False,
+) -> Batch:
+    """Deprecate the memories named in one commit (see `Store.deprecate_many`).
+
+    Raises:
+        InvalidMemory, SecretFound, NoIdentity, StoreLocked, GitError.
+    """
+    done, refused = store.deprecate_many(names, reason, dry_run=dry_run, allow_secret=allow_secret)
+    return Batch(tuple(done), tuple(refused), dry_run)
+
+
+def review_queue(store: Store) -> list[Memory]:
+    """The drafts awaiting the acting identity's review (never its own; the owner as history
+    says), and confirmations the history does not back: most relevant first — rules (they
+    act already), then the most linked to, then the longest waiting."""
+    me = store.identity
+    everything = list(store.memories())
+    linked = Counter(target for m in everything for target in {*m.links, *links_in_body(m.body)})
+    waiting = [
+        m
+        for m in everything
+        if m.status in (Status.DRAFT, UNVERIFIED) and not (me and same_identity(m.owner, me))
+    ]
+    return sorted(
+        waiting,
+        key=lambda m: (0 if m.type in RULE_TYPES else 1, -linked[m.name], m.updated, m.name),
+    )

@@ -1,0 +1,489 @@
+"""The session briefing: sections of Markdown bullets fitted to a token budget.
+
+For an agent (`fenced=True`) every bullet's status is a line of memstore's own and what agents
+or people wrote follows it inside a per-briefing fence, so no description can forge a status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memstore.errors import InvalidMemory, MemstoreError
+from memstore.git import gitlog, history
+from memstore.git.gitlog import Change, FileChange
+from memstore.model import when
+from memstore.model.memory import Memory, now
+from memstore.model.render_text import (
+    STATUSES,
+    Bullet,
+    Fence,
+    fence_for,
+    kind,
+    stamp,
+    unshown,
+    word,
+)
+from memstore.model.status import Status
+from memstore.search.index import Hit
+from memstore.storage.files import atomic_write
+from memstore.workflow.care import stats, steward
+from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.rules import actions
+from memstore.workflow.rules import rules as workflow
+from memstore.workflow.session import agent as session
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memstore.storage.store import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BUDGET = 1500
+"""Tokens: about 6,000 characters, small enough to push into every session."""
+
+LIST_MAX = 50
+"""At most this many bullets per section before budgeting (a busy store has hundreds)."""
+
+FIRST_SESSION_SINCE = "7 days ago"
+"""How far back "changes since your last session" looks when there was no last session."""
+
+TASK_SHOWN = 120
+"""The briefing repeats at most this much of the task it was asked for."""
+
+CHARS_PER_TOKEN = 4
+"""Approximate tokens as characters / 4: close enough for English Markdown, and tokenizer-free."""
+
+MIN_BUDGET = 100
+"""Room for the header, the rules heading and a short note of what was cut."""
+
+PINNED_MAX = 20
+"""At most this many p0/p1 rules are kept whatever the budget; past that, a store's rules are
+too broad to brief (the rest are cut like any bullet, and the cut note counts them)."""
+
+DRAFTS_SHOWN = 5
+"""Drafts awaiting review listed by name (the most relevant); the rest are counted."""
+
+GROUP_NAMES = 5
+"""Names listed in one grouped change line before the rest are counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A titled list of bullets; `priority` 1 is kept longest when the budget is tight."""
+
+    title: str
+    priority: int
+    lines: tuple[Bullet, ...]
+    empty: str | None = None
+    """What to say when there is nothing to list (None: leave the section out)."""
+    pinned: int = 0
+    """The first `pinned` bullets are never cut, whatever the budget (p0 and p1 rules)."""
+    compact: tuple[Bullet, ...] = ()
+    """Shorter forms of the pinned bullets, used when even they do not fit the budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Briefing:
+    """The briefing's Markdown, its approximate size, and what was cut to fit the budget."""
+
+    text: str
+    tokens: int
+    budget: int
+    cut: tuple[str, ...] = ()
+
+
+def tokens(text: str) -> int:
+    """Approximate token count of `text` (characters / 4, rounded up)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _render(
+    header: str, sections: list[Section], kept: dict[str, int], note: str, fence: Fence | None
+) -> str:
+    parts = [header]
+    for s in sections:
+        n = kept[s.title]
+        if n == 0 and not (s.empty and not s.lines):
+            continue
+        body = [b.render(fence) for b in s.lines[:n]] if n else [s.empty or ""]
+        parts.append(f"## {s.title}\n" + "\n".join(body))
+    if note:
+        parts.append(f"_Cut to fit the budget: {note}._")
+    return "\n\n".join(parts) + "\n"
+
+
+def _cut_notes(sections: list[Section], kept: dict[str, int]) -> list[str]:
+    notes: list[str] = []
+    for s in sorted(sections, key=lambda x: x.priority):
+        dropped = len(s.lines) - kept[s.title]
+        if dropped == len(s.lines) and dropped:
+            notes.append(f"{s.title.lower()} ({dropped})")
+        elif dropped:
+            notes.append(f"{dropped} of {len(s.lines)} {s.title.lower()}")
+    return notes
+
+
+def _short_note(sections: list[Section], kept: dict[str, int]) -> str:
+    dropped = [len(s.lines) - kept[s.title] for s in sections]
+    items, parts = sum(dropped), sum(1 for d in dropped if d)
+    return f"{items} item(s) from {parts} section(s)" if items else ""
+
+
+def fit(header: str, sections: list[Section], budget: int, fence: Fence | None = None) -> Briefing:
+    """Render `sections` in their given order within `budget` tokens (quoting through `fence`).
+
+    Drops bullets from the end of the least important section first (highest `priority`
+    number), then the next, until the text, including a line naming what was cut, fits; when
+    even that line is too long, it shrinks to a count. The header and each section's
+    `pinned` bullets are always kept (in their `compact` form if need be), so the briefing
+    can exceed a budget too small for them.
+    """
+    budget = max(budget, MIN_BUDGET)
+    kept = {s.title: len(s.lines) for s in sections}
+    text = _render(header, sections, kept, "", fence)
+    order = sorted(sections, key=lambda s: s.priority, reverse=True)
+    while tokens(text) > budget:
+        victim = next((s for s in order if kept[s.title] > s.pinned), None)
+        if victim is None:
+            if any(s.compact and s.lines[: s.pinned] != s.compact for s in sections):
+                sections = [_compacted(s) for s in sections]
+                text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
+                continue
+            text = _render(header, sections, kept, _short_note(sections, kept), fence)
+            break
+        kept[victim.title] -= 1
+        text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
+    notes = _cut_notes(sections, kept)
+    return Briefing(text=text, tokens=tokens(text), budget=budget, cut=tuple(notes))
+
+
+def _compacted(s: Section) -> Section:
+    if not s.compact:
+        return s
+    lines = s.compact + s.lines[s.pinned :]
+    return Section(s.title, s.priority, lines, s.empty, s.pinned, s.compact)
+
+
+# -- a store's briefing -------------------------------------------------------------------
+
+
+def brief(
+    store: Store,
+    *,
+    for_text: str | None = None,
+    budget_tokens: int = DEFAULT_BUDGET,
+    since: str | None = None,
+    mark: bool = True,
+    fenced: bool = False,
+) -> Briefing:
+    """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
+
+    Lists the rules that apply (most severe first), claims in progress, confirmed
+    decisions and runbooks about `for_text`, drafts awaiting your review, and what changed
+    since your last briefing (or since `since`: a commit, a date (the start of that day, UTC),
+    a UTC time or a duration back from now such as `24h` or `7d`).
+    With `mark`, remembers this session's HEAD in the ignored cache for the next one.
+    With `fenced` (for an agent's context), what agents or people wrote is fenced as data
+    under status lines of memstore's own.
+    """
+    identity = store.identity
+    start = history.head(store.repo)
+    memories = list(store.memories())
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    expired = [m for m in memories if _expired(m, today)]
+    memories = [m for m in memories if not _expired(m, today)]
+    rules = session.rules(store, memories)
+    try:
+        rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
+    except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
+        log.warning("cannot read outcomes: %s", e)
+        rewrite = set[str]()
+    applying, others = rules, list[workflow.Rule]()
+    if for_text:
+        applying = [r for r in rules if workflow.related(r, for_text)]
+        others = [r for r in rules if r not in applying]
+    # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
+    pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
+    drafts = _awaiting_review(identity, memories, for_text)
+    knowledge = _knowledge(store, for_text, memories)
+    notes = steward.drift_notes(store, [m for m in knowledge if isinstance(m, Memory)])
+    notes |= {h.name: h.note for h in knowledge if isinstance(h, Hit) and h.note}
+    sections = [
+        Section(
+            "Corrections and warnings that apply",
+            1,
+            tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
+            empty="- none",
+            pinned=pinned,
+            compact=tuple(
+                workflow.rule_line(r, r.name in rewrite, short=True) for r in applying[:pinned]
+            ),
+        ),
+        Section("Pinned and important", 1, tuple(_pinned_lines(store, memories))),
+        Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
+        Section(
+            "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
+            3,
+            tuple(_knowledge_bullet(m, notes.get(m.name)) for m in knowledge),
+        ),
+        Section(
+            "Changes since your last session",
+            4,
+            tuple(_changes_lines(store, since)),
+            empty="- nothing new",
+        ),
+        Section(
+            "Drafts awaiting your review" if identity else "Drafts awaiting review",
+            5,
+            tuple(_draft_bullet(m) for m in drafts[:DRAFTS_SHOWN]) + _more(drafts),
+        ),
+        Section(
+            "Other corrections and warnings",
+            6,
+            tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
+        ),
+        Section("Expired, left out", 5, _expired_lines(expired)),
+    ]
+    who = identity or "no identity set"
+    task = " ".join((for_text or "").split())
+    task = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
+    fence: Fence | None = None
+    if fenced:
+        fence = fence_for([task, *(b.data for s in sections for b in s.lines)])
+        shown = f"\nTask: {fence.inline(task)}" if task else ""
+        header = f"# memstore briefing for {who}{shown}\n{fence.preamble}"
+    else:
+        header = f"# memstore briefing for {who}" + (f"\nTask: {task}" if task else "")
+    result = fit(header, sections, budget_tokens, fence)
+    if mark and start is not None:
+        # HEAD as it was before reading: a change made meanwhile shows again next time
+        # rather than never.
+        _mark_session(store, start)
+    return result
+
+
+def _expired(memory: Memory, today: str) -> bool:
+    expires = memory.extra.get("expires")
+    return isinstance(expires, str) and expires[:10] < today
+
+
+def _expired_lines(expired: list[Memory]) -> tuple[Bullet, ...]:
+    """One line saying expired memories exist (names are slugs), so nobody thinks them lost."""
+    if not expired:
+        return ()
+    names = sorted(m.name for m in expired)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (
+        Bullet(f"- {len(names)} expired: {shown} (`memstore search --include-deprecated`)", ""),
+    )
+
+
+def _pinned_lines(store: Store, memories: list[Memory]) -> list[Bullet]:
+    """Pinned and high-importance memories that are not deprecated: they survive budgets."""
+    chosen = [
+        m
+        for m in memories
+        if m.status != Status.DEPRECATED and (m.pinned or m.extra.get("importance") == "high")
+    ]
+    chosen.sort(key=lambda m: (not m.pinned, m.name))
+    notes = steward.drift_notes(store, chosen)
+    return [_knowledge_bullet(m, notes.get(m.name), status=True) for m in chosen[:LIST_MAX]]
+
+
+def _knowledge_bullet(m: Memory | Hit, note: str | None = None, status: bool = False) -> Bullet:
+    hidden = unshown([("type", m.type, kind(m.type))])
+    lead = f"- {kind(m.type)} `{m.name}`"
+    if status:
+        lead += f" [{m.status if m.status in STATUSES else 'unknown status'}]"
+    if note:
+        lead += " · MAY BE OUT OF DATE"
+    return Bullet(lead, " · ".join([m.description, *hidden, *([note] if note else [])]))
+
+
+def _draft_bullet(m: Memory) -> Bullet:
+    hidden = unshown([("type", m.type, kind(m.type)), ("owner", m.owner, word(m.owner))])
+    return Bullet(
+        f"- {kind(m.type)} `{m.name}` by {word(m.owner)}",
+        " · ".join([m.description, *hidden]),
+        plain=f"- {m.type} `{m.name}` by {m.owner}: {m.description}",
+    )
+
+
+def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
+    """Valid ledger claims with no record yet: someone is doing that right now."""
+    try:
+        view = ledger_io.view(store)
+        moment = ledger.utcnow()
+        pairs = dict.fromkeys(
+            (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
+        )
+        checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+    except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
+        return [Bullet("- the ledger cannot be read", str(e))]
+    lines: list[Bullet] = []
+    for c in checks:
+        if c.state is ledger.State.IN_PROGRESS:
+            who = "you" if identity is not None and c.actor == identity else c.actor
+            lines.append(
+                Bullet(
+                    f"- claimed by {word(who)} until {stamp(c.until or '?', 24)}",
+                    f"{c.action} {c.target}",
+                    plain=f"- `{c.action} {c.target}` claimed by {who} until {c.until}",
+                )
+            )
+    return lines[:LIST_MAX]
+
+
+def _knowledge(
+    store: Store, for_text: str | None, memories: list[Memory]
+) -> list[Memory] | list[Hit]:
+    kinds = ("decision", "runbook")
+    if for_text:
+        return session.relevant(store, for_text, kinds, 10)
+    confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
+    return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
+
+
+def _awaiting_review(
+    identity: str | None, memories: list[Memory], for_text: str | None
+) -> list[Memory]:
+    """Others' drafts: those sharing the most words (or action synonyms) with the task first,
+    then rules (they already act, so reviewing them matters most), then newest first."""
+    drafts = [
+        m
+        for m in memories
+        if m.status == Status.DRAFT and (identity is None or m.owner != identity)
+    ]
+    task = {f for f in actions.features(for_text or "") if len(f) > 2 and not f.isdigit()}
+
+    def shared(m: Memory) -> int:
+        return len(task & actions.features(f"{m.name} {m.description}")) if task else 0
+
+    drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
+    drafts.sort(key=lambda m: (-shared(m), 0 if m.type in workflow.RULE_TYPES else 1))
+    return drafts
+
+
+def _more(drafts: list[Memory]) -> tuple[Bullet, ...]:
+    rest = len(drafts) - DRAFTS_SHOWN
+    if rest <= 0:
+        return ()
+    return (Bullet(f"- and {rest} more: `memstore list --status draft`"),)
+
+
+def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
+    since_commit: str | None = None
+    since_date: str | None = None
+    if since:
+        if since.startswith("-") or "\n" in since:
+            raise InvalidMemory(
+                f"invalid --since {since!r}: give a commit id, a date or a duration (24h, 7d)"
+            )
+        if re.fullmatch(r"[0-9a-fA-F]{7,40}", since):
+            since_commit = since
+        else:
+            # Not git's own reading: it takes a bare date as that date at this time of day.
+            since_date = when.since_stamp(since)
+    else:
+        try:
+            data: Any = json.loads(_session_marker(store).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        marker: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        head = marker.get("head")
+        if isinstance(head, str):
+            since_commit = head
+        else:
+            since_date = FIRST_SESSION_SINCE
+    try:
+        found = gitlog.changes(
+            store.repo, store.root, since_commit=since_commit, since_date=since_date
+        )
+    except MemstoreError:
+        found = gitlog.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
+    prefix = history.repo_path(store.repo, store.root)
+    prefix = "" if prefix == "." else prefix
+    groups: dict[str, _Group] = {}
+    for change in found:  # newest first
+        for f in change.files:
+            rel = f.path[len(prefix) + 1 :] if prefix else f.path
+            if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
+                continue  # the store's own settings files, not knowledge
+            _group(groups, change, rel, f, stats.OUTCOMES_FILE)
+    return [g.bullet() for g in groups.values()][:LIST_MAX]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Changes of one kind since the last session: how many, by whom, and on what."""
+
+    what: str
+    """`memory added`, `outcome recorded`, `record appended to ledger.jsonl`…"""
+    count: int = 0
+    authors: dict[str, None] = field(default_factory=dict[str, None])
+    names: dict[str, int] = field(default_factory=dict[str, int])
+
+    def bullet(self) -> Bullet:
+        noun, _, rest = self.what.partition(" ")
+        plural = noun if self.count == 1 else ("memories" if noun == "memory" else f"{noun}s")
+        own = f"- {self.count} {plural} {rest}"
+        listed = [
+            f"`{n}`" + (f" ×{c}" if c > 1 else "")
+            for n, c in list(self.names.items())[:GROUP_NAMES]
+        ]
+        more = len(self.names) - GROUP_NAMES
+        if more > 0:
+            listed.append(f"and {more} more")
+        data = f"by {', '.join(self.authors)}: {', '.join(listed)}"
+        return Bullet(own, data, plain=f"{own} {data}")
+
+
+def _group(
+    groups: dict[str, _Group], change: Change, rel: str, f: FileChange, outcomes: str
+) -> None:
+    if f.kind != "appended":
+        name = rel[:-3] if rel.endswith(".md") else rel
+        _count(groups, f"memory {f.kind}", change.author, name)
+        return
+    for line in f.added_lines:
+        try:
+            data: Any = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        record: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+        if rel == outcomes:
+            name = f"{record.get('name')} {record.get('outcome')}"
+            _count(groups, "outcome recorded", change.author, name)
+        else:
+            parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
+            _count(groups, f"record appended to {rel}", change.author, " ".join(parts))
+
+
+def _count(groups: dict[str, _Group], what: str, author: str, name: str) -> None:
+    group = groups.setdefault(what, _Group(what))
+    group.count += 1
+    group.authors[author] = None
+    group.names[name] = group.names.get(name, 0) + 1
+
+
+def _session_marker(store: Store) -> Path:
+    slug = history.email_for(store.identity or "anonymous").split("@", 1)[0]
+    return store.cache / "sessions" / f"{slug}.json"
+
+
+def _mark_session(store: Store, sha: str) -> None:
+    marker = _session_marker(store)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(marker, json.dumps({"head": sha, "at": now()}) + "\n")
+    except OSError as e:  # a read-only checkout still gets its briefing
+        log.warning("cannot remember this session in %s: %s", store.rel(marker), e)
