@@ -278,9 +278,9 @@ def test_a_force_push_to_a_personal_branch_is_allowed_but_not_to_a_shared_or_unn
     ],
 )
 def test_text_that_only_talks_about_an_action_asks_for_nothing(text: str) -> None:
-    from memstore.workflow.rules import actions
+    from memstore.workflow.rules import intent
 
-    assert actions.acted(text) == ""
+    assert intent.acted(text) == ""
     rule = workflow.Rule(
         name="careful",
         type="correction",
@@ -813,9 +813,9 @@ def test_negations_hypotheticals_judgements_and_talked_about_code_ask_for_nothin
 
 
 def actions_acted(text: str) -> str:
-    from memstore.workflow.rules import actions
+    from memstore.workflow.rules import intent
 
-    return actions.acted(text)
+    return intent.acted(text)
 
 
 @pytest.mark.parametrize(
@@ -854,13 +854,13 @@ def test_orders_after_conditions_code_spans_ci_steps_pipes_and_typos_still_act(
 
 
 def test_only_slips_of_long_words_that_are_no_words_themselves_are_read_as_typos() -> None:
-    from memstore.workflow.rules import actions
+    from memstore.workflow.rules import intent
 
     # `evoke` (revoke) and `remote` (remove) are words; `forse` is too short to guess at
     for text in ("evoke the old feeling", "clean up the remote notes", "forse"):
-        assert not actions.analyse(text).has("rotate") and not actions.analyse(text).has("delete")
-    assert actions.analyse("destory the stack").has("delete")
-    assert actions.analyse("depoly it").has("deploy")
+        assert not intent.analyse(text).has("rotate") and not intent.analyse(text).has("delete")
+    assert intent.analyse("destory the stack").has("delete")
+    assert intent.analyse("depoly it").has("deploy")
 
 
 def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> None:
@@ -948,9 +948,9 @@ def test_credentials_cycled_are_rotated() -> None:
 
 
 def test_make_is_a_command_only_before_a_target() -> None:
-    from memstore.workflow.rules import actions
+    from memstore.workflow.rules import intent
 
-    assert actions.acted("make sure the sessions table gets truncated") != ""
+    assert intent.acted("make sure the sessions table gets truncated") != ""
     assert workflow.decide("make sure the sessions table gets truncated", []).verdict is (
         Verdict.WARN
     )
