@@ -18,6 +18,10 @@ class InvalidMemory(MemstoreError):
     """A memory (or a file claiming to be one) that breaks the format."""
 
 
+class InvalidWords(MemstoreError):
+    """The word tables of action matching (`words.toml`) hold an entry the code cannot read."""
+
+
 class MemoryNotFound(MemstoreError):
     """No memory with that name."""
 

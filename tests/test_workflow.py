@@ -854,13 +854,13 @@ def test_orders_after_conditions_code_spans_ci_steps_pipes_and_typos_still_act(
 
 
 def test_only_slips_of_long_words_that_are_no_words_themselves_are_read_as_typos() -> None:
-    from memstore.workflow.rules import intent
+    from memstore.workflow.rules import concepts
 
     # `evoke` (revoke) and `remote` (remove) are words; `forse` is too short to guess at
     for text in ("evoke the old feeling", "clean up the remote notes", "forse"):
-        assert not intent.analyse(text).has("rotate") and not intent.analyse(text).has("delete")
-    assert intent.analyse("destory the stack").has("delete")
-    assert intent.analyse("depoly it").has("deploy")
+        assert not concepts.analyse(text).has("rotate") and not concepts.analyse(text).has("delete")
+    assert concepts.analyse("destory the stack").has("delete")
+    assert concepts.analyse("depoly it").has("deploy")
 
 
 def test_a_document_noun_before_a_data_noun_is_a_modifier_not_the_object() -> None:

@@ -20,7 +20,7 @@ from memstore.model.memory import Memory, same_identity
 from memstore.model.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.model.status import Status
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.rules import intent
+from memstore.workflow.rules import concepts, guards, intent
 
 SEVERITIES = ("p0", "p1", "p2", "p3")
 DEFAULT_SEVERITY = {"correction": "p1", "warning": "p2"}
@@ -277,7 +277,7 @@ def _valid_pattern(item: object) -> bool:
 
 def words(text: str) -> list[str]:
     """The words of `text` as search indexes them: stemmed, stop words out, CJK as bigrams."""
-    return list(intent.analyse(text).terms)
+    return list(concepts.analyse(text).terms)
 
 
 def is_glob(pattern: str) -> bool:
@@ -295,7 +295,7 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
     A glob with spaces (`git push --force*`) matches anywhere in the text; a glob without
     spaces (`migrations/*.sql`) matches one whole word of the text or a target, in any folder.
     Otherwise every word of the pattern must appear in the text, in any order, analysed as
-    search analyses it, or be met by a synonym from the action table (`intent.CONCEPTS`):
+    search analyses it, or be met by a synonym from the action concepts (`words.toml`):
     "version bump" matches "bump version to 1.4.1", "npm publish" matches "ship 1.4.1 to the
     npm registry". Case never matters.
     """
@@ -307,7 +307,7 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
         candidates = _tokens(lowered) + [t.lower() for t in targets]
         alternatives = [glob] if glob.startswith(("*", "/")) else [glob, f"*/{glob}"]
         return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in alternatives)
-    return intent.meets(pattern, " ".join([text, *targets]))
+    return concepts.meets(pattern, " ".join([text, *targets]))
 
 
 def first_match(rule: Rule, text: str, targets: tuple[str, ...] = ()) -> str | None:
@@ -324,7 +324,7 @@ def related(rule: Rule, task: str) -> bool:
     """
     if not rule.applies_when or first_match(rule, task) is not None:
         return True
-    if any(intent.overlaps(p, task) for p in rule.applies_when if not is_glob(p)):
+    if any(concepts.overlaps(p, task) for p in rule.applies_when if not is_glob(p)):
         return True
     have = {w for w in words(task) if len(w) >= 3 and not w.isdigit()}
     return len(have & set(words(rule.description))) >= 2
@@ -420,7 +420,7 @@ def ledger_reason(check: ledger.Check, identity: str | None) -> Reason:
 
 
 def guard_reasons(action: str, disabled: Collection[str] = ()) -> list[Reason]:
-    """A warning for each built-in guard (`intent.GUARDS`) the action trips, unless disabled."""
+    """A warning for each built-in guard (`guards.guards`) the action trips, unless disabled."""
     return [
         Reason(
             kind="guard",
@@ -429,7 +429,7 @@ def guard_reasons(action: str, disabled: Collection[str] = ()) -> list[Reason]:
             message=guard.description,
             matched=seen,
         )
-        for guard, seen in intent.guard_hits(action, frozenset(disabled))
+        for guard, seen in guards.guard_hits(action, frozenset(disabled))
     ]
 
 

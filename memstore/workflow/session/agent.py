@@ -21,7 +21,7 @@ from memstore.storage.files import read_regular
 from memstore.workflow.care import stats
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.rules import rules as workflow
-from memstore.workflow.rules.intent import GUARD_NAMES
+from memstore.workflow.rules.guards import GUARD_NAMES
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

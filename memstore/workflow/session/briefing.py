@@ -34,7 +34,7 @@ from memstore.storage.files import atomic_write
 from memstore.workflow.care import stats, steward
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.rules import intent
+from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
 
@@ -361,10 +361,10 @@ def _awaiting_review(
         for m in memories
         if m.status == Status.DRAFT and (identity is None or m.owner != identity)
     ]
-    task = {f for f in intent.features(for_text or "") if len(f) > 2 and not f.isdigit()}
+    task = {f for f in concepts.features(for_text or "") if len(f) > 2 and not f.isdigit()}
 
     def shared(m: Memory) -> int:
-        return len(task & intent.features(f"{m.name} {m.description}")) if task else 0
+        return len(task & concepts.features(f"{m.name} {m.description}")) if task else 0
 
     drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
     drafts.sort(key=lambda m: (-shared(m), 0 if m.type in workflow.RULE_TYPES else 1))
