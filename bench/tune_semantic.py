@@ -43,7 +43,7 @@ from semantic import bank_store  # noqa: E402
 
 from memstore.search import embedding, index  # noqa: E402
 from memstore.search import upkeep as search  # noqa: E402
-from memstore.search.ranking import content_words  # noqa: E402
+from memstore.search.fusion import content_words  # noqa: E402
 from memstore.search.upkeep import Query  # noqa: E402
 from memstore.storage.store import Store  # noqa: E402
 

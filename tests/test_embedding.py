@@ -670,13 +670,13 @@ def test_an_encoder_is_known_for_one_whether_or_not_its_model_is_loaded(
 def _dense_weight(hit: Any) -> float:
     """The dense list's weight, from explain's `dense #rank (share)` (reciprocal rank fusion
     shows a list's #rank weight * RRF_K / (RRF_K + rank))."""
-    from memstore.search import ranking
+    from memstore.search import fusion
 
     fused = next(line for line in hit.explain if line.startswith("fused"))
     part = next(p for p in fused.split(" + ") if "dense #" in p)
     rank = int(part.split("dense #")[1].split()[0])
     share = float(part.split("(")[1].rstrip(")"))
-    return share * (ranking.RRF_K + rank) / ranking.RRF_K
+    return share * (fusion.RRF_K + rank) / fusion.RRF_K
 
 
 @pytest.mark.usefixtures("encoder_rules")

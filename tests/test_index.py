@@ -23,6 +23,7 @@ from whoosh.query import NullQuery
 from memstore.model.memory import Memory, render
 from memstore.search import index
 from memstore.search import upkeep as search
+from memstore.search.fusion import content_words
 from memstore.search.index import (  # pyright: ignore[reportPrivateUsage]
     _clean_query,
     _nlargest,
@@ -30,7 +31,6 @@ from memstore.search.index import (  # pyright: ignore[reportPrivateUsage]
     parse_query,
     tokens,
 )
-from memstore.search.ranking import content_words
 from memstore.search.upkeep import Hit, Query
 from memstore.storage.store import Store
 

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.model.memory import Memory, expiry, links_in_body
 from memstore.model.status import Status
-from memstore.search import manifest, ranking
+from memstore.search import fusion, manifest
 from memstore.search.manifest import Manifest, Stamp
 
 _UNUSED = {"urllib.request": "urlretrieve", "whoosh.lang.morph_en": "variations"}
@@ -1422,7 +1422,7 @@ def parse_query(text: str) -> Any:
     if not _SYNTAX.search(cleaned):
         # Plain words, the usual query: the terms the parser would make, without its cost,
         # less the question and function words ("when did", "what is") that add nothing.
-        terms = [Term("text", t) for t in dict.fromkeys(tokens(ranking.content_words(cleaned)))]
+        terms = [Term("text", t) for t in dict.fromkeys(tokens(fusion.content_words(cleaned)))]
         return Or(terms).normalize() if terms else None
     try:
         q = _parser().parse(cleaned)
@@ -1831,7 +1831,7 @@ class _Ranker:
         self, q: Any, limit: int, every_candidate: bool = False, words: Sequence[str] = ()
     ) -> list[Hit]:
         """Matches of the parsed query `q`, best first: the ranked lists of the pipeline
-        (`_lists`) fused (`ranking.fuse`). The top `limit` and any tied with the last, or
+        (`_lists`) fused (`fusion.fuse`). The top `limit` and any tied with the last, or
         with `every_candidate` all the candidates ranked. `words`, the index terms of a query
         of plain words, turn feedback on."""
         if q is None:
@@ -1840,14 +1840,14 @@ class _Ranker:
             return self._newest(q, max(limit * 3, 30))
         lists, lines = self._lists(q, limit, words)
         # Ties with the last: names break them.
-        fused = ranking.fuse(lists, parts=self.explain, limit=None if every_candidate else limit)
+        fused = fusion.fuse(lists, parts=self.explain, limit=None if every_candidate else limit)
         hits: list[Hit] = []
         for f in fused:
             fields = self.cache.fields(f.key)
             tail: list[str] = []
             shown: list[str] = []
             if self.explain:
-                tail = [ranking.explain(f)]
+                tail = [fusion.explain(f)]
                 shown = lines.get(f.key) or self._word_lines(f.key, fields)
             hits.append(self._hit(fields, f.score, shown, None, boosted=True, tail=tail))
         hits.sort(key=lambda h: (-h.score, h.name))
@@ -1855,7 +1855,7 @@ class _Ranker:
 
     def _lists(
         self, q: Any, limit: int, words: Sequence[str]
-    ) -> tuple[list[ranking.Ranked[int]], dict[int, list[str]]]:
+    ) -> tuple[list[fusion.Ranked[int]], dict[int, list[str]]]:
         """The pipeline's ranked lists of documents for `q` and, with explain, each document's
         lines from the words' list: BM25F of the words (times each memory's status and type
         boost), then, for plain words, BM25F of the words feedback adds."""
@@ -1884,22 +1884,22 @@ class _Ranker:
             if near and weak and DENSE_WORDS_SCALE > 0:
                 best = first.entries[0][1] if first.entries else 0.0
                 scale = min(1.0, best / DENSE_WEAK_BM25) ** DENSE_WORDS_SCALE
-                lists = [ranking.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
+                lists = [fusion.Ranked(r.ranker, r.weight * scale, r.entries) for r in lists]
             if near and weak and DENSE_STRANGE_SHARE > 0 and not self.dense.static:
                 if self._held(first, plain) < DENSE_STRANGE_SHARE:
                     lists = [
-                        ranking.Ranked(r.ranker, r.weight * DENSE_STRANGE_WORDS, r.entries)
+                        fusion.Ranked(r.ranker, r.weight * DENSE_STRANGE_WORDS, r.entries)
                         for r in lists
                     ]
                     near = [
-                        ranking.Ranked(r.ranker, DENSE_WEIGHT_STRANGE, r.entries)
+                        fusion.Ranked(r.ranker, DENSE_WEIGHT_STRANGE, r.entries)
                         if r.ranker == "dense"
                         else r
                         for r in near
                     ]
             if near:
                 if near[0].ranker == "lead":
-                    near[0] = ranking.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
+                    near[0] = fusion.Ranked("lead", sum(r.weight for r in lists), near[0].entries)
                 lists.extend(near)
         self._scores, self._terms = candidates or {}, plain or list(words)
         return lists, lines
@@ -1920,35 +1920,35 @@ class _Ranker:
         weight: float,
         scored: Iterable[tuple[float, int]],
         boosts: dict[int, float],
-    ) -> ranking.Ranked[int]:
+    ) -> fusion.Ranked[int]:
         """A ranker's list: its (score, document) pairs times each document's boost, best
         first (ties in document order: fusion gives tied scores the same rank)."""
         boosted = sorted(
             ((round(score * boosts.get(docnum, 1.0), 4), docnum) for score, docnum in scored),
             key=lambda b: (-b[0], b[1]),
         )
-        return ranking.Ranked(ranker, weight, tuple((d, s) for s, d in boosted))
+        return fusion.Ranked(ranker, weight, tuple((d, s) for s, d in boosted))
 
     def _feedback(
         self,
-        first: ranking.Ranked[int],
+        first: fusion.Ranked[int],
         words: Sequence[str],
         candidates: dict[int, float],
         wanted: int,
         boosts: dict[int, float],
-    ) -> ranking.Ranked[int] | None:
+    ) -> fusion.Ranked[int] | None:
         """RM3-style pseudo-relevance feedback: the words the best matches share, added to the
         query's, re-rank the memories that hold any of the query's words (never others)."""
         top = [
             (score, self.cache.vector(docnum)) for docnum, score in first.entries[:FEEDBACK_DOCS]
         ]
-        expansion = ranking.feedback_terms(
+        expansion = fusion.feedback_terms(
             top,
             lambda term: self.cache.idf(self.searcher, term),
             # The query's stop words as typed. A set of their stemmed forms used to join
             # them, but it held the analyzer's Token objects, which never equal a term: it
             # excluded nothing, and building it cost every process 3 ms.
-            exclude={*words, *ranking.QUERY_STOP_WORDS},
+            exclude={*words, *fusion.QUERY_STOP_WORDS},
             count=FEEDBACK_TERMS,
             # Whoosh's idf, log(N / (n + 1)) + 1, is largest for a term in one document.
             idf_max=math.log(max(self.searcher.doc_count_all(), 1) / 2) + 1,
@@ -1974,9 +1974,9 @@ class _Ranker:
         read = first.entries[:FEEDBACK_DOCS]
         kept = {docnum for docnum, _ in read}
         rest = tuple(e for e in ranked.entries if e[0] not in kept)
-        return ranking.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
+        return fusion.Ranked(ranked.ranker, ranked.weight, (*read, *rest)[:wanted])
 
-    def _held(self, first: ranking.Ranked[int], terms: Sequence[str]) -> float:
+    def _held(self, first: fusion.Ranked[int], terms: Sequence[str]) -> float:
         """The share of the query's words that the words' best match holds (0 without one)."""
         if not first.entries or not terms:
             return 0.0
@@ -1984,7 +1984,7 @@ class _Ranker:
         held = sum(_holds(self.cache.term(self.searcher, t)[0], top) for t in terms)
         return held / len(terms)
 
-    def _weak(self, first: ranking.Ranked[int], terms: Sequence[str]) -> bool:
+    def _weak(self, first: fusion.Ranked[int], terms: Sequence[str]) -> bool:
         """Whether the words found little, the question then probably being asked in other
         words than the memories': (with `DENSE_COVERED`) their best match lacks some word of
         the query, and their best BM25F score is below `DENSE_WEAK_BM25` (by default no score
@@ -2004,11 +2004,11 @@ class _Ranker:
     def _dense(
         self,
         dense: Dense,
-        first: ranking.Ranked[int],
+        first: fusion.Ranked[int],
         wanted: int,
         boosts: dict[int, float],
         weak: bool,
-    ) -> list[ranking.Ranked[int]]:
+    ) -> list[fusion.Ranked[int]]:
         """Semantic recall's lists: the memories nearest the query by meaning that pass the
         filter and mask, their cosines times each one's boost: every memory from
         `DENSE_WEAK_COSINE` when the words found little (`weak`), else only those the words
@@ -2062,7 +2062,7 @@ class _Ranker:
         if weak and nearest and near.entries[0][0] == nearest[0][1]:
             margin = nearest[0][0] - (nearest[1][0] if len(nearest) > 1 else 0.0)
             if margin >= lead:
-                return [ranking.Ranked("lead", 0.0, near.entries[:1]), near]
+                return [fusion.Ranked("lead", 0.0, near.entries[:1]), near]
         return [near]
 
     def _totals(self, words: list[str]) -> dict[int, float]:

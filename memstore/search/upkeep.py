@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 # duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.model.memory import RULE_TYPES, Memory
+from memstore.search.fusion import content_words
 from memstore.search.index import (
     DOC,
     Dense,
@@ -37,7 +38,6 @@ from memstore.search.index import (
     approx_tokens,
     fit_tokens,
 )
-from memstore.search.ranking import content_words
 from memstore.storage import settings, trust
 from memstore.storage.files import folder_times, lock_file, read_regular, stamps, version_of
 from memstore.storage.trust import UNVERIFIED

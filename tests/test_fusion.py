@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstore.search.ranking import RRF_K, Ranked, content_words, explain, feedback_terms, fuse
+from memstore.search.fusion import RRF_K, Ranked, content_words, explain, feedback_terms, fuse
 
 
 def test_a_key_high_in_two_lists_beats_the_first_of_one() -> None:
