@@ -1,6 +1,5 @@
-"""Ranking as a pipeline: each ranker puts the memories it finds in order, and reciprocal rank
-fusion (RRF) combines the lists. Also the query side of the words: which ones a question adds
-nothing with, and which words of the best matches feedback may add (pure; no index here).
+"""Reciprocal rank fusion (RRF): each ranker puts the memories it finds in order, and `fuse`
+combines the lists, with a one-line explanation of each fused score (pure; no index here).
 
 A ranker's scores mean nothing to another ranker (BM25 of the words, BM25 of the feedback
 words, later an embedding's cosine), their ranks do: `fuse` gives each memory
@@ -11,10 +10,7 @@ joins by producing a `Ranked` list; nothing else changes.
 
 from __future__ import annotations
 
-import heapq
-import math
-import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -97,76 +93,3 @@ def explain(fused: Fused[K]) -> str:
     """One line: how the rankers' places made the fused score."""
     terms = " + ".join(f"{p.ranker} #{p.rank} ({p.share:.3f})" for p in fused.parts)
     return f"fused {fused.score:.3f} = {terms}"
-
-
-# -- the query's words ------------------------------------------------------------------------
-
-QUERY_STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each else ever few
-    for from further get gets got had has have having he her here hers herself him himself his
-    how i if in into is it its itself just let me might more most must my myself no nor not now
-    of off on once only or other ought our ours ourselves out over own same shall she should so
-    some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what whatever when where whether which
-    while who whom whose why will with would yet you your yours yourself yourselves
-    """.split()
-)
-"""Words a query adds nothing with: question words, auxiliaries, pronouns and the commonest
-function words (NLTK's English stop words with Whoosh's, less `may`, a month). Documents keep
-them; only queries drop them (see `content_words`)."""
-
-_WORD = re.compile(r"[^\W_]+")
-
-
-def content_words(text: str) -> str:
-    """`text` without its question and function words (case and other characters kept), or
-    `text` itself when nothing else is left ("what did we do" still searches something)."""
-    kept = [w for w in _WORD.finditer(text) if w.group(0).lower() not in QUERY_STOP_WORDS]
-    if not kept:
-        return text
-    return " ".join(w.group(0) for w in kept)
-
-
-def feedback_terms(
-    top: Iterable[tuple[float, Mapping[str, float]]],
-    idf: Callable[[str], float],
-    *,
-    exclude: Iterable[str] = (),
-    count: int,
-    idf_max: float | None = None,
-) -> list[tuple[str, float]]:
-    """RM3-style expansion terms from the best matches: each `(score, {term: frequency})`
-    votes for its terms in proportion to its score and their share of its text, a term's vote
-    times its `idf` ranks it. Returns the `count` best `(term, weight)`, weights summing to 1,
-    best first (ties by term); `exclude` (the query's own terms, stop words) never comes back.
-    With `idf_max` (no idf is larger) the idf of a term that cannot make the `count` best is
-    never asked for: the same answer, for fewer look-ups."""
-    skip = set(exclude)
-    docs = [(score, vector) for score, vector in top if score > 0 and vector]
-    total = sum(score for score, _ in docs)
-    if not docs or total <= 0:
-        return []
-    votes: dict[str, float] = {}
-    for score, vector in docs:
-        length = sum(vector.values()) or 1.0
-        for term, frequency in vector.items():
-            if term not in skip:
-                votes[term] = votes.get(term, 0.0) + (score / total) * (frequency / length)
-    weighed: list[tuple[float, str]] = []
-    floor: list[float] = []  # the `count` best weights so far, a min-heap
-    for term, vote in sorted(votes.items(), key=lambda x: -x[1]):
-        if idf_max is not None and len(floor) == count and vote * idf_max < floor[0]:
-            break  # every term left has a smaller vote: none can reach the count-th weight
-        weight = vote * idf(term)
-        weighed.append((weight, term))
-        heapq.heappush(floor, weight)
-        if len(floor) > count:
-            heapq.heappop(floor)
-    ranked = sorted(weighed, key=lambda x: (-x[0], x[1]))
-    best = [
-        (term, weight) for weight, term in ranked[:count] if weight > 0 and math.isfinite(weight)
-    ]
-    norm = sum(weight for _, weight in best)
-    return [(term, weight / norm) for term, weight in best] if norm > 0 else []
