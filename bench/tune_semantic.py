@@ -2,7 +2,7 @@
 (conv-26, conv-30, conv-41; bench/locomo.py's TUNE), each apart (Recall@10, Hit@5, MRR@10),
 and the five development banks of reworded questions (bench/reworded_dev.yaml,
 reworded_devA.yaml ... reworded_devD.yaml, or those given with --bank), Hit@5 and MRR@10 each,
-for each setting (by default: index.py's values).
+for each setting (by default: rank.py's values).
 
     .venv/bin/python bench/tune_semantic.py --model bench/.models/all-MiniLM-L6-v2 \
         [--bank bench/reworded_devA.yaml --bank ...] [--work /tmp/tune-stores] \
@@ -11,7 +11,7 @@ for each setting (by default: index.py's values).
         [--lead-margin 0.03 0.04 1e9] [--words-scale 0 1] \
         [--strange-share 0.4 0.5] [--strange-weight 2 4] [--strange-words 0 0.03 1]
 
-The settings are `index.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
+The settings are `rank.py`'s DENSE_WEIGHT, DENSE_WEIGHT_WEAK, DENSE_WEAK_BM25,
 DENSE_MIN_COSINE, DENSE_WEAK_COSINE, DENSE_COVERED, DENSE_LEAD_MARGIN, DENSE_WORDS_SCALE,
 DENSE_STRANGE_SHARE, DENSE_WEIGHT_STRANGE and DENSE_STRANGE_WORDS, set on the module for each
 run (the stores are built once, and kept in --work); each row also says how many questions were
@@ -41,9 +41,9 @@ import yaml  # noqa: E402
 from locomo import DEFAULT_DATA, TUNE, build_store, load  # noqa: E402
 from semantic import bank_store  # noqa: E402
 
-from memstore.search import embedding, index  # noqa: E402
+from memstore.search import embedding, rank  # noqa: E402
 from memstore.search import upkeep as search  # noqa: E402
-from memstore.search.ranking import content_words  # noqa: E402
+from memstore.search.analysis import content_words  # noqa: E402
 from memstore.search.upkeep import Query  # noqa: E402
 from memstore.storage.store import Store  # noqa: E402
 
@@ -163,7 +163,7 @@ def main() -> None:
         for values in [None, *itertools.product(*grid.values())]:
             if values is not None:
                 for name, value in zip(grid, values, strict=True):
-                    setattr(index, name, value)
+                    setattr(rank, name, value)
             r10: list[float] = []
             hit5: list[float] = []
             per_conv: list[tuple[float, float, float]] = []

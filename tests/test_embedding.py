@@ -77,7 +77,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
 
 @pytest.fixture
 def encoder_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fusion a sentence encoder gets (`index.DENSE_*`), for the tiny static model: it
+    """The fusion a sentence encoder gets (`rank.DENSE_*`), for the tiny static model: it
     stands in for an encoder, whose passes these tests need not pay."""
     monkeypatch.setattr(embedding, "static", lambda spec, root: False)  # pyright: ignore[reportUnknownLambdaType]
 
@@ -193,7 +193,7 @@ def test_explain_shows_both_engines_ranks(semantic: Store) -> None:
 def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed(semantic)
     # Holds two of the question's words, and is about something else (a release).
@@ -212,14 +212,14 @@ def test_a_confident_nearest_memory_leads_though_both_word_lists_prefer_another(
     assert "old-secrets" not in names(semantic, question)
     assert "old-secrets" in names(semantic, question, include_deprecated=True)
     # Without the rule, reciprocal rank fusion puts the words' choice first.
-    monkeypatch.setattr(index, "DENSE_LEAD_MARGIN", 1e9)
+    monkeypatch.setattr(rank, "DENSE_LEAD_MARGIN", 1e9)
     assert names(semantic, question)[0] == "api-release-notes"
 
 
 def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed(semantic)
     # It holds two of the question's words, about the mobile app; the vault memory holds
@@ -232,7 +232,7 @@ def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
     # For a question the words answer poorly, no floor of its own keeps a memory the words
     # found out of the meaning's list: however high `DENSE_MIN_COSINE` is, the vault memory
     # is the dense list's first, and leads.
-    monkeypatch.setattr(index, "DENSE_MIN_COSINE", 1.01)
+    monkeypatch.setattr(rank, "DENSE_MIN_COSINE", 1.01)
     hits = find(semantic, question, explain=True)
     assert hits[0].name == "secrets-in-vault"
     fused = next(line for line in hits[0].explain if line.startswith("fused"))
@@ -242,7 +242,7 @@ def test_a_memory_the_words_found_low_is_ranked_by_meaning_like_any_other(
 def test_a_question_in_a_memorys_own_words_is_not_embedded(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed(semantic)
     asked = questions_embedded(monkeypatch)
@@ -253,7 +253,7 @@ def test_a_question_in_a_memorys_own_words_is_not_embedded(
     # A word of it in no memory: asked in other words, so embedded.
     assert names(semantic, "prune docker storage")[0] == "ci-runner-disk"
     assert asked == ["prune docker storage"]
-    monkeypatch.setattr(index, "DENSE_COVERED", False)  # by the score alone, it is weak
+    monkeypatch.setattr(rank, "DENSE_COVERED", False)  # by the score alone, it is weak
     names(semantic, "prune docker images")
     assert asked[-1] == "prune docker images"
 
@@ -288,7 +288,7 @@ def seed_rare_words(store: Store) -> None:
 def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory_holds_it(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed_rare_words(semantic)
     asked = questions_embedded(monkeypatch)
@@ -299,7 +299,7 @@ def test_a_long_question_that_scores_high_by_words_is_embedded_unless_one_memory
     assert float(hit.explain[0].split()[1]) >= 24  # "bm25 <score>"
     assert asked == [question]
     # By the score alone (as before), such a question was taken as found by its words.
-    monkeypatch.setattr(index, "DENSE_WEAK_BM25", 24.0)
+    monkeypatch.setattr(rank, "DENSE_WEAK_BM25", 24.0)
     names(semantic, question)
     assert asked == [question]
 
@@ -638,7 +638,7 @@ def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
 def test_a_static_model_is_trusted_on_its_own_settings(
     semantic: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     assert embedding.static("../model", semantic.root)  # model2vec's folder
     assert not embedding.static(str(build_bert(tmp_path / "bert")), semantic.root)
@@ -650,7 +650,7 @@ def test_a_static_model_is_trusted_on_its_own_settings(
     question = "gradle wrapper jars pinned lockfile hash storage"
     assert names(semantic, question)[0] == "ci-cache-keys"
     assert asked == []
-    monkeypatch.setattr(index, "STATIC_WEAK_BM25", math.inf)
+    monkeypatch.setattr(rank, "STATIC_WEAK_BM25", math.inf)
     names(semantic, question)
     assert asked == [question]
 
@@ -670,20 +670,20 @@ def test_an_encoder_is_known_for_one_whether_or_not_its_model_is_loaded(
 def _dense_weight(hit: Any) -> float:
     """The dense list's weight, from explain's `dense #rank (share)` (reciprocal rank fusion
     shows a list's #rank weight * RRF_K / (RRF_K + rank))."""
-    from memstore.search import ranking
+    from memstore.search import fusion
 
     fused = next(line for line in hit.explain if line.startswith("fused"))
     part = next(p for p in fused.split(" + ") if "dense #" in p)
     rank = int(part.split("dense #")[1].split()[0])
     share = float(part.split("(")[1].rstrip(")"))
-    return share * (ranking.RRF_K + rank) / ranking.RRF_K
+    return share * (fusion.RRF_K + rank) / fusion.RRF_K
 
 
 @pytest.mark.usefixtures("encoder_rules")
 def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed(semantic)
     write_memory(semantic, "api-release-notes", "Release notes for the api live in the repo")
@@ -691,23 +691,23 @@ def test_a_question_in_other_words_altogether_weighs_the_meaning_more(
     # `DENSE_WEIGHT_STRANGE`, not `DENSE_WEIGHT_WEAK`.
     hits = find(semantic, "storage space is full", explain=True)
     assert hits[0].name == "ci-runner-disk"
-    assert _dense_weight(hits[0]) == pytest.approx(index.DENSE_WEIGHT_STRANGE, abs=0.01)
-    assert index.DENSE_WEIGHT_STRANGE != index.DENSE_WEIGHT_WEAK
+    assert _dense_weight(hits[0]) == pytest.approx(rank.DENSE_WEIGHT_STRANGE, abs=0.01)
+    assert rank.DENSE_WEIGHT_STRANGE != rank.DENSE_WEIGHT_WEAK
     # Here it holds two of four ("api", "repo"): weak, yet not in other words altogether.
     hits = find(semantic, "is the api key fine in the repo", explain=True)
     dense = next(h for h in hits if any("dense #" in line for line in h.explain))
-    assert _dense_weight(dense) == pytest.approx(index.DENSE_WEIGHT_WEAK, abs=0.01)
+    assert _dense_weight(dense) == pytest.approx(rank.DENSE_WEIGHT_WEAK, abs=0.01)
     # Without the rule, the first question's list weighs as any weak question's.
-    monkeypatch.setattr(index, "DENSE_STRANGE_SHARE", 0.0)
+    monkeypatch.setattr(rank, "DENSE_STRANGE_SHARE", 0.0)
     hits = find(semantic, "storage space is full", explain=True)
-    assert _dense_weight(hits[0]) == pytest.approx(index.DENSE_WEIGHT_WEAK, abs=0.01)
+    assert _dense_weight(hits[0]) == pytest.approx(rank.DENSE_WEIGHT_WEAK, abs=0.01)
 
 
 @pytest.mark.usefixtures("encoder_rules")
 def test_for_a_question_in_other_words_altogether_the_words_step_aside(
     semantic: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.search import index
+    from memstore.search import rank
 
     seed(semantic)
     # Two memories on the subject, too alike for the nearest to lead (`DENSE_LEAD_MARGIN`),
@@ -725,5 +725,5 @@ def test_for_a_question_in_other_words_altogether_the_words_step_aside(
     fused = next(line for line in words.explain if line.startswith("fused"))
     assert "bm25 #1" in fused and "feedback #1" in fused and "dense #3" in fused
     # Without the rule, both word lists' first place outweighs the meaning's first choice.
-    monkeypatch.setattr(index, "DENSE_STRANGE_WORDS", 1.0)
+    monkeypatch.setattr(rank, "DENSE_STRANGE_WORDS", 1.0)
     assert names(semantic, question)[0] == "vault-quota"

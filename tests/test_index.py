@@ -21,16 +21,15 @@ from whoosh import index as windex
 from whoosh.query import NullQuery
 
 from memstore.model.memory import Memory, render
-from memstore.search import index
+from memstore.search import analysis, index, schema
 from memstore.search import upkeep as search
-from memstore.search.index import (  # pyright: ignore[reportPrivateUsage]
+from memstore.search.analysis import content_words, index_terms
+from memstore.search.query import (  # pyright: ignore[reportPrivateUsage]
     _clean_query,
-    _nlargest,
     _parser,
     parse_query,
-    tokens,
 )
-from memstore.search.ranking import content_words
+from memstore.search.rank import _nlargest  # pyright: ignore[reportPrivateUsage]
 from memstore.search.upkeep import Hit, Query
 from memstore.storage.store import Store
 
@@ -68,13 +67,13 @@ def names(store: Store, query: str, **options: Any) -> list[str]:
 
 
 def test_cjk_text_is_indexed_as_character_bigrams() -> None:
-    assert tokens("CDNキャッシュ") == ["cdn", "キャ", "ャッ", "ッシ", "シュ"]
-    assert tokens("値") == ["値"]
+    assert index_terms("CDNキャッシュ") == ["cdn", "キャ", "ャッ", "ッシ", "シュ"]
+    assert index_terms("値") == ["値"]
 
 
 def test_english_words_are_stemmed_so_variants_meet() -> None:
-    assert len(set(tokens("autoscaling autoscaler autoscaled autoscalers"))) == 1
-    assert tokens("the deploying of deployments") == ["deploy", "deploy"]
+    assert len(set(index_terms("autoscaling autoscaler autoscaled autoscalers"))) == 1
+    assert index_terms("the deploying of deployments") == ["deploy", "deploy"]
 
 
 @pytest.mark.parametrize(
@@ -436,7 +435,7 @@ def test_the_one_pass_analyzer_gives_the_chain_s_tokens(options: dict[str, Any])
         keys = ("text", "pos", "startchar", "endchar", "stopped", "boost", "original")
         return [tuple(getattr(t, k, None) for k in keys) for t in analyzer(text, **options)]
 
-    one, chain = index.analyzer(), index._chain()  # pyright: ignore[reportPrivateUsage]
+    one, chain = analysis.analyzer(), analysis._chain()  # pyright: ignore[reportPrivateUsage]
     for text in texts:
         assert seen(one, text) == seen(chain, text)
     assert seen(one, texts[0])  # the comparison compared something
@@ -483,13 +482,13 @@ def test_a_description_that_repeats_the_body_counts_once_and_a_summary_counts_mo
             updated="2026-11-01T10:00:00Z",
             body=body,
         )
-        return index._document("fact/m.md", memory)["text"]  # pyright: ignore[reportPrivateUsage]
+        return schema.document("fact/m.md", memory)["text"]
 
     body = "Redis evicts keys under memory pressure. We raised maxmemory to 4 GB."
     cut = "Redis evicts keys under memory pressure. We raised maxmem"  # a first line cut short
     assert text(cut, body).count("evicts") == 1
     summary = "Cache evictions: raise maxmemory"
-    weight = index.TEXT_WEIGHTS["description"]
+    weight = schema.TEXT_WEIGHTS["description"]
     assert text(summary, body).count("Cache evictions") == weight > 1
 
 
@@ -497,8 +496,6 @@ def test_ascii_text_splits_into_the_same_tokens_without_the_script_ranges() -> N
     # The tokenizer skips compiling its CJK-aware pattern for ASCII text: same matches.
     import random
     import string
-
-    from memstore.search import index
 
     rng = random.Random(7)
     texts = [
@@ -508,8 +505,8 @@ def test_ascii_text_splits_into_the_same_tokens_without_the_script_ranges() -> N
         *("".join(rng.choices(string.printable, k=40)) for _ in range(2000)),
     ]
     for text in texts:
-        quick = [(m.span(), m.group("cjk")) for m in index._ASCII_TOKEN_RE.finditer(text)]  # pyright: ignore[reportPrivateUsage]
-        full = [(m.span(), m.group("cjk")) for m in index._token_re().finditer(text)]  # pyright: ignore[reportPrivateUsage]
+        quick = [(m.span(), m.group("cjk")) for m in analysis._ASCII_WORD_RE.finditer(text)]  # pyright: ignore[reportPrivateUsage]
+        full = [(m.span(), m.group("cjk")) for m in analysis._word_re().finditer(text)]  # pyright: ignore[reportPrivateUsage]
         assert quick == full, text
 
 

@@ -15,7 +15,8 @@ from test_index import find, names, write_memory
 
 import memstore
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.search.index import BUDGETS, HOP_DECAY, QUERY_MAX, approx_tokens
+from memstore.search.query import BUDGETS, QUERY_MAX, approx_tokens
+from memstore.search.rank import HOP_DECAY
 from memstore.storage.store import Store
 
 
@@ -331,7 +332,7 @@ def test_plain_words_rank_exactly_as_whoosh_ranks_them(
 
     def whoosh_results() -> list[list[tuple[str, float]]]:
         with monkeypatch.context() as m:
-            m.setattr("memstore.search.index._words", lambda q: None)
+            m.setattr("memstore.search.rank._or_terms", lambda q: None)
             return results()
 
     fast = results()
@@ -357,7 +358,7 @@ def test_explain_lists_the_matched_words_of_plain_and_whoosh_queries_alike(
     write_memory(store, "no-force", "Never force push to main", body="rewrites history")
     write_memory(store, "history", "History of main", tags=("push",))
     fast = [h.explain for h in find(store, "force push history", explain=True)]
-    monkeypatch.setattr("memstore.search.index._words", lambda q: None)
+    monkeypatch.setattr("memstore.search.rank._or_terms", lambda q: None)
     assert fast == [h.explain for h in find(store, "force push history", explain=True)]
     assert "matched forc histori push in name, description, body" in fast[0]
 

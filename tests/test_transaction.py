@@ -13,7 +13,7 @@ import pytest
 
 from memstore.errors import Conflict, UnsafePath
 from memstore.git import history
-from memstore.search.index import Query
+from memstore.search.query import Query
 from memstore.search.upkeep import search
 from memstore.storage import files, transaction
 from memstore.storage.store import Store

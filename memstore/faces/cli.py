@@ -23,7 +23,7 @@ from memstore.errors import AlreadyExecuted, ClaimHeld, Conflict, MemstoreError
 if TYPE_CHECKING:
     from memstore.config import Config
     from memstore.model.memory import Memory
-    from memstore.search.index import Hit
+    from memstore.search.query import Hit
     from memstore.storage.store import Store
     from memstore.workflow.care.lint import Problem
     from memstore.workflow.care.steward import Figures, Report
@@ -1402,7 +1402,7 @@ def search(
       memstore search validation --path src/api/users.py
     """
     from memstore.search import upkeep as searching
-    from memstore.search.index import index_line
+    from memstore.search.query import index_line
     from memstore.search.upkeep import Query
 
     query_value = Query(

@@ -282,7 +282,7 @@ def change_text(verb: str, memory: Memory, version: str) -> str:
 
 
 class HitLike(Protocol):
-    """What a search result must offer to be shown (`memstore.search.index.Hit` does)."""
+    """What a search result must offer to be shown (`memstore.search.query.Hit` does)."""
 
     @property
     def name(self) -> str: ...

@@ -22,8 +22,9 @@ from memstore.git import gitlog, history
 from memstore.model import when
 from memstore.model.memory import Memory
 from memstore.model.status import Status
-from memstore.search.index import Hit, Index, Loader, Query, Stamp
-from memstore.search.upkeep import since_read
+from memstore.search.index import Index, Loader
+from memstore.search.manifest import Stamp
+from memstore.search.query import Hit, Query, since_read
 from memstore.storage import trust
 from memstore.storage.files import version_of
 

@@ -2,7 +2,17 @@
 
 `index.py` is Whoosh; this module decides when and what to (re)index: the files the write path
 reports (`Store.take_written`), and what the type folders' modification times and the files'
-stamps show others changed. `search(store, Query(...))` is the one way in for every face.
+stamps show others changed. `search(store, Query(...))` is the one way in for every face, and
+drives a recall through each stage once, in this order, no stage calling back into an earlier
+one (the lower helpers `analysis`, `postings` and `fusion` never call up):
+
+1. query: `since` read and the query checked (`query`), then parsed by the index (`query`);
+2. candidates: the documents that pass the filters and are not hidden (`index`, `postings`);
+3. rank: each ranker's list, boosted (`rank`, reading `postings`);
+4. fuse: the lists fused (`fusion`), linked memories added (`rank`);
+5. trust: the store's own judgment (`steward`): memories about `path`, pins and importance
+   first, each status as its history backs it (`storage.trust`), drift notes;
+6. fit: the leading hits that fit the token cap (`query.fit_tokens`).
 """
 
 from __future__ import annotations
@@ -24,20 +34,12 @@ from typing import TYPE_CHECKING
 # duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.model.memory import RULE_TYPES, Memory
-from memstore.search.index import (
-    DOC,
-    Dense,
-    DocSection,
-    Hit,
-    Index,
-    Progress,
-    Query,
-    Stamp,
-    Sync,
-    approx_tokens,
-    fit_tokens,
-)
-from memstore.search.ranking import content_words
+from memstore.search.analysis import content_words
+from memstore.search.index import Index, Progress, Sync
+from memstore.search.manifest import Stamp
+from memstore.search.query import Hit, Query, approx_tokens, fit_tokens, since_read
+from memstore.search.rank import Dense
+from memstore.search.schema import DOC, DocSection
 from memstore.storage import settings, trust
 from memstore.storage.files import folder_times, lock_file, read_regular, stamps, version_of
 from memstore.storage.trust import UNVERIFIED
@@ -466,19 +468,6 @@ def count(store: Store, status: str) -> int:
     up = upkeep(store)
     up.fresh(store)
     return up.index.count("status", status)
-
-
-def since_read(query: Query) -> Query:
-    """`query` with its `since` (`24h`, `7d`, a date, a time) as the UTC time it names.
-
-    Raises:
-        InvalidQuery: for a `since` that names no time.
-    """
-    if query.since is None:
-        return query
-    from memstore.model import when
-
-    return replace(query, since=when.since_stamp(query.since))
 
 
 def _judged(hit: Hit) -> bool:

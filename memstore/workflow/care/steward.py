@@ -139,7 +139,7 @@ def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> 
     """The hint from one query on an index a watcher keeps current, in a process that holds
     it open already (its watcher commits to it after each burst of changes: comparing the
     manifest, read again each time, cost concurrent servers a tenth more CPU per write)."""
-    from memstore.search.index import QUERY_MAX, Query
+    from memstore.search.query import QUERY_MAX, Query
 
     # Plain words (OR-ed, scored from the postings without the query parser); the longest
     # few, which are the rarer ones: common words cost the most to score and say the least.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.model.memory import Memory, now
 from memstore.model.status import Status
-from memstore.search.index import QUERY_MAX, Hit
+from memstore.search.query import QUERY_MAX, Hit
 from memstore.search.upkeep import Query, search, upkeep
 from memstore.storage import settings, transaction
 from memstore.storage.files import read_regular

@@ -29,7 +29,7 @@ from memstore.model.render_text import (
     word,
 )
 from memstore.model.status import Status
-from memstore.search.index import Hit
+from memstore.search.query import Hit
 from memstore.storage.files import atomic_write
 from memstore.workflow.care import stats, steward
 from memstore.workflow.ledger import book as ledger_io

@@ -1,10 +1,10 @@
-"""Reciprocal rank fusion, the query's content words and feedback terms (pure functions)."""
+"""Reciprocal rank fusion and its explanation (pure functions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memstore.search.ranking import RRF_K, Ranked, content_words, explain, feedback_terms, fuse
+from memstore.search.fusion import RRF_K, Ranked, explain, fuse
 
 
 def test_a_key_high_in_two_lists_beats_the_first_of_one() -> None:
@@ -43,51 +43,3 @@ def test_a_list_weighs_by_its_weight() -> None:
     fused = fuse([Ranked("strong", 2.0, (("a", 1.0),)), Ranked("weak", 0.5, (("b", 1.0),))])
     assert [f.key for f in fused] == ["a", "b"]
     assert fused[0].score == pytest.approx(4 * fused[1].score, abs=1e-3)
-
-
-@pytest.mark.parametrize(
-    ("question", "words"),
-    [
-        ("When did Caroline go to the LGBTQ support group?", "Caroline go LGBTQ support group"),
-        ("What is the HPA setting in May 2026?", "HPA setting May 2026"),
-        ("how do we deploy", "deploy"),
-        ("what did we do", "what did we do"),  # nothing else left: searched as it is
-    ],
-)
-def test_a_question_keeps_its_content_words(question: str, words: str) -> None:
-    assert content_words(question) == words
-
-
-def test_feedback_terms_come_from_the_best_matches_weighted_by_score_and_rarity() -> None:
-    top = [
-        (2.0, {"hpa": 1.0, "flap": 2.0, "pod": 1.0}),
-        (1.0, {"hpa": 1.0, "flap": 1.0, "team": 2.0}),
-    ]
-    rare = {"flap": 3.0, "pod": 2.0, "team": 0.1}
-    terms = feedback_terms(top, lambda t: rare.get(t, 1.0), exclude={"hpa"}, count=2)
-    assert [t for t, _ in terms] == ["flap", "pod"]
-    assert sum(w for _, w in terms) == pytest.approx(1.0)
-    assert feedback_terms([], lambda t: 1.0, count=3) == []
-
-
-def test_feedback_terms_with_an_idf_bound_give_the_same_answer_with_fewer_lookups() -> None:
-    import random
-
-    rng = random.Random(5)
-    words = [f"w{i}" for i in range(60)]
-    idfs = {w: rng.uniform(1.0, 5.0) for w in words}
-    top = [
-        (rng.uniform(1, 9), {w: float(rng.randint(1, 4)) for w in rng.sample(words, 25)})
-        for _ in range(3)
-    ]
-    asked: list[str] = []
-
-    def idf(term: str) -> float:
-        asked.append(term)
-        return idfs[term]
-
-    every = feedback_terms(top, idf, count=10)
-    lookups = len(asked)
-    asked.clear()
-    assert feedback_terms(top, idf, count=10, idf_max=5.0) == every
-    assert len(asked) < lookups

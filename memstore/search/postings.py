@@ -1,0 +1,273 @@
+"""Reading the index's postings and stored fields, cached: what each segment holds (kept from
+one index generation to the next, as a segment never changes) and one searcher's view of it,
+with each looked-up word's BM25F scores worked out as Whoosh's scorer would."""
+
+# Whoosh ships no type information; the unknown-type reports would flag every call into it.
+# pyright: reportUnknownMemberType=false, reportUnknownVariableType=false
+# pyright: reportUnknownArgumentType=false, reportMissingTypeStubs=false
+# pyright: reportUnknownParameterType=false, reportMissingParameterType=false
+# pyright: reportUnknownLambdaType=false
+
+from __future__ import annotations
+
+import bisect
+import math
+from array import array
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from itertools import compress
+from typing import Any
+
+from memstore.search.schema import BM25_B, BM25_K1, STATUS_BOOST, TYPE_BOOST
+from memstore.search.stubs import without_unused_modules
+
+with without_unused_modules():
+    from whoosh.matching.wrappers import FilterMatcher
+    from whoosh.query import Term
+    from whoosh.reading import TermNotFound
+    from whoosh.searching import Searcher
+
+POSTINGS_CACHE_MAX = 2_000_000
+"""How many postings of looked-up words an index keeps in memory (8 bytes each)."""
+STORED_CACHE_MAX = 20_000
+"""How many documents' stored fields an index keeps in memory."""
+
+
+class Segment:
+    """What a segment holds, once read: a segment never changes once written (only which of
+    its documents are deleted), so this is kept from one index generation to the next."""
+
+    def __init__(self, reader: Any) -> None:
+        count = reader.doc_count_all()
+        self.lengths: list[int] = [reader.doc_field_length(d, "text", 0) or 0 for d in range(count)]
+        """Each document's `text` length, as Whoosh's scorer reads it."""
+        self.postings: dict[str, tuple[array[int], array[float]]] = {}
+        """Each looked-up word's documents and term frequencies, deleted documents included."""
+        self.docsets: dict[str, frozenset[int]] = {}
+        """The documents matching each filter looked up (when it was looked up)."""
+        self.stored: dict[int, dict[str, Any]] = {}
+        self.held = 0
+        """How many postings `postings` holds."""
+        self.vectors: dict[int, dict[str, float]] = {}
+        """Documents' `text` terms and their frequencies (as feedback reads them)."""
+
+
+class Cache:
+    """One searcher's (one index generation's) view for the queries that follow: where each
+    segment's documents start, filter document sets, each looked-up word's BM25F scores."""
+
+    def __init__(self, searcher: Searcher | None = None, kept: dict[str, Segment] | None = None):
+        self.segments: dict[str, Segment] = {}
+        """The segments of this generation, by id (those of the last one carried over)."""
+        self.leaves: list[tuple[Any, int, Segment, AbstractSet[int]]] = []
+        """Each segment's searcher, first document number, cache and deleted documents."""
+        self.starts: list[int] = []
+        self.docsets: dict[str, set[int]] = {}
+        self.terms: dict[str, tuple[array[int], array[float]]] = {}
+        self.idfs: dict[str, float] = {}
+        self._norms: dict[int, list[float]] = {}
+        self._boosts: dict[int, float] | None = None
+        self.paths: dict[str, int | None] = {}
+        """Memory paths' live document numbers, as looked up (`docnum`)."""
+        if searcher is None:
+            return
+        kept = kept or {}
+        for sub, start in searcher.subsearchers or [(searcher, 0)]:
+            reader = sub.reader()
+            if reader.segment() is None:
+                continue  # the reader of an empty index
+            key = str(reader.segment().segment_id())
+            segment = self.segments[key] = kept.get(key) or Segment(reader)
+            deleted = frozenset(reader.segment().deleted_docs()) if reader.has_deletions() else ()
+            self.leaves.append((sub, start, segment, frozenset(deleted)))
+            self.starts.append(start)
+
+    def docset(self, searcher: Searcher, q: Any) -> set[int]:
+        """The documents matching the filter `q`."""
+        # The same mask (deprecated, expired) applies to nearly every search: its documents
+        # are worked out once per segment, and put together once per generation.
+        key = repr(q)
+        found = self.docsets.get(key)
+        if found is None:
+            if len(self.docsets) > 64:
+                self.docsets.clear()
+            found = set()
+            for sub, start, segment, _ in self.leaves:
+                local = segment.docsets.get(key)
+                if local is None:
+                    if len(segment.docsets) > 64:
+                        segment.docsets.clear()
+                    local = segment.docsets[key] = frozenset(sub.docs_for_query(q))
+                found.update(start + d for d in local)
+            self.docsets[key] = found
+        return found
+
+    def boosts(self, searcher: Searcher) -> dict[int, float]:
+        """The status and type boost of each document that has one, multiplied as
+        `rank.Ranker._hit` does."""
+        if self._boosts is None:
+            boosts: dict[int, float] = {}
+            for field, table in (("status", STATUS_BOOST), ("type", TYPE_BOOST)):
+                for value, boost in table.items():
+                    if boost != 1.0:
+                        for docnum in self.docset(searcher, Term(field, value)):
+                            boosts[docnum] = boosts.get(docnum, 1.0) * boost
+            self._boosts = boosts
+        return self._boosts
+
+    def term(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
+        """The live documents holding index term `word` in `text`, in order, with the BM25F
+        score Whoosh gives each."""
+        found = self.terms.get(word)
+        if found is None:
+            found = self.terms[word] = self._score(searcher, word)
+        return found
+
+    def _score(self, searcher: Searcher, word: str) -> tuple[array[int], array[float]]:
+        ids: array[int] = array("i")
+        scores: array[float] = array("d")
+        # Whoosh's idf (`self.idf`: the same formula, shared with feedback's look-ups), 0 for
+        # a word in no document (it is never 0 otherwise: n + 1 <= N + 1 < e * N).
+        idf = self.idf(searcher, word)
+        if not idf:
+            return ids, scores
+        # Whoosh's BM25F (`scoring.bm25`) with the same operations in the same order, so the
+        # same floats; the per-document part is worked out once per generation.
+        k1 = BM25_K1 + 1
+        for i, (sub, start, segment, deleted) in enumerate(self.leaves):
+            local = segment.postings.get(word)
+            if local is None:
+                local = segment.postings[word] = self._read(sub.reader(), word)
+                segment.held += len(local[0])
+            norms = self._leaf_norms(searcher, i)
+            # Whole lists at once (a word's first search reads every posting it has, so these
+            # loops are most of a cold search's time in a large store).
+            docnums, tfs = local
+            if deleted:
+                live = [d not in deleted for d in docnums]  # one loop; the picking is C's
+                docnums, tfs = list(compress(docnums, live)), list(compress(tfs, live))
+            ids.extend([start + d for d in docnums] if start else docnums)
+            scores.extend(
+                [idf * ((tf * k1) / (tf + norms[d])) for d, tf in zip(docnums, tfs, strict=True)]
+            )
+        return ids, scores
+
+    def _read(self, reader: Any, word: str) -> tuple[array[int], array[float]]:
+        ids: array[int] = array("i")
+        frequencies: array[float] = array("f")
+        try:  # one look-up of the word, where asking whether the segment holds it took two
+            postings = _all_postings(reader, word)
+        except TermNotFound:
+            return ids, frequencies
+        # A running count: adding up every cached word's postings at each read cost more
+        # than the read itself once a few hundred words were cached.
+        if sum(s.held for s in self.segments.values()) > POSTINGS_CACHE_MAX:
+            for segment in self.segments.values():
+                segment.postings.clear()
+                segment.held = 0
+        for block, weights in _blocks(postings):
+            ids.extend(block)
+            frequencies.extend(weights)
+        return ids, frequencies
+
+    def _leaf_norms(self, searcher: Searcher, leaf: int) -> list[float]:
+        norms = self._norms.get(leaf)
+        if norms is None:
+            avgfl = searcher.avg_field_length("text") or 1
+            b, k1 = BM25_B, BM25_K1
+            lengths = self.leaves[leaf][2].lengths
+            norms = self._norms[leaf] = [k1 * ((1 - b) + b * fl / avgfl) for fl in lengths]
+        return norms
+
+    def vector(self, docnum: int) -> dict[str, float]:
+        """The index terms of document `docnum`'s `text` and their frequencies."""
+        sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
+        local = docnum - start
+        found = segment.vectors.get(local)
+        if found is None:
+            if len(segment.vectors) > STORED_CACHE_MAX:
+                segment.vectors.clear()
+            reader = sub.reader()
+            found = {}
+            if reader.has_vector(local, "text"):
+                found = {str(t): float(w) for t, w in reader.vector_as("weight", local, "text")}
+            segment.vectors[local] = found
+        return found
+
+    def idf(self, searcher: Searcher, word: str) -> float:
+        """The inverse document frequency of index term `word` in `text` (0 if no document
+        holds it)."""
+        found = self.idfs.get(word)
+        if found is None:
+            # Whoosh's own formula (`WeightingModel.idf`, which BM25F keeps) from one term
+            # lookup, where asking whether the term exists and then its idf takes two.
+            n = searcher.reader().doc_frequency("text", word)
+            count = searcher.doc_count_all()
+            found = self.idfs[word] = math.log(count / (n + 1)) + 1 if n else 0.0
+        return found
+
+    def docnum(self, searcher: Searcher, path: str) -> int | None:
+        """The live document of the memory at store-relative `path`, if indexed."""
+        found = self.paths.get(path, -1)
+        if found != -1:
+            return found
+        found = None
+        for sub, start, _, deleted in self.leaves:
+            reader = sub.reader()
+            if ("path", path) not in reader:
+                continue
+            for local in reader.postings("path", path).all_ids():
+                if local not in deleted:
+                    found = start + local
+        if len(self.paths) > STORED_CACHE_MAX:
+            self.paths.clear()
+        self.paths[path] = found
+        return found
+
+    def fields(self, docnum: int) -> dict[str, Any]:
+        """The stored fields of document `docnum`."""
+        sub, start, segment, _ = self.leaves[bisect.bisect_right(self.starts, docnum) - 1]
+        local = docnum - start
+        found = segment.stored.get(local)
+        if found is None:
+            if len(segment.stored) > STORED_CACHE_MAX:
+                segment.stored.clear()
+            found = segment.stored[local] = dict(sub.reader().stored_fields(local))
+        return found
+
+
+def _all_postings(reader: Any, word: str) -> Any:
+    """The matcher of a segment's postings of `word` in `text`, deleted documents included.
+
+    Raises:
+        TermNotFound: when the segment does not hold the word.
+    """
+    # Whoosh's `reader.postings` wraps the matcher of a segment with deletions in a filter,
+    # building the set of deleted documents and reading the first block twice at every call:
+    # that doubled a word's first read in a store with edits. Its terms reader gives the bare
+    # matcher (its own call inside `postings`); a reader without one goes the usual way.
+    terms = getattr(reader, "_terms", None)
+    if terms is None or reader.is_closed:
+        return reader.postings("text", word)
+    return terms.matcher("text", reader._text_to_bytes("text", word), reader.schema["text"].format)
+
+
+def _blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """A segment's postings of one term, a block at a time: (documents, term frequencies),
+    deleted documents included."""
+    # Whoosh 2.7.4 (its last release) reads a block at once but hands it out one posting per
+    # call through two or three wrappers; these are its own reads, without the calls.
+    if isinstance(m, FilterMatcher):  # the deleted documents left out
+        m = m.child
+        m.reset()
+    while m.is_active():
+        m._read_ids()
+        m._read_weights()
+        yield m._ids, m._weights
+        m._next_block()
+
+
+def holds(ids: array[int], docnum: int) -> bool:
+    """Whether the sorted document numbers `ids` (a term's postings) hold `docnum`."""
+    i = bisect.bisect_left(ids, docnum)
+    return i < len(ids) and ids[i] == docnum
