@@ -31,7 +31,6 @@ from typing import Any
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.model.memory import Memory, expiry
 from memstore.search import manifest, rank
-from memstore.search.analysis import index_terms
 from memstore.search.manifest import Manifest, Stamp
 from memstore.search.postings import Cache
 from memstore.search.query import Hit, Query, fit_tokens, parse_query, plain_terms
@@ -55,10 +54,6 @@ with without_unused_modules():
 
 log = logging.getLogger(__name__)
 
-
-tokens = index_terms
-"""Rule matching's old name for `analysis.index_terms`, kept until the rules' own split lands
-(its modules then import `memstore.search.analysis.index_terms`); nothing in search uses it."""
 
 Loader = Callable[[str], tuple[Memory | None, Stamp, str]]
 """Reads the file at a store-relative path: its memory (None if the file is gone), stamp and

@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from memstore.search.index import tokens
+from memstore.search.analysis import index_terms
 from memstore.workflow.rules.shell import is_shell
 from memstore.workflow.rules.words import Words, table
 
@@ -58,7 +58,7 @@ class Analysis:
 
 @functools.cache
 def _phrases(t: Words) -> dict[str, tuple[tuple[str, ...], ...]]:
-    return {c: tuple(tuple(tokens(p)) for p in ps) for c, ps in t.concepts.items()}
+    return {c: tuple(tuple(index_terms(p)) for p in ps) for c, ps in t.concepts.items()}
 
 
 def _find(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -135,7 +135,9 @@ def analyse(text: str) -> Analysis:
 def _analyse(text: str, t: Words) -> Analysis:
     raw = _PARTICLE.sub(r"\1 \3 \2", _english(_untypo(text.lower(), t), t))
     # Numbers (versions, ids) say nothing about the action: "get 2.3.0 out" is "get out".
-    words = tuple(w for w in tokens(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit())
+    words = tuple(
+        w for w in index_terms(_NAME.sub(" ", _PROGRAM.sub(_program, raw))) if not w.isdigit()
+    )
     concepts: dict[str, tuple[int, ...]] = {}
     present = set(words)
     shell = is_shell(raw)
@@ -155,7 +157,7 @@ def _analyse(text: str, t: Words) -> Analysis:
     for concept, command in t.commands:
         if command.search(raw) and concept not in concepts:
             concepts[concept] = ()
-    return Analysis(raw=raw, terms=tuple(tokens(raw)), words=words, concepts=concepts)
+    return Analysis(raw=raw, terms=tuple(index_terms(raw)), words=words, concepts=concepts)
 
 
 def _names_document(words: tuple[str, ...], end: int, start: int | None, t: Words) -> bool:

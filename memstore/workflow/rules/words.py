@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from memstore.errors import InvalidWords
-from memstore.search.index import tokens
+from memstore.search.analysis import index_terms
 
 DEFAULT = Path(__file__).with_name("words.toml")
 """The tables memstore ships."""
@@ -237,7 +237,7 @@ class _Reader:
             guards=guards,
             patterns={k: self.pattern(f"patterns.{k}", v) for k, v in patterns.items()},
             terms={
-                k: frozenset(tokens(" ".join(self.word_list(f"terms.{k}", v))))
+                k: frozenset(index_terms(" ".join(self.word_list(f"terms.{k}", v))))
                 for k, v in terms.items()
             },
             words={k: self.word_list(f"words.{k}", v) for k, v in words.items()},
