@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstore.errors import Conflict, UnsafePath
-from memstore.git import history
+from memstore.git import history, refs, repository
 from memstore.search.index import Query
 from memstore.search.upkeep import search
 from memstore.storage import files, transaction
@@ -118,10 +118,10 @@ def test_staged_work_elsewhere_stays_staged_and_out_of_memstores_commit(store: S
 def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = history._swap  # pyright: ignore[reportPrivateUsage]
+    real = refs._swap  # pyright: ignore[reportPrivateUsage]
     raced: list[str] = []
 
-    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
         if not raced:
             (store.root / "notes.txt").write_text("by hand\n", encoding="utf-8")
             git(store.root, "add", "notes.txt")
@@ -129,7 +129,7 @@ def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
             raced.append(git(store.root, "rev-parse", "HEAD"))
         return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_swap", swap)
+    monkeypatch.setattr(refs, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "rev-parse", "HEAD~1") == raced[0]
     assert git(store.root, "log", "-2", "--format=%s").splitlines() == [
@@ -147,14 +147,14 @@ def test_a_human_commit_of_everything_staged_mid_write_loses_nothing(
     # The written paths' index entries are brought in step before HEAD moves, so a human's
     # `git commit` in between takes memstore's change along (under the human's name) rather
     # than reverting it; memstore then finds HEAD holding its content and adds no commit.
-    real = history._swap  # pyright: ignore[reportPrivateUsage]
+    real = refs._swap  # pyright: ignore[reportPrivateUsage]
 
-    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
         if "human" not in git(store.root, "log", "-1", "--format=%s"):
             git(store.root, "commit", "-qm", "human commit of what is staged")
         return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_swap", swap)
+    monkeypatch.setattr(refs, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "log", "-1", "--format=%s").strip() == "human commit of what is staged"
     assert "name: x" in git(store.root, "show", "HEAD:fact/x.md")
@@ -224,7 +224,7 @@ class HandSaving:
         return self.store.cache
 
     @property
-    def repo(self) -> history.Repo:
+    def repo(self) -> repository.Repo:
         if self.path.read_text(encoding="utf-8") != self.old:
             self._save("renamed")
         return self.store.repo

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from memstore.errors import MemoryNotFound, MemstoreError
 from memstore.faces.bearer import Keeper, Token
-from memstore.git import gitlog, history
+from memstore.git import gitlog, objects, refs
 from memstore.model.memory import RULE_TYPES, Memory, now
 from memstore.model.status import Status
 from memstore.search import upkeep as search
@@ -121,9 +121,9 @@ def changes(store: Store, path: Path, limit: int = HISTORY_MAX) -> list[Change]:
     """The commits that changed `path`, newest first, each with its diff (`git log -p`)."""
     found: list[Change] = []
     for rev in gitlog.log(store.repo, path, limit=limit):
-        parents = history.parents(store.repo, rev.commit)
-        old = history.blob(store.repo, parents[0], path) if parents else None
-        new = history.blob(store.repo, rev.commit, path)
+        parents = objects.parents(store.repo, rev.commit)
+        old = objects.blob(store.repo, parents[0], path) if parents else None
+        new = objects.blob(store.repo, rev.commit, path)
         if new is None:  # `--follow` took a similar file for a rename: not this memory's past
             continue
         subject, _, body = rev.message.partition("\n")
@@ -418,7 +418,7 @@ class Checkup:
 
     def _run(self, store: Store) -> None:
         try:
-            head = history.head(store.repo)
+            head = refs.head(store.repo)
             try:
                 found = Checked(
                     tuple(lint.lint_store(store)), search.catch_up(store), None, head, ""

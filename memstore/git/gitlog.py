@@ -10,19 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import GitError
-from memstore.git.history import (
-    PLAIN_PATHS,
-    SEP,
-    TREE_MODE,
-    Repo,
-    commit_tree,
-    git,
-    head,
-    read_object,
-    repo_path,
-    stop,
-    tree_entries,
-)
+from memstore.git.objects import TREE_MODE, commit_tree, read_object, tree_entries
+from memstore.git.refs import head
+from memstore.git.repository import PLAIN_PATHS, SEP, Repo, git, repo_path, stop
 from memstore.model.memory import same_identity
 
 _REC = "\x1e"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memstore.git import gitlog, history
+from memstore.git import gitlog, objects
 from memstore.model import when
 from memstore.model.memory import Memory, check_name, content_hash, renamed
 from memstore.model.status import Status
@@ -85,7 +85,7 @@ def timeline(
         for blob in (change.after, *change.before)
         if blob is not None
     }
-    found = history.read_blobs(store.repo, sorted(wanted))
+    found = objects.read_blobs(store.repo, sorted(wanted))
     parsed = {blob: trust.parse_bytes(data) for blob, data in found.items()}
     verdicts = trust.Trust()
     events: list[Event] = []
