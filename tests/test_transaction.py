@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstore.errors import Conflict, UnsafePath
-from memstore.git import history, refs, repository
+from memstore.git import indexfile, refs, repository
 from memstore.search.index import Query
 from memstore.search.upkeep import search
 from memstore.storage import files, transaction
@@ -338,9 +338,9 @@ def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_rem
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from memstore.git import history\n"
+        "from memstore.git import indexfile\n"
         "from memstore.storage.store import Store\n"
-        "history._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "indexfile._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "Store(Path(sys.argv[1]), agent='bob').add('cut', type='fact', description='cut')\n"
     )
     done = subprocess.run(
@@ -352,7 +352,7 @@ def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_rem
     store.add("next", type="fact", description="after the kill")
     assert not lock.exists()
     assert not (store.root / "fact" / "cut.md").exists()  # never committed: undone
-    assert not list((store.root / ".git").glob(f"{history.INDEX_MARK}.*"))
+    assert not list((store.root / ".git").glob(f"{indexfile.INDEX_MARK}.*"))
     assert git(store.root, "status", "--porcelain") == ""
 
 
@@ -365,15 +365,15 @@ def test_a_git_index_lock_is_removed_only_when_it_is_a_dead_writers_own(store: S
     ).stdout.strip()
     lock = store.root / ".git" / "index.lock"
     lock.write_bytes(b"a git at work")
-    other = store.root / ".git" / f"{history.INDEX_MARK}.{dead}.1.tmp"
+    other = store.root / ".git" / f"{indexfile.INDEX_MARK}.{dead}.1.tmp"
     other.write_bytes(b"a dead writer's mark, another file")
-    live = store.root / ".git" / f"{history.INDEX_MARK}.{os.getpid()}.1.tmp"
+    live = store.root / ".git" / f"{indexfile.INDEX_MARK}.{os.getpid()}.1.tmp"
     os.link(lock, live)  # this process is alive: its lock is not left over
-    history.release_dead_index_lock(store.repo)
+    indexfile.release_dead_index_lock(store.repo)
     assert lock.exists() and live.exists() and not other.exists()
     live.unlink()
     os.link(lock, other)  # the same file as a dead pid's mark: that writer's, left by a kill
-    history.release_dead_index_lock(store.repo)
+    indexfile.release_dead_index_lock(store.repo)
     assert not lock.exists() and not other.exists()
 
 

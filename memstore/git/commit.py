@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstore.errors import GitError
-from memstore.git.history import sync_index
+from memstore.git.indexfile import sync_index
 from memstore.git.objects import blob_sha, commit_tree, tree_with, write_object
 from memstore.git.refs import head, move_head
 from memstore.git.repository import Repo, check_rel, check_sha, git, repo_path

@@ -30,7 +30,7 @@ from memstore.errors import (
     UnsafePath,
 )
 from memstore.git import commit as git_commit
-from memstore.git import history, objects, refs, repository
+from memstore.git import indexfile, objects, refs, repository
 from memstore.model.memory import check_identity
 from memstore.storage.files import (
     LEDGER_FILE,
@@ -229,7 +229,7 @@ def refuse_uncommitted(site: Site, paths: list[Path]) -> None:
     writing over it would lose it, or sweep it into this identity's commit.
     """
     existing = [p for p in paths if p.exists()]
-    if existing and history.dirty(site.repo, existing):
+    if existing and indexfile.dirty(site.repo, existing):
         where = " ".join(shown(p) for p in existing)
         raise Conflict(
             f"{where} has changes that are not committed (a hand edit in progress?); "
@@ -541,7 +541,7 @@ def recover(site: Site) -> None:
         return
     message, _, entries = loaded
     _wait_for_survivors(site)
-    history.release_dead_index_lock(site.repo)
+    indexfile.release_dead_index_lock(site.repo)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
@@ -618,7 +618,7 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
                 atomic_write(path, committed)
         touched.append(path)
     if touched:
-        history.unstage(site.repo, touched, site.lock_timeout)
+        indexfile.unstage(site.repo, touched, site.lock_timeout)
 
 
 def remove_dead_temp_files(cache: Path) -> None:

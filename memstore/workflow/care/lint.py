@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.git import history, objects, repository
+from memstore.git import indexfile, objects, repository
 from memstore.model.memory import (
     FILE_MAX,
     Memory,
@@ -242,7 +242,7 @@ def _staged_places(store: Store) -> tuple[list[Place], str | None]:
     prefix = "" if prefix in ("", ".") else prefix + "/"
     places: list[Place] = []
     outcomes: str | None = None
-    for entry in history.staged(store.repo, store.root):
+    for entry in indexfile.staged(store.repo, store.root):
         rel = entry.path[len(prefix) :]
         parts = rel.split("/")
         if parts[0].startswith(".") or len(parts) > 2:
@@ -301,7 +301,7 @@ def _history_problems(
         try:
             index = {
                 e.path: objects.blob_sha(e.data)
-                for e in history.staged(store.repo, store.root)
+                for e in indexfile.staged(store.repo, store.root)
                 if e.data is not None
             }
         except MemstoreError as e:
