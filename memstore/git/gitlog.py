@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import GitError
-from memstore.git.objects import TREE_MODE, commit_tree, read_object, tree_entries
+from memstore.git.objects import (
+    TREE_MODE,
+    blob,
+    commit_tree,
+    parents,
+    read_object,
+    tree_entries,
+)
 from memstore.git.refs import head
 from memstore.git.repository import PLAIN_PATHS, SEP, Repo, git, repo_path, stop
 from memstore.model.memory import same_identity
@@ -47,6 +54,30 @@ def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
         sha, author, when, message = record.split(SEP, 3)
         revisions.append(Revision(sha, author, when, message.strip()))
     return revisions
+
+
+@dataclass(frozen=True, slots=True)
+class FileRevision:
+    """One commit that changed a file, with the file's bytes before it (in its first parent)
+    and after it."""
+
+    revision: Revision
+    before: bytes | None
+    after: bytes
+
+
+def file_revisions(repo: Repo, path: Path, limit: int | None = None) -> list[FileRevision]:
+    """The commits that changed `path`, newest first, each with the file before and after
+    (what `git log -p` shows). A commit `--follow` took for a rename of a similar file, which
+    holds no `path`, is not this file's past and is left out."""
+    found: list[FileRevision] = []
+    for rev in log(repo, path, limit=limit):
+        first = parents(repo, rev.commit)[:1]
+        old = blob(repo, first[0], path) if first else None
+        new = blob(repo, rev.commit, path)
+        if new is not None:
+            found.append(FileRevision(rev, old, new))
+    return found
 
 
 @dataclass(frozen=True, slots=True)

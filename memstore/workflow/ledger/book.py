@@ -338,6 +338,19 @@ def events(
     ]
 
 
+def open_claims(store: Store) -> list[ledger.Check]:
+    """Ledger claims still valid and not yet recorded: someone is doing that now.
+
+    Raises:
+        LedgerCorrupt: when the ledger is not a plain file.
+    """
+    seen = view(store)
+    moment = ledger.utcnow()
+    pairs = dict.fromkeys((e.action, e.target) for e in seen.events if e.status == ledger.CLAIMED)
+    found = [ledger.check(seen, action, target, moment) for action, target in pairs]
+    return [c for c in found if c.state is ledger.State.IN_PROGRESS]
+
+
 def verify(store: Store) -> ledger.Verification:
     """Check every line's hash and link, and that the file holds every line git committed."""
     seen = view(store)
