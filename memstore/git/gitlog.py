@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from memstore.git.objects import (
     blob,
     commit_tree,
     parents,
+    read_blobs,
     read_object,
     tree_entries,
 )
@@ -107,6 +108,29 @@ class StoreCommit:
     """When it was committed (Unix seconds); 0 when not read (`linear_commits`)."""
     message: str = ""
     """Its whole message; empty when not read (`linear_commits`)."""
+
+
+def prefetch(
+    repo: Repo,
+    commits: Iterable[StoreCommit],
+    wanted: Callable[[str], bool],
+    known: Container[str] = (),
+    more_than: int = 0,
+) -> dict[str, bytes]:
+    """The bytes of each version `commits` changed (before and after) at a path `wanted`
+    accepts, but those `known`, through one `git cat-file --batch`. None are read when no more
+    than `more_than` versions changed: a few are cheaper read in-process one at a time."""
+    blobs = {
+        blob
+        for commit in commits
+        for change in commit.changes
+        if wanted(change.path)
+        for blob in (change.after, *change.before)
+        if blob is not None
+    }
+    if len(blobs) <= more_than:
+        return {}
+    return read_blobs(repo, sorted(b for b in blobs if b not in known))
 
 
 _NULL_SHA = re.compile(r"0+")

@@ -323,18 +323,11 @@ def replay(
     """
     parsed = _Parsed(repo, parsed_memo)
     commits = list(commits)
-    wanted = {
-        blob
-        for commit in commits
-        for change in commit.changes
-        if _is_memory(prefix, change.path)
-        for blob in (change.after, *change.before)
-        if blob is not None
-    }
-    if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
-        for blob, data in objects.read_blobs(repo, sorted(wanted - parsed.memo.keys())).items():
-            if blob not in parsed.memo:
-                parsed.memo[blob] = parse_bytes(data)
+    # A long replay reads the versions it needs with one `git cat-file` for them all.
+    read = gitlog.prefetch(repo, commits, lambda p: _is_memory(prefix, p), parsed.memo, PREFETCH)
+    for blob, data in read.items():
+        if blob not in parsed.memo:
+            parsed.memo[blob] = parse_bytes(data)
     cut = gitlog.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
