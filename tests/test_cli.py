@@ -253,7 +253,7 @@ def test_an_add_of_plain_fields_loads_neither_yaml_nor_logging_nor_a_history_rea
     args = ["--store", str(store.root), "--agent", "bob", "add", "port", "--type", "fact"]
     args += ["-d", "The API listens on 8080", "--tags", "api,net"]
     heavy = {"yaml", "frontmatter", "logging", "memstore.storage.trust", "memstore.git.gitlog"}
-    heavy |= {"tempfile", "ctypes"}
+    heavy |= {"tempfile", "ctypes", "memstore.git.remote"}
     printed, loaded = loaded_by(args, heavy)
     assert "added fact/port [draft]" in printed
     assert loaded == []

@@ -202,7 +202,7 @@ def test_a_writer_killed_inside_its_ref_update_leaves_no_lock(store: Store) -> N
     code = (
         "import sys, os, signal\n"
         "from pathlib import Path\n"
-        "from memstore.git import history\n"
+        "from memstore.git import refs\n"
         "from memstore.storage.store import Store\n"
         "def swap(self, new, old, subject):\n"
         "    proc = self._started()\n"
@@ -211,7 +211,7 @@ def test_a_writer_killed_inside_its_ref_update_leaves_no_lock(store: Store) -> N
         "    proc.stdout.readline(); proc.stdout.readline()  # HEAD is locked now\n"
         "    print('locked', flush=True)\n"
         "    os.killpg(0, signal.SIGKILL)\n"
-        "history._Swapper.swap = swap\n"
+        "refs._Swapper.swap = swap\n"
         "Store(Path(sys.argv[1]), agent='bob').add('x', type='fact', description='d')\n"
     )
     proc = subprocess.run(

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.faces.cli import main
-from memstore.git import history, signing
+from memstore.git import refs, signing
 from memstore.model.memory import same_identity
 from memstore.storage.store import Store
 from memstore.workflow.care import lint
@@ -48,7 +48,7 @@ def commit_file(root: Path, rel: str, text: str, message: str = "settings") -> N
 
 
 def head(store: Store) -> str:
-    sha = history.head(store.repo)
+    sha = refs.head(store.repo)
     assert sha is not None
     return sha
 

@@ -19,7 +19,7 @@ from mcp import Client
 from memstore.errors import ClaimHeld, Conflict, RemoteUnreachable, SyncFailed
 from memstore.faces.cli import main
 from memstore.faces.server import build_server
-from memstore.git import history
+from memstore.git import refs
 from memstore.model.memory import parse
 from memstore.storage import transaction
 from memstore.storage.store import Store
@@ -72,16 +72,16 @@ def test_memories_made_on_two_clones_reach_both(pair: tuple[Store, Store]) -> No
     assert result.integrated == "merge" and result.pushed
     assert sync.sync(a).integrated == "fast-forward"
     assert names(a) == names(b) == {"from-a", "from-b"}
-    assert history.head(a.repo) == history.head(b.repo)
+    assert refs.head(a.repo) == refs.head(b.repo)
     assert clean(a) and clean(b)
 
 
 def test_a_sync_with_nothing_to_do_changes_nothing(pair: tuple[Store, Store]) -> None:
     a, _ = pair
-    before = history.head(a.repo)
+    before = refs.head(a.repo)
     result = sync.sync(a)
     assert (result.integrated, result.pushed, result.received) == ("up to date", False, ())
-    assert history.head(a.repo) == before
+    assert refs.head(a.repo) == before
 
 
 def test_ledger_lines_from_both_clones_merge_as_a_union_that_verifies(
@@ -119,7 +119,7 @@ def test_a_memory_changed_on_both_clones_keeps_the_second_as_a_draft_naming_the_
     a.edit("cache-ttl", body="TTL is 30s, since the outage.\n")
     b.edit("cache-ttl", body="TTL is 120s, for the cost.\n")
     sync.sync(a)
-    first = history.head(a.repo)
+    first = refs.head(a.repo)
     assert first is not None
     result = sync.sync(b)
     assert result.conflicts == ("decision/cache-ttl.md",)
@@ -181,10 +181,10 @@ def test_sync_refuses_to_push_or_pull_work_outside_the_store(
         sync.sync(a)
     git(a.root, "push", "-q", "origin", "HEAD:main")  # the person pushes their own work
     b.add("from-b", type="decision", description="made on b")
-    before = history.head(b.repo)
+    before = refs.head(b.repo)
     with pytest.raises(SyncFailed, match=r"the remote's branch changed files sync does not"):
         sync.sync(b)
-    assert history.head(b.repo) == before and clean(b)
+    assert refs.head(b.repo) == before and clean(b)
 
 
 def test_an_unreachable_remote_is_a_clear_error_that_changes_nothing(
@@ -192,11 +192,11 @@ def test_an_unreachable_remote_is_a_clear_error_that_changes_nothing(
 ) -> None:
     a, _ = pair
     a.add("offline", type="decision", description="made offline")
-    before = history.head(a.repo)
+    before = refs.head(a.repo)
     server.kill()
     with pytest.raises(RemoteUnreachable, match=r"cannot reach the remote 'origin'"):
         sync.sync(a)
-    assert history.head(a.repo) == before and clean(a)
+    assert refs.head(a.repo) == before and clean(a)
     server.start()
     assert sync.sync(a).pushed
 
@@ -475,7 +475,7 @@ def test_a_landing_that_fails_puts_every_file_back(pair: tuple[Store, Store]) ->
         for p in a.root.rglob("*")
         if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts
     }
-    ours = history.head(a.repo)
+    ours = refs.head(a.repo)
     assert ours is not None
     with a.locked():
         changes = sync._fast_forward(a, "", ours, theirs)[0]  # pyright: ignore[reportPrivateUsage]
@@ -487,7 +487,7 @@ def test_a_landing_that_fails_puts_every_file_back(pair: tuple[Store, Store]) ->
         for p in a.root.rglob("*")
         if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts
     }
-    assert after == before and history.head(a.repo) == ours and clean(a)
+    assert after == before and refs.head(a.repo) == ours and clean(a)
     assert sync.sync(a).integrated == "fast-forward" and "kept" not in names(a)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstore.errors import Conflict, UnsafePath
-from memstore.git import history
+from memstore.git import indexfile, refs, repository
 from memstore.search.query import Query
 from memstore.search.upkeep import search
 from memstore.storage import files, transaction
@@ -118,10 +118,10 @@ def test_staged_work_elsewhere_stays_staged_and_out_of_memstores_commit(store: S
 def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = history._swap  # pyright: ignore[reportPrivateUsage]
+    real = refs._swap  # pyright: ignore[reportPrivateUsage]
     raced: list[str] = []
 
-    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
         if not raced:
             (store.root / "notes.txt").write_text("by hand\n", encoding="utf-8")
             git(store.root, "add", "notes.txt")
@@ -129,7 +129,7 @@ def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
             raced.append(git(store.root, "rev-parse", "HEAD"))
         return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_swap", swap)
+    monkeypatch.setattr(refs, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "rev-parse", "HEAD~1") == raced[0]
     assert git(store.root, "log", "-2", "--format=%s").splitlines() == [
@@ -147,14 +147,14 @@ def test_a_human_commit_of_everything_staged_mid_write_loses_nothing(
     # The written paths' index entries are brought in step before HEAD moves, so a human's
     # `git commit` in between takes memstore's change along (under the human's name) rather
     # than reverting it; memstore then finds HEAD holding its content and adds no commit.
-    real = history._swap  # pyright: ignore[reportPrivateUsage]
+    real = refs._swap  # pyright: ignore[reportPrivateUsage]
 
-    def swap(repo: history.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
         if "human" not in git(store.root, "log", "-1", "--format=%s"):
             git(store.root, "commit", "-qm", "human commit of what is staged")
         return real(repo, new, old, subject)
 
-    monkeypatch.setattr(history, "_swap", swap)
+    monkeypatch.setattr(refs, "_swap", swap)
     store.add("x", type="fact", description="d")
     assert git(store.root, "log", "-1", "--format=%s").strip() == "human commit of what is staged"
     assert "name: x" in git(store.root, "show", "HEAD:fact/x.md")
@@ -224,7 +224,7 @@ class HandSaving:
         return self.store.cache
 
     @property
-    def repo(self) -> history.Repo:
+    def repo(self) -> repository.Repo:
         if self.path.read_text(encoding="utf-8") != self.old:
             self._save("renamed")
         return self.store.repo
@@ -338,9 +338,9 @@ def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_rem
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from memstore.git import history\n"
+        "from memstore.git import indexfile\n"
         "from memstore.storage.store import Store\n"
-        "history._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "indexfile._indexed = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "Store(Path(sys.argv[1]), agent='bob').add('cut', type='fact', description='cut')\n"
     )
     done = subprocess.run(
@@ -352,7 +352,7 @@ def test_a_writer_killed_holding_git_index_lock_leaves_a_lock_the_next_write_rem
     store.add("next", type="fact", description="after the kill")
     assert not lock.exists()
     assert not (store.root / "fact" / "cut.md").exists()  # never committed: undone
-    assert not list((store.root / ".git").glob(f"{history.INDEX_MARK}.*"))
+    assert not list((store.root / ".git").glob(f"{indexfile.INDEX_MARK}.*"))
     assert git(store.root, "status", "--porcelain") == ""
 
 
@@ -365,15 +365,15 @@ def test_a_git_index_lock_is_removed_only_when_it_is_a_dead_writers_own(store: S
     ).stdout.strip()
     lock = store.root / ".git" / "index.lock"
     lock.write_bytes(b"a git at work")
-    other = store.root / ".git" / f"{history.INDEX_MARK}.{dead}.1.tmp"
+    other = store.root / ".git" / f"{indexfile.INDEX_MARK}.{dead}.1.tmp"
     other.write_bytes(b"a dead writer's mark, another file")
-    live = store.root / ".git" / f"{history.INDEX_MARK}.{os.getpid()}.1.tmp"
+    live = store.root / ".git" / f"{indexfile.INDEX_MARK}.{os.getpid()}.1.tmp"
     os.link(lock, live)  # this process is alive: its lock is not left over
-    history.release_dead_index_lock(store.repo)
+    indexfile.release_dead_index_lock(store.repo)
     assert lock.exists() and live.exists() and not other.exists()
     live.unlink()
     os.link(lock, other)  # the same file as a dead pid's mark: that writer's, left by a kill
-    history.release_dead_index_lock(store.repo)
+    indexfile.release_dead_index_lock(store.repo)
     assert not lock.exists() and not other.exists()
 
 

@@ -354,15 +354,15 @@ def test_a_rule_the_human_created_binds_at_once(store: Store) -> None:
 
 
 def test_reading_past_a_few_new_commits_matches_gits_own_log(confirmed: Store) -> None:
-    from memstore.git import gitlog, history
+    from memstore.git import gitlog, refs
 
-    start = history.head(confirmed.repo)
+    start = refs.head(confirmed.repo)
     assert start is not None
     as_agent(confirmed, "carol").add("second", type="fact", description="more")
     edit_file(confirmed, "deploy-rule", "Tue.", "Wednesdays now.")
     commit_as(confirmed, "bob", committer="mallory")
     as_agent(confirmed, "carol").deprecate("second", "gone")
-    head = history.head(confirmed.repo)
+    head = refs.head(confirmed.repo)
     assert head is not None
     inproc = gitlog.linear_commits(confirmed.repo, confirmed.root, start, head)
     logged = gitlog.store_commits(confirmed.repo, confirmed.root, start)
@@ -435,9 +435,9 @@ def test_verdicts_always_describe_exactly_the_head_they_name(store: Store) -> No
 
 
 def test_the_history_is_read_up_to_the_commit_named(confirmed: Store) -> None:
-    from memstore.git import gitlog, history
+    from memstore.git import gitlog, refs
 
-    older = history.head(confirmed.repo)
+    older = refs.head(confirmed.repo)
     confirmed.add("newer", type="fact", description="after")
     commits = gitlog.store_commits(confirmed.repo, confirmed.root, until=older)
     assert commits and commits[-1].sha == older

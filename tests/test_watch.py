@@ -12,7 +12,7 @@ from test_index import names, same_size_same_mtime_edit, write_memory
 from watchfiles import Change
 
 from memstore.errors import GitError
-from memstore.git import history
+from memstore.git import commit
 from memstore.search import index
 from memstore.search.watch import Watcher, memory_files, relevant
 from memstore.storage.store import Store
@@ -87,7 +87,7 @@ def test_a_write_whose_commit_is_slow_is_still_the_servers_own(
     # than its debounce, on a busy machine) indexed them in its own thread, a Whoosh commit
     # beside the writes that follow.
     write_memory(store, "pool-size", "Database pool size is 20")
-    real = history.commit_files
+    real = commit.commit_files
 
     def slow_commit(*args: Any, **kwargs: Any) -> str | None:
         time.sleep(Watcher(store).debounce_ms / 1000 * 3)
@@ -95,7 +95,7 @@ def test_a_write_whose_commit_is_slow_is_still_the_servers_own(
 
     with Watcher(store) as watcher:
         before = watcher.catch_ups
-        monkeypatch.setattr(history, "commit_files", slow_commit)
+        monkeypatch.setattr(commit, "commit_files", slow_commit)
         store.add("cache-ttl", type="fact", description="Cache entries live 24 hours")
         assert watcher.wait(lambda: watcher.own_writes_seen >= 1, timeout=5)
         assert watcher.catch_ups == before
@@ -113,7 +113,7 @@ def test_a_failed_write_leaves_its_files_to_the_watcher_again(
         raise GitError("the commit failed")
 
     with Watcher(store) as watcher:
-        monkeypatch.setattr(history, "commit_files", failing_commit)
+        monkeypatch.setattr(commit, "commit_files", failing_commit)
         with pytest.raises(GitError):
             store.edit("pool-size", description="Database pool size is 40")
         monkeypatch.undo()

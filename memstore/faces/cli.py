@@ -197,13 +197,13 @@ def init(ctx: click.Context, directory: str | None, git_root: str | None) -> Non
       memstore init memory
       memstore init memory --git-root .    # a new project: one repository for code and store
     """
-    from memstore.git import history
+    from memstore.git import repository
     from memstore.storage.files import shown
     from memstore.storage.store import Store
 
     config = _config(ctx)
     root = Path(directory).absolute() if directory else config.store
-    new_repo = history.find_repo(root) is None
+    new_repo = repository.find_repo(root) is None
     store = Store.init(root, config.agent, Path(git_root) if git_root else None)
     click.echo(f"store ready at {store.root} (git repository {store.repo.top})")
     if new_repo and git_root is None:
@@ -1011,13 +1011,13 @@ def uninstall_hook(ctx: click.Context) -> None:
     Example:
       memstore --store memory uninstall-hook
     """
-    from memstore.git import history, precommit
+    from memstore.git import precommit, repository
 
     # The store may be gone already: the repository around where it was is enough.
     where = _config(ctx).store
     while not where.exists() and where != where.parent:
         where = where.parent
-    repo = history.find_repo(where)
+    repo = repository.find_repo(where)
     if repo is None:
         raise click.ClickException(
             f"{where} is not in a git repository; there is no hook to remove"

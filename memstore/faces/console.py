@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from memstore.errors import MemoryNotFound, MemstoreError
 from memstore.faces.bearer import Keeper, Token
-from memstore.git import gitlog, history
+from memstore.git import gitlog, refs
 from memstore.model.memory import RULE_TYPES, Memory, now
 from memstore.model.status import Status
 from memstore.search import upkeep as search
@@ -37,7 +37,6 @@ from memstore.search.upkeep import Query
 from memstore.storage.store import Store
 from memstore.workflow.care import lint
 from memstore.workflow.ledger import book as ledger_io
-from memstore.workflow.ledger import lines as ledger
 
 COOKIE = "memstore_token"
 INBOX_MAX = 200
@@ -120,16 +119,11 @@ def diff_lines(old: bytes | None, new: bytes | None) -> tuple[tuple[str, str], .
 def changes(store: Store, path: Path, limit: int = HISTORY_MAX) -> list[Change]:
     """The commits that changed `path`, newest first, each with its diff (`git log -p`)."""
     found: list[Change] = []
-    for rev in gitlog.log(store.repo, path, limit=limit):
-        parents = history.parents(store.repo, rev.commit)
-        old = history.blob(store.repo, parents[0], path) if parents else None
-        new = history.blob(store.repo, rev.commit, path)
-        if new is None:  # `--follow` took a similar file for a rename: not this memory's past
-            continue
+    for each in gitlog.file_revisions(store.repo, path, limit=limit):
+        rev = each.revision
         subject, _, body = rev.message.partition("\n")
-        found.append(
-            Change(rev.commit, rev.author, rev.date, subject, body.strip(), diff_lines(old, new))
-        )
+        diff = diff_lines(each.before, each.after)
+        found.append(Change(rev.commit, rev.author, rev.date, subject, body.strip(), diff))
     return found
 
 
@@ -157,15 +151,6 @@ def trail(memory: Memory) -> list[tuple[str, str, str, str]]:
     ]
     done = [(what, who or "", when or "", why or "") for what, who, when, why in moves if who]
     return sorted(done, key=lambda m: m[2])
-
-
-def open_claims(store: Store) -> list[ledger.Check]:
-    """Ledger claims still valid and not yet recorded: someone is doing that now."""
-    view = ledger_io.view(store)
-    moment = ledger.utcnow()
-    pairs = dict.fromkeys((e.action, e.target) for e in view.events if e.status == ledger.CLAIMED)
-    found = [ledger.check(view, action, target, moment) for action, target in pairs]
-    return [c for c in found if c.state is ledger.State.IN_PROGRESS]
 
 
 class _Pages:
@@ -359,7 +344,7 @@ class _Pages:
         store = self.store_for(user.name)
         try:
             events = ledger_io.events(store)[-EVENTS_MAX:][::-1]
-            claims = open_claims(store)
+            claims = ledger_io.open_claims(store)
             error = None
         except MemstoreError as e:
             events, claims, error = [], [], str(e)
@@ -418,7 +403,7 @@ class Checkup:
 
     def _run(self, store: Store) -> None:
         try:
-            head = history.head(store.repo)
+            head = refs.head(store.repo)
             try:
                 found = Checked(
                     tuple(lint.lint_store(store)), search.catch_up(store), None, head, ""

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import GitError
-from memstore.git.history import (
-    PLAIN_PATHS,
-    SEP,
+from memstore.git.objects import (
     TREE_MODE,
-    Repo,
+    blob,
     commit_tree,
-    git,
-    head,
+    parents,
+    read_blobs,
     read_object,
-    repo_path,
-    stop,
     tree_entries,
 )
+from memstore.git.refs import head
+from memstore.git.repository import PLAIN_PATHS, SEP, Repo, git, repo_path, stop
 from memstore.model.memory import same_identity
 
 _REC = "\x1e"
@@ -60,6 +58,30 @@ def log(repo: Repo, path: Path, limit: int | None = None) -> list[Revision]:
 
 
 @dataclass(frozen=True, slots=True)
+class FileRevision:
+    """One commit that changed a file, with the file's bytes before it (in its first parent)
+    and after it."""
+
+    revision: Revision
+    before: bytes | None
+    after: bytes
+
+
+def file_revisions(repo: Repo, path: Path, limit: int | None = None) -> list[FileRevision]:
+    """The commits that changed `path`, newest first, each with the file before and after
+    (what `git log -p` shows). A commit `--follow` took for a rename of a similar file, which
+    holds no `path`, is not this file's past and is left out."""
+    found: list[FileRevision] = []
+    for rev in log(repo, path, limit=limit):
+        first = parents(repo, rev.commit)[:1]
+        old = blob(repo, first[0], path) if first else None
+        new = blob(repo, rev.commit, path)
+        if new is not None:
+            found.append(FileRevision(rev, old, new))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
 class PathChange:
     """One file a commit changed: its blob in each parent (None where absent) and after."""
 
@@ -86,6 +108,29 @@ class StoreCommit:
     """When it was committed (Unix seconds); 0 when not read (`linear_commits`)."""
     message: str = ""
     """Its whole message; empty when not read (`linear_commits`)."""
+
+
+def prefetch(
+    repo: Repo,
+    commits: Iterable[StoreCommit],
+    wanted: Callable[[str], bool],
+    known: Container[str] = (),
+    more_than: int = 0,
+) -> dict[str, bytes]:
+    """The bytes of each version `commits` changed (before and after) at a path `wanted`
+    accepts, but those `known`, through one `git cat-file --batch`. None are read when no more
+    than `more_than` versions changed: a few are cheaper read in-process one at a time."""
+    blobs = {
+        blob
+        for commit in commits
+        for change in commit.changes
+        if wanted(change.path)
+        for blob in (change.after, *change.before)
+        if blob is not None
+    }
+    if len(blobs) <= more_than:
+        return {}
+    return read_blobs(repo, sorted(b for b in blobs if b not in known))
 
 
 _NULL_SHA = re.compile(r"0+")

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from memstore.errors import HookInTheWay
-from memstore.git import history
+from memstore.git import repository
 
 MARK = "installed by `memstore install-hook`"
 """In every hook memstore writes (this one and earlier ones): only such a hook is replaced
@@ -44,16 +44,16 @@ exec "$python" -m memstore --store "$store" --agent "$agent" lint --staged
 """
 
 
-def hook_path(repo: history.Repo) -> Path:
+def hook_path(repo: repository.Repo) -> Path:
     """Where git runs the pre-commit hook from for this repository: `core.hooksPath` when
     set, else the common `.git/hooks` (shared by every worktree)."""
-    return history.hooks_dir(repo) / "pre-commit"
+    return repository.hooks_dir(repo) / "pre-commit"
 
 
-def script(repo: history.Repo, store_root: Path, python: str, package: Path) -> str:
+def script(repo: repository.Repo, store_root: Path, python: str, package: Path) -> str:
     """The hook's text, naming the store relative to the working tree's top folder (git runs
     a hook there), so the one hook serves every worktree of the repository."""
-    rel = history.repo_path(repo, store_root) or "."
+    rel = repository.repo_path(repo, store_root) or "."
     return SCRIPT.format(
         mark=MARK,
         python=shlex.quote(python),
@@ -71,7 +71,9 @@ def ours(hook: Path) -> bool:
     return MARK.encode("utf-8") in head
 
 
-def install(repo: history.Repo, store_root: Path, python: str, package: Path, force: bool) -> Path:
+def install(
+    repo: repository.Repo, store_root: Path, python: str, package: Path, force: bool
+) -> Path:
     """Write the hook (replacing one memstore installed; another only with `force`) and return
     its path.
 
@@ -93,7 +95,7 @@ def install(repo: history.Repo, store_root: Path, python: str, package: Path, fo
     return hook
 
 
-def uninstall(repo: history.Repo) -> Path | None:
+def uninstall(repo: repository.Repo) -> Path | None:
     """Remove the hook if memstore installed it; return its path, or None when there is none.
 
     Raises:
@@ -108,7 +110,7 @@ def uninstall(repo: history.Repo) -> Path | None:
     return hook
 
 
-def state(repo: history.Repo, store_root: Path) -> tuple[bool, str]:
+def state(repo: repository.Repo, store_root: Path) -> tuple[bool, str]:
     """Whether the pre-commit hook checks this store, and a line saying what is there."""
     hook = hook_path(repo)
     if not hook.exists() and not hook.is_symlink():
@@ -121,7 +123,7 @@ def state(repo: history.Repo, store_root: Path) -> tuple[bool, str]:
     python, package = values.get("python", ""), values.get("package", "")
     if not os.access(python, os.X_OK) or not (Path(package) / "__main__.py").is_file():
         return False, f"installed, but the memstore it runs ({python}) is gone: install it again"
-    store = history.repo_path(repo, store_root) or "."
+    store = repository.repo_path(repo, store_root) or "."
     if values.get("store") != store:
         return False, f"installed for the store {values.get('store')}, not this one ({store})"
     return True, f"installed, checks this store on every commit ({hook})"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memstore import config
 from memstore.errors import GitError, InvalidMemory, SigningError
-from memstore.git import history
+from memstore.git import commit, objects, repository
 from memstore.model.memory import check_identity, identity_key
 
 NAMESPACE = "git"
@@ -39,7 +39,7 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # -- signing ----------------------------------------------------------------------------------
 
 
-def signer(repo: history.Repo, required: bool) -> history.Signer | None:
+def signer(repo: repository.Repo, required: bool) -> commit.Signer | None:
     """How memstore signs its commits in `repo`: with `MEMSTORE_SIGNING_KEY` when set, else,
     when signatures are `required`, with git's `user.signingkey` (if `gpg.format` is ssh).
     None when there is no key and none is required.
@@ -72,7 +72,7 @@ def signer(repo: history.Repo, required: bool) -> history.Signer | None:
     return functools.partial(_sign, path)
 
 
-def _git_signing_key(repo: history.Repo) -> str | None:
+def _git_signing_key(repo: repository.Repo) -> str | None:
     """git's `user.signingkey`, when `gpg.format` is ssh (else it names an OpenPGP key)."""
     try:
         out = _git(repo, ["config", "-z", "--get-regexp", r"^(gpg\.format|user\.signingkey)$"])
@@ -212,7 +212,7 @@ def allowed_line(identity: str, public_key: str) -> str:
 
 
 def signers(
-    repo: history.Repo, commits: Iterable[str], allowed_signers: Path
+    repo: repository.Repo, commits: Iterable[str], allowed_signers: Path
 ) -> dict[str, str | None]:
     """For each commit (a full sha), the identity whose allowed key made its good signature,
     or None: unsigned, a bad signature, a key not allowed, or no allowed-signers file.
@@ -230,7 +230,7 @@ def signers(
         if not _SHA.fullmatch(sha):
             raise GitError(f"not a full commit id: {sha!r}")
     found: dict[str, str | None] = dict.fromkeys(shas)
-    at_head = history.blob(repo, "HEAD", allowed_signers) if shas else None
+    at_head = objects.blob(repo, "HEAD", allowed_signers) if shas else None
     if at_head is None:
         return found
     still = {
@@ -239,7 +239,7 @@ def signers(
     }
     versions: dict[bytes, list[str]] = {}
     for sha, parent in _first_parents(repo, shas).items():
-        before = history.blob(repo, parent, allowed_signers) if parent else None
+        before = objects.blob(repo, parent, allowed_signers) if parent else None
         if before is not None:
             versions.setdefault(before, []).append(sha)
     for before, group in versions.items():
@@ -253,7 +253,7 @@ def signers(
     return found
 
 
-def _first_parents(repo: history.Repo, shas: list[str]) -> dict[str, str | None]:
+def _first_parents(repo: repository.Repo, shas: list[str]) -> dict[str, str | None]:
     out = _git(repo, ["log", "--no-walk=unsorted", "--stdin", "--format=%H %P"], shas)
     parents: dict[str, str | None] = {}
     for line in out.splitlines():
@@ -262,7 +262,7 @@ def _first_parents(repo: history.Repo, shas: list[str]) -> dict[str, str | None]
     return parents
 
 
-def _verify(repo: history.Repo, shas: list[str], allowed: str) -> dict[str, str | None]:
+def _verify(repo: repository.Repo, shas: list[str], allowed: str) -> dict[str, str | None]:
     """Each commit's good signer among the `allowed` lines, in one `git log`."""
     with tempfile.TemporaryDirectory(prefix="memstore-verify-") as folder:
         path = Path(folder) / "allowed_signers"
@@ -283,7 +283,7 @@ def _verify(repo: history.Repo, shas: list[str], allowed: str) -> dict[str, str 
 
 
 def _git(
-    repo: history.Repo,
+    repo: repository.Repo,
     args: list[str],
     revisions: list[str] | None = None,
     settings: Iterable[str] = (),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from memstore.errors import InvalidMemory, StoreLocked
-from memstore.git import gitlog, history
+from memstore.git import gitlog, objects
 from memstore.model import when
 from memstore.model.memory import Memory
 from memstore.model.status import Status
@@ -183,11 +183,11 @@ def _loader(store: Store, blobs: dict[str, str], parsed: dict[str, Memory | None
 
     def load(rel: str) -> tuple[Memory | None, Stamp, str]:
         if not read:  # the tree's blobs in one `git cat-file --batch`, not one round trip each
-            read.update(history.read_blobs(store.repo, sorted(set(blobs.values()))))
+            read.update(objects.read_blobs(store.repo, sorted(set(blobs.values()))))
         blob = blobs[rel]
         data = read.get(blob)
         if data is None:
-            data = history.read_blob(store.repo, blob)
+            data = objects.read_blob(store.repo, blob)
         if blob in parsed:
             memory = parsed[blob]
         else:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.errors import GitError, InvalidMemory
-from memstore.git import gitlog, history
+from memstore.git import gitlog, refs, repository
 from memstore.model.memory import Memory, check_files
 from memstore.storage.files import atomic_write
 
@@ -119,7 +119,7 @@ def drift_of(memory: Memory, newest: dict[str, Change | None]) -> Drift | None:
 class Changes:
     """The newest commit at HEAD that changed each spec's files, for one repository."""
 
-    def __init__(self, repo: history.Repo, cache: Path) -> None:
+    def __init__(self, repo: repository.Repo, cache: Path) -> None:
         self.repo = repo
         self.file = cache / CACHE_FILE
         self._lock = threading.Lock()
@@ -147,7 +147,7 @@ class Changes:
             return {s: known.get(s) for s in wanted}
 
     def _current(self) -> dict[str, Change | None]:
-        head = history.head(self.repo)
+        head = refs.head(self.repo)
         if self._specs is None:
             self._head, self._specs = self._load()
         if head is None:
@@ -194,7 +194,9 @@ class Changes:
             log.info("cannot keep the changed files in %s: %s", self.file, e)
 
 
-def _newest(repo: history.Repo, specs: Collection[str], revisions: str) -> dict[str, Change | None]:
+def _newest(
+    repo: repository.Repo, specs: Collection[str], revisions: str
+) -> dict[str, Change | None]:
     """Each spec's newest change in `revisions`, reading the log only until every spec has one."""
     found: dict[str, Change | None] = dict.fromkeys(specs)
     pending = {s: matcher(s) for s in specs}
@@ -213,7 +215,7 @@ _changes: dict[str, Changes] = {}
 _changes_lock = threading.Lock()
 
 
-def changes(repo: history.Repo, cache: Path) -> Changes:
+def changes(repo: repository.Repo, cache: Path) -> Changes:
     """The one `Changes` of this process for the store whose cache folder is `cache`."""
     with _changes_lock:
         found = _changes.get(str(cache))

@@ -26,7 +26,7 @@ from memstore.errors import (
     NotAStore,
     SelfApproval,
 )
-from memstore.git import history
+from memstore.git import commit, objects, repository
 from memstore.model.memory import (
     FILE_MAX,
     Memory,
@@ -143,7 +143,7 @@ def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> 
     from memstore.git import gitlog  # reading history: an add never needs it
 
     for revision in gitlog.log(store.repo, path, limit=depth):
-        data = history.blob(store.repo, revision.commit, path)
+        data = objects.blob(store.repo, revision.commit, path)
         if data is not None and version_of(data) == version:
             return data.decode("utf-8", "replace")
     return None
@@ -186,7 +186,7 @@ class Store:
         root = root.absolute()
         if not root.is_dir():
             raise NotAStore(f"no store at {root}: run `memstore init {root}` to create one")
-        repo = history.find_repo(root)
+        repo = repository.find_repo(root)
         if repo is None:
             raise NotAStore(
                 f"{root} is not inside a git repository: run `memstore init {root}` to make it a "
@@ -214,7 +214,7 @@ class Store:
         if self.signing.required:
             # A commit is then by an identity only when that identity's allowed key signed it.
             self.signed = True
-        self._signer: history.Signer | None = None
+        self._signer: commit.Signer | None = None
 
     @property
     def trust(self) -> trust.Cache:
@@ -248,7 +248,7 @@ class Store:
         top = git_root.absolute() if git_root is not None else None
         if top is not None and top != root and top not in root.parents:
             raise InvalidMemory(f"--git-root {shown(top)} must be the store folder or above it")
-        found = history.find_repo(root)
+        found = repository.find_repo(root)
         if found is not None and top is not None and Path(found.top).resolve() != top.resolve():
             raise InvalidMemory(
                 f"{shown(root)} is already in the git repository {shown(Path(found.top))}; "
@@ -256,7 +256,7 @@ class Store:
             )
         root.mkdir(parents=True, exist_ok=True)
         if found is None:
-            history.init_repo(top or root)
+            repository.init_repo(top or root)
         store = cls(root, agent)
         changes: list[transaction.Write] = []
         for name, content in (
@@ -286,7 +286,7 @@ class Store:
         if self._agent:
             return self._agent
         if self._git_name is None:
-            self._git_name = history.git_identity(self.repo) or ""
+            self._git_name = commit.git_identity(self.repo) or ""
         return check_identity(self._git_name) if self._git_name else None
 
     def require_identity(self) -> str:
@@ -395,7 +395,7 @@ class Store:
         if data is None:
             return trust.UNVERIFIED, owner
         return trust.judged(
-            self.trust, self.trust.prefix + rel, status, owner, history.blob_sha(data), at
+            self.trust, self.trust.prefix + rel, status, owner, objects.blob_sha(data), at
         )
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
@@ -463,7 +463,7 @@ class Store:
         return self._agent or "git user.name"
 
     @property
-    def signer(self) -> history.Signer | None:
+    def signer(self) -> commit.Signer | None:
         """What signs this process's commits (None: they go unsigned), found on the first write.
 
         Raises:
@@ -554,9 +554,9 @@ class Store:
             from memstore.storage import trust
 
             after: dict[str, Memory | None] = {
-                history.repo_path(self.repo, path): memory for path, memory in changes
+                repository.repo_path(self.repo, path): memory for path, memory in changes
             }
-            after |= {history.repo_path(self.repo, path): None for path in removed}
+            after |= {repository.repo_path(self.repo, path): None for path in removed}
             self.trust.wrote(sha, after, trust.By(sha, actor, actor))
 
     def add(
@@ -908,7 +908,7 @@ class Store:
         path = self.root / current.path
         transaction.refuse_uncommitted(self, [path])
         try:
-            key = history.repo_path(self.repo, path)
+            key = repository.repo_path(self.repo, path)
             owner = self.trust.current().owners.get(key)
         except GitError:
             return memory
@@ -1016,7 +1016,7 @@ class Store:
             path = self.root / current.path
             transaction.refuse_uncommitted(self, [path])
             memory = current.memory
-            key = history.repo_path(self.repo, path)
+            key = repository.repo_path(self.repo, path)
             data = read_regular(path) or b""
             if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
                 memory = evolve(memory, status=trust.UNVERIFIED)

@@ -29,7 +29,8 @@ from memstore.errors import (
     StoreLocked,
     UnsafePath,
 )
-from memstore.git import history
+from memstore.git import commit as git_commit
+from memstore.git import indexfile, objects, refs, repository
 from memstore.model.memory import check_identity
 from memstore.storage.files import (
     LEDGER_FILE,
@@ -77,13 +78,13 @@ class Site(Protocol):
     @property
     def cache(self) -> Path: ...
     @property
-    def repo(self) -> history.Repo: ...
+    def repo(self) -> repository.Repo: ...
     @property
     def lock_timeout(self) -> float: ...
     @property
     def holder(self) -> str: ...
     @property
-    def signer(self) -> history.Signer | None: ...
+    def signer(self) -> git_commit.Signer | None: ...
 
     def note_writing(self, rels: Iterable[str]) -> None: ...
     def end_writing(self, rels: Iterable[str]) -> None: ...
@@ -228,7 +229,7 @@ def refuse_uncommitted(site: Site, paths: list[Path]) -> None:
     writing over it would lose it, or sweep it into this identity's commit.
     """
     existing = [p for p in paths if p.exists()]
-    if existing and history.dirty(site.repo, existing):
+    if existing and indexfile.dirty(site.repo, existing):
         where = " ".join(shown(p) for p in existing)
         raise Conflict(
             f"{where} has changes that are not committed (a hand edit in progress?); "
@@ -254,7 +255,9 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
     sign = site.signer
 
     def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
-        return history.commit_files(site.repo, files, message, actor, site.lock_timeout, keep, sign)
+        return git_commit.commit_files(
+            site.repo, files, message, actor, site.lock_timeout, keep, sign
+        )
 
     return _apply(site, changes, message, actor, finish)
 
@@ -272,7 +275,7 @@ def land(
     """
 
     def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
-        if not history.move_to(site.repo, files, target, old, site.lock_timeout, keep):
+        if not git_commit.move_to(site.repo, files, target, old, site.lock_timeout, keep):
             raise Conflict(
                 "HEAD moved while sync was integrating (a git commit at that moment?); "
                 "nothing was changed: run sync again"
@@ -342,14 +345,14 @@ def _write_and_finish(
                 atomic_write(change.path, change.text, unchanged=old_data)
                 # The bytes written are committed, not the file read back: a hand save just
                 # after the rename stays in the working tree as the person's own change.
-                files[history.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
+                files[repository.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
             elif isinstance(change, Remove):
                 if old_data is not None:
                     _unlink_unchanged(change.path, old_data)
-                files[history.repo_path(site.repo, change.path)] = None
+                files[repository.repo_path(site.repo, change.path)] = None
             else:
                 _append(change.path, str(entry["append"]))
-                files[history.repo_path(site.repo, change.path)] = change.path.read_bytes()
+                files[repository.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
             sha = finish(files, keep)
     except (MemstoreError, OSError):
@@ -407,7 +410,7 @@ def _wait_for_survivors(site: Site) -> None:
 
     Raises:
         StoreLocked: when they are still at work after the lock timeout.
-        GitError: from `history.settle`.
+        GitError: from `refs.settle`.
     """
     path = site.cache / LIFELINE
     if path.exists():
@@ -427,7 +430,7 @@ def _wait_for_survivors(site: Site) -> None:
                     time.sleep(LOCK_POLL)
         finally:
             os.close(fd)
-    history.settle(site.repo, site.lock_timeout)
+    refs.settle(site.repo, site.lock_timeout)
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -538,7 +541,7 @@ def recover(site: Site) -> None:
         return
     message, _, entries = loaded
     _wait_for_survivors(site)
-    history.release_dead_index_lock(site.repo)
+    indexfile.release_dead_index_lock(site.repo)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
@@ -594,12 +597,12 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
         if state == "old":
             # The file is as HEAD has it, but its index entry may not be: a killed writer's
             # index update landed, or an undo was itself killed between the file and the index.
-            if history.blob(site.repo, "HEAD", path) is not None or "append" not in entry:
+            if objects.blob(site.repo, "HEAD", path) is not None or "append" not in entry:
                 touched.append(path)
             continue
         if state not in ("new", "torn"):
             continue
-        committed = history.blob(site.repo, "HEAD", path)
+        committed = objects.blob(site.repo, "HEAD", path)
         if "append" in entry:
             if committed is not None and committed == path.read_bytes():
                 continue  # the commit landed after all
@@ -615,7 +618,7 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
                 atomic_write(path, committed)
         touched.append(path)
     if touched:
-        history.unstage(site.repo, touched, site.lock_timeout)
+        indexfile.unstage(site.repo, touched, site.lock_timeout)
 
 
 def remove_dead_temp_files(cache: Path) -> None:

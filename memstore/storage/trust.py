@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.errors import GitError, InvalidMemory, InvalidName
-from memstore.git import gitlog, history
+from memstore.git import gitlog, objects, refs, repository
 from memstore.model.memory import (
     RULE_TYPES,
     Memory,
@@ -275,7 +275,7 @@ def _judge_verification(verifier: str, by: By, owner: str, old_verdict: Verdict)
 class _Parsed:
     """Memory versions by blob sha, parsed once per replay (or shared: see `replay`)."""
 
-    def __init__(self, repo: history.Repo, memo: dict[str, Memory | None] | None = None) -> None:
+    def __init__(self, repo: repository.Repo, memo: dict[str, Memory | None] | None = None) -> None:
         self.repo = repo
         self.memo: dict[str, Memory | None] = {} if memo is None else memo
 
@@ -283,13 +283,13 @@ class _Parsed:
         if blob is None:
             return None
         if blob not in self.memo:
-            self.memo[blob] = parse_bytes(history.read_blob(self.repo, blob))
+            self.memo[blob] = parse_bytes(objects.read_blob(self.repo, blob))
         return self.memo[blob]
 
 
-def parse_blob(repo: history.Repo, blob: str | None) -> Memory | None:
+def parse_blob(repo: repository.Repo, blob: str | None) -> Memory | None:
     """The memory in `blob`, or None (no blob, or not a valid memory)."""
-    return None if blob is None else parse_bytes(history.read_blob(repo, blob))
+    return None if blob is None else parse_bytes(objects.read_blob(repo, blob))
 
 
 def parse_bytes(data: bytes) -> Memory | None:
@@ -310,7 +310,7 @@ Signers = Callable[[list[str]], dict[str, str | None]]
 
 def replay(
     trust: Trust,
-    repo: history.Repo,
+    repo: repository.Repo,
     prefix: str,
     commits: Iterable[gitlog.StoreCommit],
     signers: Signers | None = None,
@@ -323,18 +323,11 @@ def replay(
     """
     parsed = _Parsed(repo, parsed_memo)
     commits = list(commits)
-    wanted = {
-        blob
-        for commit in commits
-        for change in commit.changes
-        if _is_memory(prefix, change.path)
-        for blob in (change.after, *change.before)
-        if blob is not None
-    }
-    if len(wanted) > PREFETCH:  # a long replay: one `git cat-file` for them all
-        for blob, data in history.read_blobs(repo, sorted(wanted - parsed.memo.keys())).items():
-            if blob not in parsed.memo:
-                parsed.memo[blob] = parse_bytes(data)
+    # A long replay reads the versions it needs with one `git cat-file` for them all.
+    read = gitlog.prefetch(repo, commits, lambda p: _is_memory(prefix, p), parsed.memo, PREFETCH)
+    for blob, data in read.items():
+        if blob not in parsed.memo:
+            parsed.memo[blob] = parse_bytes(data)
     cut = gitlog.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
     for commit in commits:
@@ -479,15 +472,15 @@ def _is_memory(prefix: str, path: str) -> bool:
     return path.startswith(prefix) and bool(_MEMORY_PATH.fullmatch(path[len(prefix) :]))
 
 
-def prefix_of(repo: history.Repo, root: Path) -> str:
+def prefix_of(repo: repository.Repo, root: Path) -> str:
     """The store's folder relative to the repository, with a trailing slash ('' at the top)."""
     if root.resolve() == repo.top.resolve():
         return ""
-    return history.repo_path(repo, root) + "/"
+    return repository.repo_path(repo, root) + "/"
 
 
 def full(
-    repo: history.Repo,
+    repo: repository.Repo,
     root: Path,
     signers: Signers | None = None,
     until: str | None = None,
@@ -500,7 +493,7 @@ def full(
         GitError: when git cannot read the history.
     """
     trust = Trust()
-    head = until or history.head(repo)  # read first: the replay goes exactly this far
+    head = until or refs.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
         commits = gitlog.store_commits(repo, root, until=head)
         replay(trust, repo, prefix_of(repo, root), commits, signers, parsed_memo)
@@ -518,7 +511,7 @@ class Cache:
     `git log OLD..HEAD` when it moved forward, the whole history when it was rewritten.
     """
 
-    def __init__(self, repo: history.Repo, root: Path, cache: Path) -> None:
+    def __init__(self, repo: repository.Repo, root: Path, cache: Path) -> None:
         self.repo = repo
         self.root = root
         self.file = cache / CACHE_FILE
@@ -578,7 +571,7 @@ class Cache:
             return trust
 
     def _current(self) -> Trust:
-        head = history.head(self.repo)
+        head = refs.head(self.repo)
         cut = gitlog.shallow_commits(self.repo)
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history
             self.trust, self._cut = None, cut
@@ -596,7 +589,7 @@ class Cache:
                 self.trust = trust
                 return trust
             try:
-                if history.is_ancestor(self.repo, trust.head, head):
+                if refs.is_ancestor(self.repo, trust.head, head):
                     commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
                     replay(trust, self.repo, self.prefix, commits, self.signers)
                     trust.head = head
@@ -623,14 +616,14 @@ class Cache:
             if sha is None or trust is None:
                 return
             try:
-                if history.parents(self.repo, sha)[:1] != [trust.head]:
+                if objects.parents(self.repo, sha)[:1] != [trust.head]:
                     return  # another commit came first: the next read replays the history
             except GitError:
                 return
             memories: dict[str, Memory | None] = {}
             changes: list[gitlog.PathChange] = []
             for path, memory in after.items():
-                blob = None if memory is None else history.blob_sha(render(memory).encode())
+                blob = None if memory is None else objects.blob_sha(render(memory).encode())
                 if blob is not None:
                     memories[blob] = memory
                 changes.append(gitlog.PathChange(path, (trust.blobs.get(path),), blob))
@@ -710,7 +703,7 @@ def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     committed draft rule keeps its status, with its creator as owner."""
     if not needs_history(memory):
         return memory
-    status, owner = judged(cache, path, memory.status, memory.owner, history.blob_sha(data))
+    status, owner = judged(cache, path, memory.status, memory.owner, objects.blob_sha(data))
     if (status, owner) == (memory.status, memory.owner):
         return memory
     return evolve(memory, status=status, owner=owner)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
-from memstore.git import history
+from memstore.git import indexfile, objects, repository
 from memstore.model.memory import (
     FILE_MAX,
     Memory,
@@ -238,11 +238,11 @@ def _staged_places(store: Store) -> tuple[list[Place], str | None]:
     Raises:
         GitError: when git cannot list or read the index.
     """
-    prefix = history.repo_path(store.repo, store.root)
+    prefix = repository.repo_path(store.repo, store.root)
     prefix = "" if prefix in ("", ".") else prefix + "/"
     places: list[Place] = []
     outcomes: str | None = None
-    for entry in history.staged(store.repo, store.root):
+    for entry in indexfile.staged(store.repo, store.root):
         rel = entry.path[len(prefix) :]
         parts = rel.split("/")
         if parts[0].startswith(".") or len(parts) > 2:
@@ -300,8 +300,8 @@ def _history_problems(
     if staged:  # judge the bytes the next commit would hold
         try:
             index = {
-                e.path: history.blob_sha(e.data)
-                for e in history.staged(store.repo, store.root)
+                e.path: objects.blob_sha(e.data)
+                for e in indexfile.staged(store.repo, store.root)
                 if e.data is not None
             }
         except MemstoreError as e:
@@ -311,7 +311,7 @@ def _history_problems(
         key = (
             store.trust.prefix + rel
             if memo is not None
-            else history.repo_path(store.repo, store.root / rel)
+            else repository.repo_path(store.repo, store.root / rel)
         )
         try:
             if staged:
@@ -319,7 +319,7 @@ def _history_problems(
             elif memo is not None and rel in memo.blobs:
                 blob = memo.blobs[rel]
             else:
-                blob = history.blob_sha((store.root / rel).read_bytes())
+                blob = objects.blob_sha((store.root / rel).read_bytes())
         except (OSError, KeyError):
             continue
         committed = found.blobs.get(key)
@@ -397,7 +397,7 @@ class FileMemo:
             memory, problems = check_data(data, path.stem, path.parent.name, self.store.types)
             if memory is not None and not self.store.secrets_allowed:
                 problems += _secrets(self.store, memory)
-            blob = history.blob_sha(data)
+            blob = objects.blob_sha(data)
             changed = max(stamp[0], stamp[3]) if stamp is not None else 0
             if changed + racy_window(changed) > time.time_ns():
                 # Read within its timestamps' tick: a save in that same tick could keep this

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstore.errors import MemstoreError
-from memstore.git import history, precommit
+from memstore.git import precommit, refs
 from memstore.model.memory import Memory, same_identity
 from memstore.search import upkeep as search
 from memstore.storage.files import shown
@@ -83,7 +83,7 @@ def orient(
         identity_from=source,
         store=shown(store.root),
         repository=shown(store.repo.top),
-        branch=history.current_branch(store.repo),
+        branch=refs.current_branch(store.repo),
         hook_ok=hook_ok,
         hook=hook,
         index=index,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memstore.git import gitlog, history
+from memstore.git import gitlog
 from memstore.model import when
 from memstore.model.memory import Memory, check_name, content_hash, renamed
 from memstore.model.status import Status
@@ -77,15 +77,7 @@ def timeline(
     start = when.since_stamp(since)
     prefix = store.trust.prefix
     commits = gitlog.store_commits(store.repo, store.root)
-    wanted = {
-        blob
-        for commit in commits
-        for change in commit.changes
-        if _is_memory(prefix, change.path)
-        for blob in (change.after, *change.before)
-        if blob is not None
-    }
-    found = history.read_blobs(store.repo, sorted(wanted))
+    found = gitlog.prefetch(store.repo, commits, lambda path: _is_memory(prefix, path))
     parsed = {blob: trust.parse_bytes(data) for blob, data in found.items()}
     verdicts = trust.Trust()
     events: list[Event] = []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
-from memstore.git import gitlog, history
+from memstore.git import gitlog, objects, refs, repository
 from memstore.storage import secrets, transaction
 from memstore.storage.files import atomic_write, read_regular, shown
 from memstore.workflow.ledger import lines as ledger
@@ -102,14 +102,14 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
     Reading the whole history costs commits × file size, so the lines seen up to a commit
     are cached in `.memstore/ledger-history.json` and only newer commits are read.
     """
-    head = history.head(store.repo)
+    head = refs.head(store.repo)
     if head is None:
         return [], []
     cache = store.cache / HISTORY_CACHE
     seen_at, seen = read_history_cache(cache, store.signed)
     if seen_at == head:
         new: list[gitlog.Added] = []
-    elif seen_at is not None and history.is_ancestor(store.repo, seen_at, head):
+    elif seen_at is not None and refs.is_ancestor(store.repo, seen_at, head):
         new = gitlog.added_lines(store.repo, store.ledger_path, head, since=seen_at)
     else:
         seen, new = [], gitlog.added_lines(store.repo, store.ledger_path, head)
@@ -131,7 +131,7 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
             _write_history_cache(cache, head, seen, store.signed)
         except OSError as e:  # only a cache: the next read rebuilds it
             log.warning("could not write %s: %s", cache, e)
-    at_head = (history.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")
+    at_head = (objects.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")
     return seen, at_head.split("\n")
 
 
@@ -145,7 +145,7 @@ def view(store: Store) -> ledger.View:
         data = read_regular(path) or b""
     except UnsafePath as e:
         raise LedgerCorrupt(f"{shown(path)}: the ledger must be a plain file ({e})") from e
-    return ledger.view(data, committed, at_head, history.repo_path(store.repo, path))
+    return ledger.view(data, committed, at_head, repository.repo_path(store.repo, path))
 
 
 def append(store: Store, event: ledger.Event) -> None:
@@ -338,7 +338,20 @@ def events(
     ]
 
 
+def open_claims(store: Store) -> list[ledger.Check]:
+    """Ledger claims still valid and not yet recorded: someone is doing that now.
+
+    Raises:
+        LedgerCorrupt: when the ledger is not a plain file.
+    """
+    seen = view(store)
+    moment = ledger.utcnow()
+    pairs = dict.fromkeys((e.action, e.target) for e in seen.events if e.status == ledger.CLAIMED)
+    found = [ledger.check(seen, action, target, moment) for action, target in pairs]
+    return [c for c in found if c.state is ledger.State.IN_PROGRESS]
+
+
 def verify(store: Store) -> ledger.Verification:
     """Check every line's hash and link, and that the file holds every line git committed."""
     seen = view(store)
-    return ledger.verify(seen, history.attribute(store.repo, store.ledger_path, "merge"))
+    return ledger.verify(seen, repository.attribute(store.repo, store.ledger_path, "merge"))

@@ -29,7 +29,8 @@ from memstore.errors import (
     RemoteUnreachable,
     SyncFailed,
 )
-from memstore.git import gitlog, history
+from memstore.git import commit, gitlog, objects, refs, repository
+from memstore.git import remote as git_remote
 from memstore.model import memory
 from memstore.model.status import Status
 from memstore.search import upkeep as search
@@ -92,17 +93,17 @@ def target(store: Store, remote: str | None = None, branch: str | None = None) -
     """
     settings = sync_settings(store.root)
     name = remote or settings.remote
-    on = branch or settings.branch or history.current_branch(store.repo)
+    on = branch or settings.branch or refs.current_branch(store.repo)
     if on is None:
         raise SyncFailed(
             "HEAD is detached: check out the store's branch (git switch main), or name one "
             "with --branch"
         )
     try:
-        history.fetch_args(name, on)  # validates both names
+        git_remote.fetch_args(name, on)  # validates both names
     except GitError as e:
         raise SyncFailed(str(e)) from e
-    if history.current_branch(store.repo) is None:
+    if refs.current_branch(store.repo) is None:
         raise SyncFailed("HEAD is detached: check out the store's branch (git switch main)")
     return Target(name, on)
 
@@ -175,7 +176,7 @@ def _gist(output: str) -> str:
 
 
 def _url(store: Store, where: Target) -> str:
-    url = history.remote_url(store.repo, where.remote)
+    url = git_remote.remote_url(store.repo, where.remote)
     if url is None:
         raise SyncFailed(
             f"this repository has no remote named '{where.remote}': add it (git remote add "
@@ -191,12 +192,12 @@ def fetch(store: Store, where: Target) -> str | None:
         RemoteUnreachable, SyncFailed: naming the remote and what git said.
     """
     url = _url(store, where)
-    code, out = history.network(store.repo, history.fetch_args(where.remote, where.branch))
+    code, out = git_remote.network(store.repo, git_remote.fetch_args(where.remote, where.branch))
     if code != 0:
         if "couldn't find remote ref" in out.lower():
             return None
         raise _failure(where, url, "fetch", out)
-    return history.tracking(store.repo, where.remote, where.branch)
+    return git_remote.tracking(store.repo, where.remote, where.branch)
 
 
 def push(store: Store, where: Target, sha: str, theirs: str | None) -> bool:
@@ -213,12 +214,14 @@ def push(store: Store, where: Target, sha: str, theirs: str | None) -> bool:
     else:
         outside = [
             p
-            for p in history.tree_blobs(store.repo, sha, "")
+            for p in git_remote.tree_blobs(store.repo, sha, "")
             if not p.startswith(prefix) or _kind(p[len(prefix) :]) == "other"
         ]
         _refuse(outside, "this branch holds")
     url = _url(store, where)
-    code, out = history.network(store.repo, history.push_args(where.remote, sha, where.branch))
+    code, out = git_remote.network(
+        store.repo, git_remote.push_args(where.remote, sha, where.branch)
+    )
     if code == 0:
         return True
     # Whatever git said, what the branch holds now tells: our commit (the push landed, and
@@ -228,7 +231,7 @@ def push(store: Store, where: Target, sha: str, theirs: str | None) -> bool:
         now = fetch(store, where)
     except SyncFailed:
         raise _failure(where, url, "push", out) from None
-    if now is not None and (now == sha or history.is_ancestor(store.repo, sha, now)):
+    if now is not None and (now == sha or refs.is_ancestor(store.repo, sha, now)):
         return True
     if now != theirs:
         log.info("push of %s refused, the remote moved: %s", sha[:10], _gist(out))
@@ -248,14 +251,14 @@ def integrate(store: Store, theirs: str | None, actor: str) -> _Merged:
             changed, a non-memory store file changed on both sides; Conflict: uncommitted
             changes in a file the remote changed; GitError.
     """
-    ours = history.head(store.repo)
+    ours = refs.head(store.repo)
     if theirs is None or ours == theirs:
         return _Merged("up to date" if theirs else "nothing fetched", (), ())
     if ours is None:
         raise SyncFailed("the store's repository has no commit yet: run memstore init first")
-    if history.is_ancestor(store.repo, theirs, ours):
+    if refs.is_ancestor(store.repo, theirs, ours):
         return _Merged("up to date", (), ())
-    base = history.merge_base(store.repo, ours, theirs)
+    base = git_remote.merge_base(store.repo, ours, theirs)
     if base is None:
         raise SyncFailed(
             "the local branch and the remote's share no history (diverged: two separate "
@@ -274,7 +277,7 @@ def integrate(store: Store, theirs: str | None, actor: str) -> _Merged:
     if conflicts:
         message += "\n\nChanged on both sides, kept as drafts with a conflict note:\n"
         message += "".join(f"- {c}\n" for c in conflicts)
-    merge = history.build_commit(
+    merge = commit.build_commit(
         store.repo, [ours, theirs], files, message, actor, store.signer, existing
     )
     transaction.land(store, changes, merge, ours, actor)
@@ -303,7 +306,7 @@ def _refuse_outside(store: Store, prefix: str, old: str, new: str, who: str) -> 
     folder, or inside it but neither a memory, a record nor a setting."""
     outside = [
         p
-        for p in history.changed_between(store.repo, old, new)
+        for p in git_remote.changed_between(store.repo, old, new)
         if not p.startswith(prefix) or _kind(p[len(prefix) :]) == "other"
     ]
     _refuse(outside, who)
@@ -323,14 +326,14 @@ def _refuse(outside: list[str], who: str) -> None:
 
 
 def _read(store: Store, sha: str | None) -> bytes | None:
-    return None if sha is None else history.read_blob(store.repo, sha)
+    return None if sha is None else objects.read_blob(store.repo, sha)
 
 
 def _fast_forward(
     store: Store, prefix: str, ours: str, theirs: str
 ) -> tuple[list[transaction.Write | transaction.Append | transaction.Remove], tuple[str, ...]]:
-    mine = history.tree_blobs(store.repo, ours, prefix)
-    new = history.tree_blobs(store.repo, theirs, prefix)
+    mine = git_remote.tree_blobs(store.repo, ours, prefix)
+    new = git_remote.tree_blobs(store.repo, theirs, prefix)
     changes: list[transaction.Write | transaction.Append | transaction.Remove] = []
     received: list[str] = []
     for path in sorted(set(mine) | set(new)):
@@ -374,9 +377,9 @@ def _three_way(
     """The merged store files: what the merge commit sets (repository paths), the changes
     that bring the working tree there, the files received, the memories in conflict, and
     the blobs taken whole from the remote (path → sha)."""
-    at_base = history.tree_blobs(store.repo, base, prefix)
-    mine = history.tree_blobs(store.repo, ours, prefix)
-    new = history.tree_blobs(store.repo, theirs, prefix)
+    at_base = git_remote.tree_blobs(store.repo, base, prefix)
+    mine = git_remote.tree_blobs(store.repo, ours, prefix)
+    new = git_remote.tree_blobs(store.repo, theirs, prefix)
     files: dict[str, bytes | None] = {}
     changes: list[transaction.Write | transaction.Append | transaction.Remove] = []
     received: list[str] = []
@@ -436,8 +439,8 @@ def _conflicted(
     """The version of a memory changed on both sides that the merge keeps: this clone's (the
     change that lands second), else the remote's when this clone removed it; as a draft, with
     a note naming both versions and how to read the other."""
-    here = history.last_change(store.repo, base, ours, path)
-    there = history.last_change(store.repo, base, theirs, path)
+    here = git_remote.last_change(store.repo, base, ours, path)
+    there = git_remote.last_change(store.repo, base, theirs, path)
     kept_data, kept_side, lost_side = (
         (mine, here, there) if mine is not None else (other, there, here)
     )
@@ -502,7 +505,7 @@ def sync(store: Store, remote: str | None = None, branch: str | None = None) -> 
                 kinds.append(merged.kind)
                 received += merged.received
                 conflicts += merged.conflicts
-                ours = history.head(store.repo)
+                ours = refs.head(store.repo)
                 pushed = False
                 if ours is not None and ours != theirs:
                     pushed = push(store, where, ours, theirs)
@@ -593,12 +596,12 @@ def claim(
             seen = ledger_io.view(store)
             ledger.require_intact(seen)
             event = ledger.claim(seen, actor, action, target_text, seconds, now or ledger.utcnow())
-            ours = history.head(store.repo)
+            ours = refs.head(store.repo)
             assert ours is not None  # integrate refuses an empty repository
             line = ledger.render(event) + "\n"
-            data = (history.blob(store.repo, ours, store.ledger_path) or b"") + line.encode("utf-8")
-            rel = history.repo_path(store.repo, store.ledger_path)
-            sha = history.build_commit(
+            data = (objects.blob(store.repo, ours, store.ledger_path) or b"") + line.encode("utf-8")
+            rel = repository.repo_path(store.repo, store.ledger_path)
+            sha = commit.build_commit(
                 store.repo, [ours], {rel: data}, ledger.commit_message(event), actor, store.signer
             )
             if push(store, where, sha, theirs):
@@ -640,8 +643,8 @@ def check(
         found = ledger_io.check(store, action, target_text, now=now)
         warning = f"answered from this clone's ledger only: {e}"
         return replace(found, warnings=(*found.warnings, warning))
-    ours = history.head(store.repo)
-    if theirs is None or ours is None or history.is_ancestor(store.repo, theirs, ours):
+    ours = refs.head(store.repo)
+    if theirs is None or ours is None or refs.is_ancestor(store.repo, theirs, ours):
         return ledger_io.check(store, action, target_text, now=now)
     seen = _with_remote(store, ours, theirs)
     return ledger.check(
@@ -655,13 +658,13 @@ def check(
 def _with_remote(store: Store, ours: str, theirs: str) -> ledger.View:
     """The ledger view with the remote's committed lines merged in, as a sync would."""
     committed, at_head = ledger_io.committed_lines(store)
-    base = history.merge_base(store.repo, ours, theirs)
+    base = git_remote.merge_base(store.repo, ours, theirs)
     extra = gitlog.added_lines(store.repo, store.ledger_path, theirs, since=base)
     path: Path = store.ledger_path
     data = path.read_bytes() if path.is_file() else b""
-    remote_file = history.blob(store.repo, theirs, path)
+    remote_file = objects.blob(store.repo, theirs, path)
     data = _union(data, remote_file)
-    return ledger.view(data, [*committed, *extra], at_head, history.repo_path(store.repo, path))
+    return ledger.view(data, [*committed, *extra], at_head, repository.repo_path(store.repo, path))
 
 
 class Every:

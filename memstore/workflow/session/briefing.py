@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, MemstoreError
-from memstore.git import gitlog, history
+from memstore.git import commit, gitlog, refs, repository
 from memstore.git.gitlog import Change, FileChange
 from memstore.model import when
 from memstore.model.memory import Memory, now
@@ -194,7 +194,7 @@ def brief(
     under status lines of memstore's own.
     """
     identity = store.identity
-    start = history.head(store.repo)
+    start = refs.head(store.repo)
     memories = list(store.memories())
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     expired = [m for m in memories if _expired(m, today)]
@@ -408,7 +408,7 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
         )
     except MemstoreError:
         found = gitlog.changes(store.repo, store.root, since_date=FIRST_SESSION_SINCE)
-    prefix = history.repo_path(store.repo, store.root)
+    prefix = repository.repo_path(store.repo, store.root)
     prefix = "" if prefix == "." else prefix
     groups: dict[str, _Group] = {}
     for change in found:  # newest first
@@ -476,7 +476,7 @@ def _count(groups: dict[str, _Group], what: str, author: str, name: str) -> None
 
 
 def _session_marker(store: Store) -> Path:
-    slug = history.email_for(store.identity or "anonymous").split("@", 1)[0]
+    slug = commit.email_for(store.identity or "anonymous").split("@", 1)[0]
     return store.cache / "sessions" / f"{slug}.json"
 
 

@@ -81,15 +81,7 @@ def close(store: Store, text: str, *, dry_run: bool = False) -> Closing:
 def _open_claims(store: Store) -> list[ledger.Check]:
     """The acting identity's claims with no record yet."""
     identity = store.identity
-    view = ledger_io.view(store)
-    moment = ledger.utcnow()
-    pairs = dict.fromkeys((e.action, e.target) for e in view.events if e.status == ledger.CLAIMED)
-    checks = [ledger.check(view, action, target, moment) for action, target in pairs]
-    return [
-        c
-        for c in checks
-        if c.state is ledger.State.IN_PROGRESS and identity is not None and c.actor == identity
-    ]
+    return [c for c in ledger_io.open_claims(store) if identity is not None and c.actor == identity]
 
 
 def text(closing: Closing, fenced: bool = False) -> str:

@@ -1,0 +1,391 @@
+"""git's index file: its entries brought in step with a commit (rewritten in-process under
+git's lock protocol, else by `git update-index`), what it stages, and whether a path differs
+from HEAD."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import EllipsisType
+from typing import TYPE_CHECKING
+
+from memstore.errors import GitError
+from memstore.git.objects import blob_at, blob_sha, read_blobs
+from memstore.git.refs import ZERO, head
+from memstore.git.repository import READ_ONLY, Repo, git, repo_path, run_git, wait_for_lock
+
+if TYPE_CHECKING:
+    import logging
+
+
+def _log() -> logging.Logger:
+    """This module's logger. `logging` loads with the first warning: a command that logs
+    none (a `memstore add`) never pays for importing it."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One entry of git's index (what the next commit holds) under a folder."""
+
+    path: str
+    """Relative to the repository's top folder."""
+    mode: str
+    """As git writes it: `100644` or `100755` a file, `120000` a symlink, `160000` a submodule."""
+    stage: int
+    """0, or 1–3 for the sides of a merge conflict."""
+    data: bytes | None
+    """The blob's bytes for a file (stage 0); None otherwise."""
+
+
+def staged(repo: Repo, under: Path) -> list[Staged]:
+    """Every index entry under `under`, with the content of each file, as the next commit
+    would hold it (the temporary index of `git commit -a` or `git commit <paths>` when a
+    hook runs, as git passes it in GIT_INDEX_FILE). Two git processes, whatever the count.
+
+    Raises:
+        GitError: when git fails.
+    """
+    out = git(repo, "ls-files", "--stage", "-z", "--", repo_path(repo, under) or ".", env=READ_ONLY)
+    entries: list[tuple[str, str, str, int]] = []
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        fields = meta.split(" ")
+        if not tab or len(fields) != 3 or not fields[2].isdigit():
+            continue
+        entries.append((path, fields[0], fields[1], int(fields[2])))
+    wanted = sorted({sha for _, mode, sha, stage in entries if stage == 0 and mode[:3] == "100"})
+    blobs = read_blobs(repo, wanted)
+    return [
+        Staged(path, mode, stage, blobs.get(sha) if stage == 0 and mode[:3] == "100" else None)
+        for path, mode, sha, stage in entries
+    ]
+
+
+def dirty(repo: Repo, paths: list[Path]) -> bool:
+    """Whether any of `paths` differs from HEAD (changed, added, removed or untracked), in
+    the working tree or in the index (a staged change).
+
+    Compares each file's content and index entry with HEAD's blob, without running git.
+
+    Raises:
+        GitError: when a file cannot be read.
+    """
+    parent = head(repo)
+    index = _read_index(repo)
+    for path in paths:
+        rel = repo_path(repo, path)
+        committed = blob_at(repo, parent, rel) if parent else None
+        staged = _staged(index, rel) if index is not None else ...
+        if staged is ... or staged != committed:
+            if staged is not ... or _status_dirty(repo, rel):
+                return True
+        try:
+            data = path.read_bytes() if path.is_file() else None
+        except OSError as e:
+            raise GitError(f"cannot read {path}: {e}") from e
+        here = None if data is None else blob_sha(data)
+        # Bytes that differ may still be clean once git's filters ran (a CRLF file under
+        # `eol=lf`): only then ask git.
+        if here != committed and (data is None or committed is None or _status_dirty(repo, rel)):
+            return True
+    return False
+
+
+def _read_index(repo: Repo) -> bytes | None:
+    """git's index file, if it is one this module can read (version 2 or 3)."""
+    try:
+        data = (repo.git_dir / "index").read_bytes()
+    except OSError:
+        return None
+    if len(data) < 12 or data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    return data
+
+
+def _staged(index: bytes, rel: str) -> str | None | EllipsisType:
+    """The blob sha the index holds for `rel` (stage 0), None when it holds none, or `...`
+    when it cannot tell (a conflict, or a match it cannot be sure of)."""
+    name = rel.encode("utf-8")
+    needle = name + b"\0"
+    found: str | None | EllipsisType = None
+    at = index.find(needle, 12)
+    while at != -1:
+        # An entry is 40 bytes of stat data, the 20-byte sha, 2 bytes of flags (the name's
+        # length in the low 12 bits), 2 more when the extended bit is set, then the name.
+        for flags_at, extended in ((at - 2, False), (at - 4, True)):
+            flags = int.from_bytes(index[flags_at : flags_at + 2], "big")
+            if (
+                flags_at >= 12 + 40
+                and bool(flags & 0x4000) == extended
+                and flags & 0x0FFF == min(len(name), 0x0FFF)
+                and index[at - 1] != ord("/")
+            ):
+                if flags & 0x3000 or found is not None:
+                    return ...  # a merge conflict's stages, or two candidates
+                found = index[flags_at - 20 : flags_at].hex()
+        at = index.find(needle, at + 1)
+    return found
+
+
+def _status_dirty(repo: Repo, rel: str) -> bool:
+    out = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--", rel, env=READ_ONLY)
+    return bool(out.strip())
+
+
+def unstage(repo: Repo, paths: list[Path], lock_wait: float = 10.0) -> None:
+    """Reset the index entries of `paths` to HEAD, waiting up to `lock_wait` seconds for a
+    git that holds the index; a failure is logged, not raised."""
+    parent = head(repo)
+    blobs: dict[str, str | None] = {}
+    for path in paths:
+        rel = repo_path(repo, path)
+        blobs[rel] = blob_at(repo, parent, rel) if parent else None
+    try:
+        sync_index(repo, blobs, time.monotonic() + lock_wait)
+    except GitError as e:
+        _log().warning("could not unstage %s: %s", paths, e)
+
+
+def sync_index(
+    repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
+) -> None:
+    """Point the index entries of these paths at the new blobs, waiting out `index.lock`:
+    in-process when the index is one `_indexed` can rewrite, else by `git update-index`."""
+    waited = False
+    while True:
+        try:
+            if _write_index(repo, blobs):
+                return
+            break
+        except FileExistsError:
+            waited = wait_for_lock(repo.git_dir / "index.lock", deadline, waited)
+    _update_index(repo, blobs, deadline, keep)
+
+
+def _update_index(
+    repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
+) -> None:
+    """`sync_index` by a forked `git update-index --index-info`."""
+    # NUL-terminated: a path is taken as it is, whatever characters it holds.
+    lines = "".join(
+        f"0 {ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
+        for rel, sha in blobs.items()
+    )
+    waited = False
+    while True:
+        code, err = run_git(
+            repo,
+            ["update-index", "-z", "--add", "--remove", "--index-info"],
+            lines.encode("utf-8"),
+            keep,
+        )
+        if code == 0:
+            return
+        lock = repo.git_dir / "index.lock"
+        if "index.lock" not in err and not lock.exists():
+            raise GitError(f"git update-index failed: {err}")
+        waited = wait_for_lock(lock, deadline, waited)
+
+
+INDEX_MARK = "memstore-index"
+"""The prefix of the file a writer links to `index.lock` to take it (see `_write_index`)."""
+
+
+# Extensions a rewrite keeps as they are; the other optional ones (the cache tree, the
+# untracked and fsmonitor caches, offset tables) are caches git rebuilds, and are left out.
+_KEPT_EXTENSIONS = (b"REUC",)
+
+
+def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
+    """Point the index entries of these paths at the blobs (None: remove), as
+    `git update-index --index-info` does, without forking it; False (nothing changed) when
+    the index is not one this rewrites (see `_indexed`).
+
+    git's lock protocol is kept: `index.lock` is created exclusively, the new index written
+    into it and renamed over `index`. The lock is taken by linking a file named with this
+    pid to it, so `release_dead_index_lock` can tell a lock a killed writer left from any
+    other by its inode, never by a guess.
+
+    Raises:
+        FileExistsError: while another git holds `index.lock`.
+    """
+    if "GIT_INDEX_FILE" in os.environ or os.environ.get("GIT_DIR"):
+        return False
+    index, lock = repo.git_dir / "index", repo.git_dir / "index.lock"
+    mark = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            os.link(mark, lock)
+        except FileExistsError:
+            raise
+        except OSError:
+            return False  # no hard links here: git's own update-index takes the lock
+        try:
+            parsed = _index_of(repo)
+            data = None if parsed is None else _indexed(parsed, blobs)
+            if parsed is None or data is None:
+                lock.unlink()
+                return False
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            lock.replace(index)
+            with _last_index_lock:
+                _last_index[index] = (data, parsed)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(fd)
+        mark.unlink(missing_ok=True)
+    return True
+
+
+def _index_of(repo: Repo) -> _Index | None:
+    """The repository's index parsed (call with `index.lock` held): the one this process
+    wrote last when the file is still that one, else read."""
+    path = repo.git_dir / "index"
+    try:
+        with path.open("rb") as f:
+            data, written = f.read(), os.fstat(f.fileno()).st_mtime_ns // 1_000_000_000
+    except OSError:
+        return None
+    with _last_index_lock:
+        last = _last_index.pop(path, None)
+    if last is not None and last[0] == data:
+        return last[1]  # as this process wrote it, racily clean entries smudged then
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    return _parse_index(data, written)
+
+
+def release_dead_index_lock(repo: Repo) -> None:
+    """Remove the `index.lock` a writer killed inside `_write_index` left, and its mark.
+
+    Only a lock that is the very file (same inode) a dead pid's mark names is removed: git
+    never links its lock files, so it is that writer's, and no live process holds it."""
+    if not Path("/proc").is_dir():
+        return
+    lock = repo.git_dir / "index.lock"
+    for mark in repo.git_dir.glob(f"{INDEX_MARK}.*.tmp"):
+        pid = mark.name.split(".")[1]
+        if not pid.isdigit() or Path("/proc", pid).exists():
+            continue
+        try:
+            if os.path.samefile(mark, lock):
+                _log().warning("removing %s, left by a killed memstore writer", lock)
+                lock.unlink()
+        except OSError:
+            pass  # no lock, or it went
+        mark.unlink(missing_ok=True)
+
+
+@dataclass(slots=True)
+class _Index:
+    """A parsed index: its header, each entry's name and bytes (in git's order), and the
+    extensions kept."""
+
+    head: bytes
+    names: list[bytes]
+    raws: list[bytes]
+    extensions: list[bytes]
+
+
+_last_index: dict[Path, tuple[bytes, _Index]] = {}
+"""The index this process wrote last, by path, with its bytes: a writer alone on a store
+reads back its own index, and need not parse it again."""
+_last_index_lock = threading.Lock()
+
+
+def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
+    """The entries and kept extensions of a version 2 or 3 index; None for one this does not
+    rewrite (none yet, a split or sparse index, a required extension, no checksum).
+
+    An entry whose file's time is not older than `written` (the index file's modification
+    time, whole seconds) may be "racily clean": the file changed within the tick its stat
+    data was taken. It is smudged (size 0), as git does when it rewrites an index, so git
+    compares its content again instead of trusting stat data a newer index would vouch for."""
+    if index is None or len(index) < 32 or index[-20:] == bytes(20):
+        return None
+    if hashlib.sha1(index[:-20]).digest() != index[-20:]:
+        return None
+    extended = index[7] >= 3
+    names: list[bytes] = []
+    raws: list[bytes] = []
+    at = 12
+    for _ in range(int.from_bytes(index[8:12], "big")):
+        high = index[at + 60]
+        start = at + 64 if extended and high & 0x40 else at + 62
+        length = (high & 0x0F) << 8 | index[at + 61]
+        if length == 0x0FFF:
+            length = index.index(b"\0", start) - start
+        end = at + ((start - at + length + 8) & ~7)
+        names.append(index[start : start + length])
+        if int.from_bytes(index[at + 8 : at + 12], "big") >= written:
+            raws.append(index[at : at + 36] + bytes(4) + index[at + 40 : end])
+        else:
+            raws.append(index[at:end])
+        at = end
+    extensions: list[bytes] = []
+    while at < len(index) - 20:
+        sig, size = index[at : at + 4], int.from_bytes(index[at + 4 : at + 8], "big")
+        if not b"A" <= sig[:1] <= b"Z":
+            return None  # required: a split index ("link"), a sparse one ("sdir"), ...
+        if sig in _KEPT_EXTENSIONS:
+            extensions.append(index[at : at + 8 + size])
+        at += 8 + size
+    if at != len(index) - 20:
+        return None
+    return _Index(index[:8], names, raws, extensions)
+
+
+def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
+    """The index `parsed` with these paths' entries set to the blobs at stage 0 (or
+    removed), in git's order and checksummed as git writes it; `parsed` becomes that index.
+    None (`parsed` unchanged) when a path's folder is a file in the index or the reverse:
+    git's rules for that, not these."""
+    names, raws = parsed.names, parsed.raws
+    for rel in blobs:
+        path = rel.encode("utf-8")
+        folders = path.split(b"/")[:-1]
+        below = bisect.bisect_left(names, path + b"/")
+        if (below < len(names) and names[below].startswith(path + b"/")) or any(
+            _has(names, b"/".join(folders[: i + 1])) for i in range(len(folders))
+        ):
+            return None
+    for rel, sha in blobs.items():
+        path = rel.encode("utf-8")
+        # Every stage of the path goes: a stage-0 entry replaces a conflict's, as in git.
+        lo = bisect.bisect_left(names, path)
+        hi = bisect.bisect_right(names, path, lo)
+        new: list[bytes] = []
+        if sha is not None:
+            # Stat data left zero, as update-index --index-info leaves it: git compares the
+            # content the next time it looks, and records the stat data then.
+            raw = (
+                bytes(24)
+                + (0o100644).to_bytes(4, "big")
+                + bytes(12)
+                + bytes.fromhex(sha)
+                + min(len(path), 0x0FFF).to_bytes(2, "big")
+                + path
+            )
+            new.append(raw + bytes(8 - len(raw) % 8))
+        names[lo:hi] = [path] * len(new)
+        raws[lo:hi] = new
+    body = b"".join([parsed.head, len(raws).to_bytes(4, "big"), *raws, *parsed.extensions])
+    return body + hashlib.sha1(body).digest()
+
+
+def _has(names: list[bytes], name: bytes) -> bool:
+    at = bisect.bisect_left(names, name)
+    return at < len(names) and names[at] == name

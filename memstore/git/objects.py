@@ -1,0 +1,335 @@
+"""git's objects: blobs, trees and commits written as loose objects in-process, and read
+in-process when loose, through one long-running `git cat-file --batch` when packed."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import os
+import re
+import subprocess
+import threading
+import weakref
+import zlib
+from pathlib import Path
+
+from memstore.errors import GitError
+from memstore.git.refs import head
+from memstore.git.repository import Repo, git, repo_path, stop
+
+# One reader at a time of the tree cache and of each repository's cat-file pipe.
+_objects_lock = threading.RLock()
+
+
+def write_object(repo: Repo, kind: bytes, data: bytes) -> str:
+    """Store a loose object and return its sha; an object git already has changes nothing.
+
+    Written as git writes one: compressed to a temp file in its folder, created read-only,
+    then renamed into place, so a reader never sees half an object.
+    """
+    raw = b"%s %d\0" % (kind, len(data)) + data
+    sha = hashlib.sha1(raw).hexdigest()
+    folder = os.path.join(repo.common_dir, "objects", sha[:2])
+    path = os.path.join(folder, sha[2:])
+    if os.path.exists(path):
+        return sha
+    # The pid and a counter make the name unique; `tmp_obj_` is the prefix git's own
+    # `git gc` removes when a killed writer leaves one.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    while True:
+        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{next(_object_names)}")
+        try:
+            fd = os.open(tmp, flags, 0o444)
+            break
+        except FileNotFoundError:  # the object's folder is new
+            os.makedirs(folder, exist_ok=True)
+        except FileExistsError:  # left by a killed process that had this pid
+            continue
+    try:
+        try:
+            blob = zlib.compress(raw, 1)
+            written = 0
+            while written < len(blob):
+                written += os.write(fd, blob[written:])
+        finally:
+            os.close(fd)
+        # Over an object another writer stored meanwhile: the same object replaces it.
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return sha
+
+
+_object_names = itertools.count()
+
+
+def read_object(repo: Repo, sha: str) -> tuple[str, bytes]:
+    """An object's type and content. A loose object (every one memstore writes) is read
+    in-process; a packed one through one long-running `git cat-file --batch` per repository.
+
+    Raises:
+        GitError: when the object is missing.
+    """
+    path = repo.common_dir / "objects" / sha[:2] / sha[2:]
+    try:
+        raw = zlib.decompress(path.read_bytes())
+    except (OSError, zlib.error):
+        return _batch(repo).read(sha)
+    header, _, data = raw.partition(b"\0")
+    return header.split(b" ", 1)[0].decode("ascii"), data
+
+
+class _Batch:
+    """A `git cat-file --batch` process that answers object reads without a fork each."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, sha: str) -> tuple[str, bytes]:
+        with _objects_lock:
+            for attempt in (1, 2):
+                proc = self._started()
+                assert proc.stdin is not None and proc.stdout is not None
+                try:
+                    proc.stdin.write(f"{sha}\n".encode("ascii"))
+                    proc.stdin.flush()
+                    header = proc.stdout.readline().split()
+                    if len(header) == 2 and header[1] == b"missing":
+                        raise GitError(f"git object {sha} is missing from {self.repo.common_dir}")
+                    if len(header) != 3:
+                        raise OSError("cat-file ended")
+                    data = proc.stdout.read(int(header[2]))
+                    proc.stdout.read(1)
+                    return header[1].decode("ascii"), data
+                except OSError:
+                    self.close()
+                    if attempt == 2:
+                        raise GitError(f"cannot read git object {sha}") from None
+        raise AssertionError("unreachable")
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=self.repo.top,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            weakref.finalize(self.repo, stop, self.proc)
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+
+_batches: weakref.WeakKeyDictionary[Repo, _Batch] = weakref.WeakKeyDictionary()
+
+
+def _batch(repo: Repo) -> _Batch:
+    with _objects_lock:
+        found = _batches.get(repo)
+        if found is None:
+            found = _batches[repo] = _Batch(repo)
+        return found
+
+
+def commit_tree(repo: Repo, commit_sha: str) -> str:
+    """The sha of a commit's tree, read without running git for a loose commit."""
+    kind, data = read_object(repo, commit_sha)
+    if kind != "commit" or not data.startswith(b"tree "):
+        raise GitError(f"{commit_sha} is not a commit")
+    return data[5:45].decode("ascii")
+
+
+def parents(repo: Repo, commit_sha: str) -> list[str]:
+    """The parents of a commit, read without running git for a loose commit."""
+    kind, data = read_object(repo, commit_sha)
+    if kind != "commit":
+        raise GitError(f"{commit_sha} is not a commit")
+    found: list[str] = []
+    for line in data.split(b"\n"):
+        if not line:
+            break
+        if line.startswith(b"parent "):
+            found.append(line[7:].decode("ascii"))
+    return found
+
+
+TreeEntries = dict[bytes, tuple[bytes, bytes]]
+"""A tree's entries: name → (mode as git writes it, binary sha), names as raw bytes."""
+_trees: dict[str, TreeEntries] = {}
+"""Trees read or written lately, by sha: a write changes one path, so its folders are reused."""
+_TREES_KEPT = 8
+
+
+def tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:
+    """A tree's entries (a copy: the caller may change it); none for None."""
+    if tree_sha is None:
+        return {}
+    with _objects_lock:
+        cached = _trees.get(tree_sha)
+    if cached is not None:
+        return dict(cached)
+    kind, data = read_object(repo, tree_sha)
+    if kind != "tree":
+        raise GitError(f"{tree_sha} is not a tree")
+    entries: TreeEntries = {}
+    i = 0
+    while i < len(data):
+        space = data.index(b" ", i)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1 : nul]] = (data[i:space], data[nul + 1 : nul + 21])
+        i = nul + 21
+    _remember(tree_sha, entries)
+    return dict(entries)
+
+
+def _remember(tree_sha: str, entries: TreeEntries) -> None:
+    with _objects_lock:
+        if len(_trees) >= _TREES_KEPT:
+            del _trees[next(iter(_trees))]
+        _trees[tree_sha] = entries
+
+
+_FILE_MODE = b"100644"
+TREE_MODE = b"40000"
+
+
+def tree_with(
+    repo: Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
+) -> str | None:
+    """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
+    entries = tree_entries(repo, base)
+    below: dict[bytes, dict[tuple[str, ...], str | None]] = {}
+    for parts, sha in changes.items():
+        name = parts[0].encode("utf-8")
+        if len(parts) == 1:
+            if sha is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = (_FILE_MODE, bytes.fromhex(sha))
+        else:
+            below.setdefault(name, {})[parts[1:]] = sha
+    for name, inner in below.items():
+        mode, binsha = entries.get(name, (TREE_MODE, b""))
+        old = binsha.hex() if binsha and mode == TREE_MODE else None
+        sub = tree_with(repo, old, inner)
+        if sub is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = (TREE_MODE, bytes.fromhex(sub))
+    if not entries:
+        return None
+    # git sorts a tree's entries by name, a folder's name as if it ended with "/".
+    ordered = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == TREE_MODE else n)
+    data = b"".join(b"%s %s\0%s" % (entries[n][0], n, entries[n][1]) for n in ordered)
+    sha = write_object(repo, b"tree", data)
+    _remember(sha, entries)
+    return sha
+
+
+def write_blob(repo: Repo, data: bytes) -> str:
+    """Store `data` as a blob; its sha."""
+    return write_object(repo, b"blob", data)
+
+
+def blob_sha(data: bytes) -> str:
+    """The sha git gives a blob of `data`."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def read_blob(repo: Repo, sha: str) -> bytes:
+    """A blob's bytes, read in-process when loose, else through the long-running cat-file.
+
+    Raises:
+        GitError: when there is no such blob.
+    """
+    kind, data = read_object(repo, sha)
+    if kind != "blob":
+        raise GitError(f"{sha} is a {kind}, not a blob")
+    return data
+
+
+def read_blobs(repo: Repo, shas: list[str]) -> dict[str, bytes]:
+    """Many blobs' bytes through one `git cat-file --batch` (one fork, no round trip each).
+
+    Raises:
+        GitError: when git fails.
+    """
+    if not shas:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=repo.top,
+            input="".join(f"{sha}\n" for sha in shas).encode("ascii"),
+            capture_output=True,
+            check=False,
+        )
+    except OSError as e:
+        raise GitError(f"cannot run git: {e}") from e
+    if proc.returncode != 0:
+        raise GitError(f"git cat-file failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    out, at = proc.stdout, 0
+    found: dict[str, bytes] = {}
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:
+            continue  # "<sha> missing": an index naming a blob git lost; its file reads as gone
+        size = int(header[2])
+        found[header[0].decode("ascii")] = out[at : at + size]
+        at += size + 1
+    return found
+
+
+def blob(repo: Repo, commit_sha: str, path: Path) -> bytes | None:
+    """The exact bytes of `path` at `commit_sha` (a sha or HEAD), or None if it did not exist
+    there. Loose objects are read in-process, packed ones through a long-running
+    `git cat-file`; only an abbreviated sha or `HEAD~n` runs a git of its own."""
+    if commit_sha == "HEAD":
+        resolved = head(repo)
+        if resolved is None:
+            return None
+        commit_sha = resolved
+    elif not re.fullmatch(r"[0-9a-fA-F]{40}", commit_sha):
+        if not re.fullmatch(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?", commit_sha):
+            raise GitError(f"not a commit id: {commit_sha!r}")
+        try:
+            commit_sha = git(
+                repo, "rev-parse", "--verify", "--quiet", f"{commit_sha}^{{commit}}"
+            ).strip()
+        except GitError:
+            return None
+    sha = blob_at(repo, commit_sha.lower(), repo_path(repo, path))
+    if sha is None:
+        return None
+    kind, data = read_object(repo, sha)
+    return data if kind == "blob" else None
+
+
+def blob_at(repo: Repo, commit_sha: str, rel: str) -> str | None:
+    """The sha of the blob at `rel` (repository-relative) in a commit's tree, or None when
+    the commit holds no file there. Runs no git for loose objects."""
+    tree: str | None = commit_tree(repo, commit_sha)
+    parts = rel.split("/")
+    for i, name in enumerate(parts):
+        entry = tree_entries(repo, tree).get(name.encode("utf-8"))
+        if entry is None:
+            return None
+        mode, binsha = entry
+        if i == len(parts) - 1:
+            return binsha.hex() if mode != TREE_MODE else None
+        if mode != TREE_MODE:
+            return None
+        tree = binsha.hex()
+    return None
