@@ -375,6 +375,22 @@ def test_the_opening_answers_are_not_reused_after_the_store_settings_change(
     assert handshake.fingerprint(root, grouped=False) != before
 
 
+def test_the_fingerprint_sees_every_file_of_a_package_but_its_bytecode(tmp_path: Path) -> None:
+    # A package's answers may come from any of its files (a data file, a submodule), not
+    # only its `__init__`; the caches Python writes as it runs change nothing.
+    package = tmp_path / "package"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "__init__.py").write_text("", "utf-8")
+    (package / "sub" / "words.txt").write_text("alpha\n", "utf-8")
+    stamps = handshake._stamps(str(package))  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "__pycache__" / "words.cpython-311.pyc").write_bytes(b"x")
+    assert handshake._stamps(str(package)) == stamps  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "words.txt").write_text("alpha beta\n", "utf-8")
+    assert handshake._stamps(str(package)) != stamps  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "more.py").write_text("", "utf-8")
+    assert len(handshake._stamps(str(package))) == len(stamps) + 1  # pyright: ignore[reportPrivateUsage]
+
+
 def test_serve_in_process_leaves_the_process_stdin_and_stdout_alone(tmp_path: Path) -> None:
     # With streams in place of sys.stdin/sys.stdout (a test runner, an embedding program),
     # nothing takes over fd 0 and 1: the SDK reads and answers through the streams given.
