@@ -7,15 +7,18 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
+from mcp.types import ListToolsResult, ServerNotification
 
 from memstore.faces import handshake
 from memstore.faces.cli import main
+from memstore.faces.server import build_server
 from memstore.search import watch
 from memstore.storage.store import Store
 from tests.conftest import git
@@ -155,28 +158,31 @@ async def test_the_printed_client_config_starts_a_working_server(tmp_path: Path)
 
 async def _raw_session(
     root: Path, lines: list[str], wanted: set[int]
-) -> tuple[list[dict[str, object]], int]:
+) -> tuple[list[dict[str, object]], int, dict[int, bytes]]:
     """Send `lines` to a `memstore serve` process, read until every id in `wanted` is
-    answered, close its stdin; every message it wrote, and its exit code."""
+    answered, close its stdin; every message it wrote, its exit code, and the line that
+    answered each id as it was written."""
     env = {**os.environ, "MEMSTORE_AGENT": "raw", "GIT_CONFIG_GLOBAL": os.devnull}
     command = [sys.executable, "-m", "memstore", "--store", str(root), "serve"]
-    messages: list[dict[str, object]] = []
+    written: list[bytes] = []
     async with await anyio.open_process(command, env=env) as process:
         assert process.stdin is not None and process.stdout is not None
         await process.stdin.send(("\n".join(lines) + "\n").encode("utf-8"))
         buffer = b""
         with anyio.fail_after(30):
-            while not wanted <= {m.get("id") for m in messages}:
+            while not wanted <= {json.loads(line).get("id") for line in written}:
                 buffer += await process.stdout.receive()
                 *complete, buffer = buffer.split(b"\n")
-                messages += [json.loads(line) for line in complete]
+                written += complete
         await process.stdin.aclose()
         with anyio.fail_after(30):
             async for chunk in process.stdout:
                 buffer += chunk
             await process.wait()
-        messages += [json.loads(line) for line in buffer.split(b"\n") if line.strip()]
-    return messages, process.returncode or 0
+        written += [line for line in buffer.split(b"\n") if line.strip()]
+    messages = [json.loads(line) for line in written]
+    raw = {m["id"]: line for m, line in zip(messages, written, strict=True) if "id" in m}
+    return messages, process.returncode or 0, raw
 
 
 async def test_a_restarted_server_answers_the_opening_requests_as_the_sdk_did(
@@ -185,7 +191,11 @@ async def test_a_restarted_server_answers_the_opening_requests_as_the_sdk_did(
     root = tmp_path / "memory"
     Store.init(root, agent="setup")
     (root / ".memstore").mkdir(exist_ok=True)
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw"}}
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
     lines = [
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -199,37 +209,158 @@ async def test_a_restarted_server_answers_the_opening_requests_as_the_sdk_did(
             }
         ),
     ]
-    first, code = await _raw_session(root, lines, {1, 2, 3})
+    first, code, first_raw = await _raw_session(root, lines, {1, 2, 3})
     assert code == 0
     answers_file = root / ".memstore" / "answers.json"
     kept = json.loads(answers_file.read_text("utf-8"))
     assert len(kept) == 1  # one fingerprint: this code, this store's settings
 
-    # The next server sends what the file holds: a changed description in it reaches the
-    # client (so the answer came from the file, not the SDK), the SDK's own answer is
-    # dropped (one answer per request), and the client is told the tool list changed.
+    # The next server sends the SDK's lines of the first run, byte for byte, and drops the
+    # SDK's own answers (one answer per request).
+    second, code, second_raw = await _raw_session(root, lines, {1, 2, 3})
+    assert code == 0
+    assert [m.get("id") for m in second if "id" in m].count(1) == 1
+    assert [m.get("id") for m in second if "id" in m].count(2) == 1
+    assert (second_raw[1], second_raw[2]) == (first_raw[1], first_raw[2])
+    assert json.loads(answers_file.read_text("utf-8")) == kept
+
+    # An edited file is the one way to an early answer the SDK would not give: the client
+    # gets it (so the answer came from the file, not the SDK) but is told nothing the SDK's
+    # capabilities do not allow (it advertises no tool list changes), and the SDK's answer
+    # replaces the edited one for the next server.
     ((fingerprint, entry),) = kept.items()
     for key, result in entry["answers"].items():
         if '"tools/list"' in key:
             entry["answers"][key] = result.replace("Save a draft memory", "Stale words", 1)
     answers_file.write_text(json.dumps(kept), "utf-8")
-    second, code = await _raw_session(root, lines, {1, 2, 3})
+    third, code, _ = await _raw_session(root, lines, {1, 2, 3})
     assert code == 0
-    by_id = {m["id"]: m for m in first if "id" in m}
-    assert [m.get("id") for m in second if "id" in m].count(2) == 1
-    assert [m.get("id") for m in second if "id" in m].count(1) == 1
-    again = {m["id"]: m for m in second if "id" in m}
-    assert again[1] == by_id[1]
+    again = {m["id"]: m for m in third if "id" in m}
     assert "Stale words" in json.dumps(again[2])
-    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in second
+    assert [m.get("id") for m in third if "id" in m].count(2) == 1
+    assert [m for m in third if "method" in m] == []
     assert "no memory named 'nothing-here'" in json.dumps(again[3])  # the SDK ran the call
-
-    # The SDK's answer replaced the stale one: a third server sends the SDK's own list.
     healed = json.loads(answers_file.read_text("utf-8"))[fingerprint]["answers"]
     assert "Stale words" not in json.dumps(healed)
-    third, _ = await _raw_session(root, lines, {1, 2, 3})
-    assert {m["id"]: m for m in third if "id" in m}[2] == by_id[2]
-    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} not in third
+    _, _, fourth_raw = await _raw_session(root, lines, {1, 2, 3})
+    assert fourth_raw[2] == first_raw[2]
+
+
+@dataclass
+class _Opening:
+    """What a client saw of a session's opening, as JSON: the server's capabilities and tool
+    list, and every notification it was sent."""
+
+    capabilities: dict[str, object]
+    tools: str
+    notifications: list[str]
+
+
+async def _opening(root: Path, *, grouped: bool, mode: str) -> _Opening:
+    """Open a session with `memstore serve [--grouped]` through the SDK's own client, list the
+    tools, and make one tool call (any notification about the opening arrives before its
+    answer, as the SDK's answer to tools/list does)."""
+    notifications: list[str] = []
+
+    async def record(message: object) -> None:
+        if isinstance(message, ServerNotification):
+            notifications.append(message.model_dump_json(by_alias=True, exclude_none=True))
+
+    env = {
+        "MEMSTORE_AGENT": "sdk",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    args = ["-m", "memstore", "--store", str(root), "serve", *(["--grouped"] if grouped else [])]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    async with Client(params, read_timeout_seconds=30, mode=mode, message_handler=record) as c:
+        listed = await c.list_tools()
+        get = {"names": ["nothing-here"]}
+        if grouped:
+            await c.call_tool("memory", {"op": "get", "args": get})
+        else:
+            await c.call_tool("memory_get", get)
+        capabilities = c.server_capabilities.model_dump(by_alias=True, exclude_none=True)
+    tools = ListToolsResult(tools=listed.tools).model_dump_json(by_alias=True, exclude_none=True)
+    return _Opening(capabilities, tools, notifications)
+
+
+async def _sdk_tools(root: Path, *, grouped: bool, mode: str = "legacy") -> str:
+    """The tool list of the SDK's server itself, in process: no early answer involved."""
+    server = build_server(Store(root), grouped=grouped, watch=False)
+    async with Client(server, mode=mode) as client:
+        listed = await client.list_tools()
+    return ListToolsResult(tools=listed.tools).model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _kept(root: Path, grouped: bool) -> dict[str, str]:
+    """The opening answers kept for this code, store and mode."""
+    kept = json.loads((root / ".memstore" / "answers.json").read_text("utf-8"))
+    return kept[handshake.fingerprint(root, grouped)]["answers"]
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["default", "grouped"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_early_answers_are_the_sdks_and_advertise_what_it_does(
+    tmp_path: Path, grouped: bool, mode: str
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    (root / ".memstore").mkdir(exist_ok=True)
+    cold = await _opening(root, grouped=grouped, mode=mode)  # the SDK answers, and is kept
+    kept = _kept(root, grouped)
+    assert any('"tools/list"' in key for key in kept)
+    warm = await _opening(root, grouped=grouped, mode=mode)  # answered from what was kept
+    assert _kept(root, grouped) == kept  # the SDK's answers were the ones sent early
+    assert warm == cold
+    assert warm.tools == await _sdk_tools(root, grouped=grouped, mode=mode)
+    tools = warm.capabilities["tools"]
+    assert isinstance(tools, dict)
+    if not tools.get("listChanged"):
+        assert not any("list_changed" in n for n in warm.notifications)
+
+
+async def test_a_settings_file_changed_in_place_is_not_answered_from_before(
+    tmp_path: Path,
+) -> None:
+    # The same size and modification time, other types: only the content tells it apart.
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    (root / ".memstore").mkdir(exist_ok=True)
+    settings = root / "memstore.yaml"
+    settings.write_text("types: [alpha]\n", "utf-8")
+    stamp = settings.stat()
+    before = await _opening(root, grouped=False, mode="legacy")
+    assert '"alpha"' in before.tools
+    settings.write_text("types: [gamma]\n", "utf-8")
+    os.utime(settings, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    after = await _opening(root, grouped=False, mode="legacy")
+    assert '"gamma"' in after.tools and '"alpha"' not in after.tools
+    assert after.tools == await _sdk_tools(root, grouped=False)
+    assert after.notifications == []
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["default", "grouped"])
+async def test_an_edited_answers_file_brings_no_notification_the_sdk_does_not_advertise(
+    tmp_path: Path, grouped: bool
+) -> None:
+    root = tmp_path / "memory"
+    Store.init(root, agent="setup")
+    (root / ".memstore").mkdir(exist_ok=True)
+    await _opening(root, grouped=grouped, mode="legacy")
+    answers_file = root / ".memstore" / "answers.json"
+    kept = json.loads(answers_file.read_text("utf-8"))
+    for entry in kept.values():
+        for key, result in entry["answers"].items():
+            if '"tools/list"' in key:
+                entry["answers"][key] = result.replace('"name":"check"', '"name":"checks"', 1)
+    answers_file.write_text(json.dumps(kept), "utf-8")
+    edited = await _opening(root, grouped=grouped, mode="legacy")
+    assert '"checks"' in edited.tools  # sent from the file, before the SDK's answer came
+    assert edited.capabilities["tools"] == {"listChanged": False}
+    assert edited.notifications == []
+    healed = await _opening(root, grouped=grouped, mode="legacy")
+    assert healed.tools == await _sdk_tools(root, grouped=grouped)
 
 
 def test_the_opening_answers_are_not_reused_after_the_store_settings_change(
@@ -242,6 +373,22 @@ def test_the_opening_answers_are_not_reused_after_the_store_settings_change(
     assert handshake.fingerprint(root, grouped=True) != before
     (root / "memstore.yaml").write_text("types: [experiment]\n", "utf-8")
     assert handshake.fingerprint(root, grouped=False) != before
+
+
+def test_the_fingerprint_sees_every_file_of_a_package_but_its_bytecode(tmp_path: Path) -> None:
+    # A package's answers may come from any of its files (a data file, a submodule), not
+    # only its `__init__`; the caches Python writes as it runs change nothing.
+    package = tmp_path / "package"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "__init__.py").write_text("", "utf-8")
+    (package / "sub" / "words.txt").write_text("alpha\n", "utf-8")
+    stamps = handshake._stamps(str(package))  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "__pycache__" / "words.cpython-311.pyc").write_bytes(b"x")
+    assert handshake._stamps(str(package)) == stamps  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "words.txt").write_text("alpha beta\n", "utf-8")
+    assert handshake._stamps(str(package)) != stamps  # pyright: ignore[reportPrivateUsage]
+    (package / "sub" / "more.py").write_text("", "utf-8")
+    assert len(handshake._stamps(str(package))) == len(stamps) + 1  # pyright: ignore[reportPrivateUsage]
 
 
 def test_serve_in_process_leaves_the_process_stdin_and_stdout_alone(tmp_path: Path) -> None:
