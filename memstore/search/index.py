@@ -699,5 +699,15 @@ def _exists(directory: Path) -> bool:
         except _OPEN_ERRORS as e:
             problem = str(e)
         gc.collect()
-    log.warning("search index at %s is unreadable (%s)", directory, problem)
+    if (directory, problem) not in _WARNED:  # once a process: each open asks again
+        _WARNED.add((directory, problem))
+        log.warning(
+            "search index at %s is unreadable (%s); it is rebuilt from the memory files",
+            directory,
+            problem,
+        )
     return False
+
+
+_WARNED: set[tuple[Path, str]] = set()
+"""The unreadable indexes this process has already named."""
