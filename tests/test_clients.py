@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
 from memstore.faces import handshake
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.search import watch
 from memstore.storage.store import Store
 from tests.conftest import git
