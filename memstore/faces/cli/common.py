@@ -50,9 +50,9 @@ def comma_list(value: str | None) -> tuple[str, ...] | None:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def json_object(value: Any) -> dict[str, Any]:
+def json_object(item: Any) -> dict[str, Any]:
     """A memory or a search hit as a JSON object, its tuples as lists."""
-    data = asdict(value)
+    data = asdict(item)
     for key, value in list(data.items()):
         if isinstance(value, tuple):
             data[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]

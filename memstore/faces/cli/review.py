@@ -104,12 +104,17 @@ def deprecate(
         raise click.UsageError("--superseded-by and --expect-version take a single NAME")
     from memstore.workflow.care import tidy
 
-    store = store_of(ctx)
-    chosen = list(names) or [
-        m.name
-        for m in tidy.select(store, tag=tag, type=type_, status=status, older_than=older_than)
-    ]
-    batch = tidy.deprecate(store, chosen, reason, dry_run=dry_run, allow_secret=allow_secret)
+    batch = tidy.deprecate(
+        store_of(ctx),
+        list(names),
+        reason,
+        tag=tag,
+        type=type_,
+        status=status,
+        older_than=older_than,
+        dry_run=dry_run,
+        allow_secret=allow_secret,
+    )
     if as_json:
         echo_json(
             {
@@ -124,7 +129,7 @@ def deprecate(
             click.echo(f"{verb} {memory.type}/{memory.name}")
         for name, why in batch.refused:
             click.echo(f"refused {name}: {why}", err=True)
-        if not chosen:
+        if not batch.deprecated and not batch.refused:
             click.echo("no memory matches", err=True)
         elif not dry_run and batch.deprecated:
             click.echo(f"{len(batch.deprecated)} deprecated in one commit", err=True)
@@ -153,7 +158,6 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
       memstore --agent bob review
       memstore review --json        # for an agent: then memory_get and memory_promote
     """
-
     from memstore.workflow.care import tidy
 
     store = store_of(ctx)

@@ -3,7 +3,6 @@ remote, bearer tokens, client configurations, and the pre-commit hook."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -252,8 +251,7 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
       memstore config claude-code --http --url http://build-box:8765/mcp
     """
-    from memstore.faces.clients import HTTP_CLIENTS, WHERE, client_config, http_config
-    from memstore.model.memory import check_identity, same_identity
+    from memstore.faces.clients import HTTP_CLIENTS, WHERE, agent_for, client_config, http_config
     from memstore.storage.store import Store
 
     config = config_of(ctx)
@@ -268,10 +266,9 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
         return
     store = Store(config.store)  # refuse to print a configuration for a directory that is no store
     flag: str | None = ctx.find_root().params.get("agent")
-    agent = check_identity(flag) if flag else client
-    you = os.environ.get("MEMSTORE_AGENT") or store.identity
+    agent, as_you = agent_for(client, flag, store)
     click.echo(f"# paste into {WHERE[client]}", err=True)
-    if you and same_identity(agent, you):
+    if as_you:
         click.echo(
             f"# warning: the agent would act as '{agent}', which is you "
             "($MEMSTORE_AGENT or git user.name): it could confirm your drafts and you its; "
@@ -317,22 +314,13 @@ def uninstall_hook(ctx: click.Context) -> None:
     Example:
       memstore --store memory uninstall-hook
     """
-    from memstore.git import history, precommit
+    from memstore.git import precommit
 
-    # The store may be gone already: the repository around where it was is enough.
-    where = config_of(ctx).store
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    repo = history.find_repo(where)
-    if repo is None:
-        raise click.ClickException(
-            f"{where} is not in a git repository; there is no hook to remove"
-        )
-    hook = precommit.uninstall(repo)
-    if hook is None:
-        click.echo(f"no pre-commit hook at {precommit.hook_path(repo)}; nothing to remove")
-    else:
+    hook, removed = precommit.uninstall_from(config_of(ctx).store)
+    if removed:
         click.echo(f"removed {hook}")
+    else:
+        click.echo(f"no pre-commit hook at {hook}; nothing to remove")
 
 
 COMMANDS: tuple[click.Command, ...] = (
