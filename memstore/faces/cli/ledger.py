@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memstore.errors import AlreadyExecuted, ClaimHeld
 from memstore.faces.cli.common import allow_secret_option, asdict, echo_json, store_of
 
 if TYPE_CHECKING:
@@ -127,6 +126,7 @@ def ledger_claim(
       memstore ledger claim deploy api-v2 --ttl 15m && ./deploy.sh api-v2
       memstore ledger claim deploy api-v2 --remote && ./deploy.sh api-v2
     """
+    from memstore.errors import AlreadyExecuted, ClaimHeld
     from memstore.workflow.ledger import lines as ledger
     from memstore.workflow.ledger import sync
 

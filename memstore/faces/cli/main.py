@@ -17,7 +17,6 @@ from typing import Any
 import click
 
 from memstore import __version__
-from memstore.errors import Conflict, MemstoreError
 
 # The group modules load click and `common` alone: each command imports the core it needs
 # when it runs, so that `memstore --help` loads no core module.
@@ -37,6 +36,9 @@ class _Group(click.Group):
     """Turns a `MemstoreError` into `Error: …` on stderr and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # Here rather than at the top: `--help` and usage errors end before this, on click alone.
+        from memstore.errors import Conflict, MemstoreError
+
         try:
             return super().invoke(ctx)
         except MemstoreError as e:

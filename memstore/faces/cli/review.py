@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from memstore.errors import MemstoreError
 from memstore.faces.cli.common import (
     allow_secret_option,
     echo_json,
@@ -158,6 +157,7 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
       memstore --agent bob review
       memstore review --json        # for an agent: then memory_get and memory_promote
     """
+    from memstore.errors import MemstoreError
     from memstore.workflow.care import tidy
 
     store = store_of(ctx)

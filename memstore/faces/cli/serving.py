@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from memstore.errors import MemstoreError
 from memstore.faces.cli.common import config_of, store_of
 
 
@@ -67,6 +66,7 @@ def serve(
     """
     every = None
     if sync_every is not None:
+        from memstore.errors import MemstoreError
         from memstore.workflow.ledger import lines as ledger
 
         try:
