@@ -3,7 +3,6 @@ checks commits against."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -227,6 +226,8 @@ def signers_add(ctx: click.Context, identity: str, public_key: str) -> None:
     Example:
       memstore signers add bob bob_ed25519.pub
     """
+    from pathlib import Path
+
     from memstore.errors import InvalidMemory
     from memstore.storage import signers
 

@@ -3,7 +3,6 @@ and forget memories; their history and timeline; undo a cut-short write."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -45,6 +44,8 @@ def init(ctx: click.Context, directory: str | None, git_root: str | None) -> Non
       memstore init memory
       memstore init memory --git-root .    # a new project: one repository for code and store
     """
+    from pathlib import Path
+
     from memstore.git import history
     from memstore.storage.files import shown
     from memstore.storage.store import Store

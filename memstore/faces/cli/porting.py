@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -29,7 +28,9 @@ def _imported_lines(result: Any, verbose: bool) -> list[str]:
 
 
 @click.command(name="import")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+# click.Path yields a str here, made a Path when the command runs: so that `memstore --help`
+# never loads pathlib (nor urllib.parse and ipaddress with it).
+@click.argument("path", type=click.Path(exists=True))
 @click.option("--dry-run", is_flag=True, help="List what would be created; write nothing.")
 @click.option(
     "--exact",
@@ -42,7 +43,7 @@ def _imported_lines(result: Any, verbose: bool) -> list[str]:
 @click.pass_context
 def import_(
     ctx: click.Context,
-    path: Path,
+    path: str,
     dry_run: bool,
     exact: bool,
     verbose: bool,
@@ -63,10 +64,12 @@ def import_(
       memstore import docs/adr
       memstore --store copy import memory-export.jsonl --exact
     """
+    from pathlib import Path
+
     from memstore.workflow.care import porting
 
     result = porting.import_path(
-        store_of(ctx), path, dry_run=dry_run, allow_secret=allow_secret, exact=exact
+        store_of(ctx), Path(path), dry_run=dry_run, allow_secret=allow_secret, exact=exact
     )
     if as_json:
         echo_json(asdict(result))
@@ -84,7 +87,8 @@ def import_(
     show_default=True,
     help="jsonl/json: every file's exact text (import restores it); markdown: one context file.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
+# A str, as import's PATH is.
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here.")
 @click.option("--type", "type_", metavar="TYPE", help="Only this type.")
 @click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated", "unverified"]))
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
@@ -92,7 +96,7 @@ def import_(
 def export(
     ctx: click.Context,
     format_: str,
-    output: Path | None,
+    output: str | None,
     type_: str | None,
     status: str | None,
     tags: tuple[str, ...],
@@ -109,16 +113,19 @@ def export(
       memstore export > memory-export.jsonl
       memstore export --format markdown --status confirmed -o CONTEXT.md
     """
+    from pathlib import Path
+
     from memstore.workflow.care import porting
 
     store = store_of(ctx)
-    target = porting.check_output(store, output) if output is not None else None
+    where = Path(output) if output is not None else None
+    target = porting.check_output(store, where) if where is not None else None
     text = porting.export(store, format_, type=type_, status=status, tags=tags)
     if target is None:
         click.echo(text, nl=False)
         return
     target.write_text(text, encoding="utf-8", newline="\n")
-    click.echo(f"wrote {output}", err=True)
+    click.echo(f"wrote {where}", err=True)
 
 
 COMMANDS: tuple[click.Command, ...] = (

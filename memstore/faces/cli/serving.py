@@ -4,7 +4,6 @@ remote, bearer tokens, client configurations, and the pre-commit hook."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -296,6 +295,8 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     Example:
       memstore --store memory install-hook
     """
+    from pathlib import Path
+
     import memstore
     from memstore.git import precommit
 

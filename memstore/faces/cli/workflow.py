@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from memstore.faces.cli.common import asdict, comma_list, echo_json, label, stdin_text, store_of
@@ -236,7 +234,7 @@ def brief(
     "--file",
     "-f",
     "from_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False),  # a str: pathlib loads only if it is given
     help="Read the session's summary or transcript excerpt from this file.",
 )
 @click.option("--dry-run", is_flag=True, help="List the drafts it would save; write nothing.")
@@ -251,7 +249,7 @@ def brief(
 def close_(
     ctx: click.Context,
     summary: str | None,
-    from_file: Path | None,
+    from_file: str | None,
     dry_run: bool,
     hook: str | None,
     fenced: bool,
@@ -284,7 +282,9 @@ def close_(
         if not text.strip():
             return  # a session with nothing said: nothing to close
     elif from_file is not None:
-        text = from_file.read_text(encoding="utf-8", errors="replace")
+        from pathlib import Path
+
+        text = Path(from_file).read_text(encoding="utf-8", errors="replace")
     else:
         text = summary if summary is not None else stdin_text(only_if_piped=True)
     result = closing.close(store_of(ctx), text, dry_run=dry_run)
