@@ -36,7 +36,7 @@ class _Group(click.Group):
     """Turns a `MemstoreError` into `Error: …` on stderr and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        # Here rather than at the top: `--help` and usage errors end before this, on click alone.
+        # Here rather than at the top: `memstore --help` ends before this, on click alone.
         from memstore.errors import Conflict, MemstoreError
 
         try:
