@@ -1,3 +1,3 @@
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 
 main(prog_name="memstore")

@@ -21,6 +21,7 @@ FLOORS: list[str] = [
     "workflow/care",
     "workflow/session",
     "faces",
+    "faces/cli",  # above the other faces: `serve` starts the server
 ]
 """The folders, lowest first. A module imports only modules of its own folder or below."""
 

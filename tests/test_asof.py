@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.model.memory import Memory, content_hash, render
 from memstore.storage.store import Store
 from tests.conftest import GIT_ENV

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.model.render_text import Bullet
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io

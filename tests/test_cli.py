@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.search.upkeep import Query, search
 from memstore.storage.store import Store
 from tests.conftest import git
@@ -209,18 +209,22 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
 
 
 def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
-    # cli.py names them itself so that `memstore --help` imports no core module.
-    from memstore.faces import cli
+    # The CLI names them itself so that `memstore --help` imports no core module.
+    from memstore.faces.cli import ledger as ledger_cli
+    from memstore.faces.cli import workflow as workflow_cli
     from memstore.workflow.care import stats
     from memstore.workflow.ledger import lines as ledger
     from memstore.workflow.rules import rules as workflow
     from memstore.workflow.session import briefing
 
-    assert cli.SEVERITIES == workflow.SEVERITIES
-    assert cli.RULE_TYPES == workflow.RULE_TYPES
-    assert cli.OUTCOMES == tuple(o.value for o in stats.Outcome)
-    assert (cli.MIN_BUDGET, cli.DEFAULT_BUDGET) == (briefing.MIN_BUDGET, briefing.DEFAULT_BUDGET)
-    assert set(cli.CHECK_EXIT) == {s.value for s in ledger.State}
+    assert workflow_cli.SEVERITIES == workflow.SEVERITIES
+    assert workflow_cli.RULE_TYPES == workflow.RULE_TYPES
+    assert workflow_cli.OUTCOMES == tuple(o.value for o in stats.Outcome)
+    assert (workflow_cli.MIN_BUDGET, workflow_cli.DEFAULT_BUDGET) == (
+        briefing.MIN_BUDGET,
+        briefing.DEFAULT_BUDGET,
+    )
+    assert set(ledger_cli.CHECK_EXIT) == {s.value for s in ledger.State}
 
 
 def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:
@@ -228,7 +232,7 @@ def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:
     it had loaded by the end."""
     code = (
         "import sys\n"
-        "from memstore.faces.cli import main\n"
+        "from memstore.faces.cli.main import main\n"
         "try:\n"
         f"    main({args!r}, prog_name='memstore')\n"
         "except SystemExit:\n"

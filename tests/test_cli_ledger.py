@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from tests.conftest import git
 
 URL = "https://blog.example.com/post-1"

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from conftest import as_agent
 from test_index import write_memory
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 
 

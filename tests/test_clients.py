@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 
 
@@ -58,6 +58,18 @@ def test_an_agent_named_as_the_human_gets_a_warning(
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["mcpServers"]["memstore"]["env"] == {"MEMSTORE_AGENT": "alice"}
     assert "warning: the agent would act as 'alice', which is you" in done.stderr
+
+
+def test_the_agent_is_the_flag_else_the_client_and_is_you_when_it_names_you(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.faces.clients import agent_for
+
+    monkeypatch.setenv("MEMSTORE_AGENT", "Alice")
+    assert agent_for("cursor", None, store) == ("cursor", False)
+    assert agent_for("cursor", " alice ", store) == ("alice", True)
+    monkeypatch.delenv("MEMSTORE_AGENT")
+    assert agent_for("cursor", "bob", store) == ("bob", False)
 
 
 def _http_config(store: Store, client: str) -> str:

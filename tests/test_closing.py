@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory
 from memstore.faces import hooks
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.session import agent as session

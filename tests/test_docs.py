@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

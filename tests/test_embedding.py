@@ -356,7 +356,7 @@ def test_another_identity_sees_the_same_vectors(semantic: Store) -> None:
 def test_doctor_says_once_how_searches_find_memories(semantic: Store, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from memstore.faces.cli import main
+    from memstore.faces.cli.main import main
 
     seed(semantic)
     done = CliRunner().invoke(main, ["--store", str(semantic.root), "doctor"])
@@ -617,7 +617,7 @@ def test_reindex_and_doctor_show_the_pace_of_an_encoders_pass(
 ) -> None:
     from click.testing import CliRunner
 
-    from memstore.faces.cli import main
+    from memstore.faces.cli.main import main
 
     monkeypatch.setattr(embedding, "CHUNK", 4)
     encoder_store(store, tmp_path)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import ClaimHeld, LedgerCorrupt
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger

@@ -63,7 +63,7 @@ def test_doctor_starts_with_the_set_up_on_its_one_screen(
 ) -> None:
     from click.testing import CliRunner
 
-    from memstore.faces.cli import main
+    from memstore.faces.cli.main import main
 
     store.add("port", type="fact", description="The API listens on 8080", body="b")
     monkeypatch.setenv("MEMSTORE_AGENT", "bob")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory, SecretFound
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.model.status import Status
 from memstore.storage.store import Store
 from memstore.workflow.care import lint, porting, sources

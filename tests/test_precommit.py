@@ -120,6 +120,26 @@ def test_a_hook_installed_from_a_linked_worktree_checks_that_worktree(tmp_path: 
     assert "fact/main-claim.md: self-approval" in refused.stderr
 
 
+def test_uninstall_hook_finds_the_repository_of_a_store_already_deleted(tmp_path: Path) -> None:
+    import shutil
+
+    store = nested(tmp_path)
+    hook = store.repo.git_dir / "hooks" / "pre-commit"
+    assert memstore(store.root, "install-hook").returncode == 0
+    shutil.rmtree(store.root)
+    done = memstore(store.root, "uninstall-hook")
+    assert (done.returncode, done.stdout) == (0, f"removed {hook}\n")
+    assert not hook.exists()
+
+
+def test_uninstall_hook_outside_any_repository_is_an_error(tmp_path: Path) -> None:
+    done = memstore(tmp_path / "memory", "uninstall-hook")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {tmp_path} is not in a git repository; there is no hook to remove\n"
+    )
+
+
 def test_uninstall_hook_removes_only_a_hook_memstore_installed(store: Store) -> None:
     hook = store.repo.git_dir / "hooks" / "pre-commit"
     assert memstore(store.root, "install-hook").returncode == 0

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from memstore.errors import Conflict
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.faces.server import build_server
 from memstore.storage.files import version_of
 from memstore.storage.store import JOURNAL, Store

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from memstore.errors import InvalidMemory, SecretFound
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.faces.server import build_server
 from memstore.storage import secrets
 from memstore.storage.store import Store
@@ -389,7 +389,7 @@ def test_lint_reports_a_credential_in_a_confirmation_reason(store: Store) -> Non
 def _imports_detect_secrets(store: Store, *args: str) -> bool:
     code = (
         "import sys\n"
-        "from memstore.faces.cli import main\n"
+        "from memstore.faces.cli.main import main\n"
         "try:\n"
         f"    main({list(args)!r}, prog_name='memstore')\n"
         "except SystemExit:\n"

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import GitError, InvalidMemory, SigningError
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.git import refs, signing
 from memstore.model.memory import same_identity
 from memstore.storage.store import Store

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory, MemoryNotFound, SecretFound
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 from memstore.workflow.care import lint, stats
 from memstore.workflow.care.stats import HeedRate, Outcome, OutcomeRecord, heed_rates, wilson

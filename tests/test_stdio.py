@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import ListToolsResult, ServerNotification
 
 from memstore.faces import handshake
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.faces.server import build_server
 from memstore.search import watch
 from memstore.storage.store import Store

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory, InvalidTransition, SelfApproval
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage.files import lock_file
@@ -274,7 +274,7 @@ def test_add_loads_no_search_engine_once_the_index_exists(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
     search.search(store, Query("zod"))
     script = (
-        "import sys; from memstore.faces.cli import main\n"
+        "import sys; from memstore.faces.cli.main import main\n"
         "try: main(['--agent', 'bob', 'add', 'zod-validation', '--type', 'decision', "
         "'-d', 'Validate API input with zod schema'])\n"
         "except SystemExit: pass\n"
@@ -295,7 +295,7 @@ def _add_in_a_process(store: Store, name: str, description: str) -> tuple[float,
     """`memstore add` in a process of its own (a lock timeout of 30 s): the seconds it took,
     its stderr, and whether it loaded Whoosh."""
     script = (
-        "import sys; from memstore.faces.cli import main\n"
+        "import sys; from memstore.faces.cli.main import main\n"
         f"try: main(['--agent', 'bob', 'add', {name!r}, '--type', 'fact', '-d', {description!r}])\n"
         "except SystemExit: pass\n"
         "print('whoosh' in sys.modules)"

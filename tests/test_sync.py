@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from memstore.errors import ClaimHeld, Conflict, RemoteUnreachable, SyncFailed
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.faces.server import build_server
 from memstore.git import refs
 from memstore.model.memory import parse

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from tests.conftest import git
 
 
@@ -244,6 +244,29 @@ def test_bulk_deprecate_of_old_drafts_and_of_several_names(store_dir: Path) -> N
     assert code == 1 and "choose the memories" in out
     code, out = run("deprecate", "b", "-r", "again")
     assert code == 1 and "cannot move 'b' from deprecated" in out
+
+
+def test_a_selection_that_matches_nothing_deprecates_nothing_and_says_so(store_dir: Path) -> None:
+    ok("add", "a", "--type", "fact", "-d", "A", "--tags", "api")
+    head = git(store_dir, "rev-parse", "HEAD")
+    code, out = run("deprecate", "--tag", "k8s", "-r", "cluster gone")
+    assert (code, out.strip()) == (0, "no memory matches")
+    assert git(store_dir, "rev-parse", "HEAD") == head
+
+
+def test_bulk_deprecation_takes_the_names_given_else_those_the_filters_choose(
+    store_dir: Path,
+) -> None:
+    from memstore.storage.store import Store
+    from memstore.workflow.care import tidy
+
+    ok("add", "a", "--type", "fact", "-d", "A", "--tags", "api")
+    ok("add", "b", "--type", "fact", "-d", "B")
+    store = Store(store_dir, "bob")
+    batch = tidy.deprecate(store, [], "gone", tag="api", dry_run=True)
+    assert [m.name for m in batch.deprecated] == ["a"] and batch.refused == ()
+    batch = tidy.deprecate(store, ["b"], "gone", tag="api", dry_run=True)
+    assert [m.name for m in batch.deprecated] == ["b"]
 
 
 def test_review_lists_others_drafts_rules_and_most_linked_first(store_dir: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.faces import bearer as tokens
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 from tests.conftest import git
 from tests.http_server import add_token, http_server, mcp_client, server_env

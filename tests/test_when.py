@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstore.errors import InvalidQuery
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.model import when
 
 NOW = datetime(2026, 12, 1, 15, 30, tzinfo=UTC)

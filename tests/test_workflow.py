@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, SelfApproval
 from memstore.faces import hooks
-from memstore.faces.cli import main
+from memstore.faces.cli.main import main
 from memstore.model.memory import parse
 from memstore.storage import settings as store_settings
 from memstore.storage.store import Store

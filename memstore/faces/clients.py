@@ -1,7 +1,16 @@
 """Ready-to-paste MCP client configurations that start `memstore serve` on one store."""
 
+from __future__ import annotations
+
 import json
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memstore.model.memory import check_identity, same_identity
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
 
 WHERE = {
     "claude-code": ".mcp.json at the project root (or: claude mcp add-json memstore '<inner>')",
@@ -24,6 +33,19 @@ def server_command(python: str, store: Path, grouped: bool = False) -> list[str]
     return [python, "-m", "memstore", "--store", str(store), "serve"] + (
         ["--grouped"] if grouped else []
     )
+
+
+def agent_for(client: str, flag: str | None, store: Store) -> tuple[str, bool]:
+    """The identity a stdio client's agent acts as (`flag`, else the client's name), and whether
+    that is the person configuring it ($MEMSTORE_AGENT, else the store's identity): an agent
+    acting as you could confirm your drafts, and you its.
+
+    Raises:
+        InvalidMemory: for a `flag` that cannot be an identity.
+    """
+    agent = check_identity(flag) if flag else client
+    you = os.environ.get("MEMSTORE_AGENT") or store.identity
+    return agent, same_identity(agent, you)
 
 
 def client_config(client: str, python: str, store: Path, agent: str, grouped: bool = False) -> str:

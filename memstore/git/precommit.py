@@ -7,7 +7,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from memstore.errors import HookInTheWay
+from memstore.errors import GitError, HookInTheWay
 from memstore.git import repository
 
 MARK = "installed by `memstore install-hook`"
@@ -108,6 +108,25 @@ def uninstall(repo: repository.Repo) -> Path | None:
         raise HookInTheWay(f"{hook} is not a hook memstore installed; leaving it alone")
     hook.unlink()
     return hook
+
+
+def uninstall_from(store_root: Path) -> tuple[Path, bool]:
+    """Remove memstore's hook from the repository that holds the store, or held it: the hook's
+    path, and whether there was one to remove.
+
+    Raises:
+        GitError: when no git repository is around where the store is or was.
+        HookInTheWay: when the pre-commit hook there is not memstore's (it is left alone).
+    """
+    # The store may be gone already: the repository around where it was is enough.
+    where = store_root
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    repo = repository.find_repo(where)
+    if repo is None:
+        raise GitError(f"{where} is not in a git repository; there is no hook to remove")
+    hook = uninstall(repo)
+    return (hook_path(repo), False) if hook is None else (hook, True)
 
 
 def state(repo: repository.Repo, store_root: Path) -> tuple[bool, str]:

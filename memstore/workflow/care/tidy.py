@@ -68,15 +68,24 @@ def deprecate(
     names: list[str],
     reason: str,
     *,
+    tag: str | None = None,
+    type: str | None = None,
+    status: str | None = None,
+    older_than: str | None = None,
     dry_run: bool = False,
     allow_secret: bool = False,
 ) -> Batch:
-    """Deprecate the memories named in one commit (see `Store.deprecate_many`).
+    """Deprecate the memories named, else those `select` chooses by the filters given, in one
+    commit (see `Store.deprecate_many`). Each memory chosen is deprecated or refused.
 
     Raises:
-        InvalidMemory, SecretFound, NoIdentity, StoreLocked, GitError.
+        InvalidQuery (no names and no filter, or a bad filter), InvalidMemory, SecretFound,
+        NoIdentity, StoreLocked, GitError.
     """
-    done, refused = store.deprecate_many(names, reason, dry_run=dry_run, allow_secret=allow_secret)
+    chosen = names or [
+        m.name for m in select(store, tag=tag, type=type, status=status, older_than=older_than)
+    ]
+    done, refused = store.deprecate_many(chosen, reason, dry_run=dry_run, allow_secret=allow_secret)
     return Batch(tuple(done), tuple(refused), dry_run)
 
 

@@ -1,0 +1,278 @@
+"""Commands that move a memory through review: confirm, deprecate (one, or a batch in one
+commit), restore, verify, and the queue of drafts awaiting you."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memstore.faces.cli.common import (
+    allow_secret_option,
+    echo_json,
+    expect_version_option,
+    json_object,
+    label,
+    store_of,
+)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@expect_version_option
+@allow_secret_option
+@click.pass_context
+def confirm(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
+    """Confirm draft NAME. You cannot confirm a memory you own.
+
+    Pass --expect-version with the version you reviewed, so a change made since is not
+    confirmed unseen.
+
+    \b
+    Example:
+      memstore --agent bob confirm use-zod --reason "verified in src/types.ts"
+    """
+    memory = store_of(ctx).confirm(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
+    click.echo(f"confirmed {label(memory)}")
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--reason", "-r", required=True, help="Why it is wrong or stale (one line).")
+@click.option("--superseded-by", metavar="NAME", help="The memory that replaces it (one NAME).")
+@click.option("--tag", metavar="TAG", help="Every memory with this tag.")
+@click.option("--type", "type_", metavar="TYPE", help="Every memory of this type.")
+@click.option(
+    "--status",
+    type=click.Choice(["draft", "confirmed", "unverified"]),
+    help="Every memory with this status.",
+)
+@click.option("--older-than", metavar="WHEN", help="Last updated before WHEN: 30d, a date.")
+@click.option("--dry-run", is_flag=True, help="List what would be deprecated; change nothing.")
+@expect_version_option
+@allow_secret_option
+@click.option("--json", "as_json", is_flag=True, help="Print what was deprecated and refused.")
+@click.pass_context
+def deprecate(
+    ctx: click.Context,
+    names: tuple[str, ...],
+    reason: str,
+    superseded_by: str | None,
+    tag: str | None,
+    type_: str | None,
+    status: str | None,
+    older_than: str | None,
+    dry_run: bool,
+    expect_version: str | None,
+    allow_secret: bool,
+    as_json: bool,
+) -> None:
+    """Deprecate NAME, keeping the file and the reason; optionally name its successor.
+
+    Several NAMEs, or a selection (--tag, --type, --status, --older-than: every filter
+    given), are deprecated in one commit; a memory that cannot be (already deprecated,
+    uncommitted hand edits) is reported and the others still go. --dry-run shows the batch.
+
+    \b
+    Example:
+      memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
+      memstore deprecate --older-than 30d --status draft --reason "stale drafts" --dry-run
+    """
+    selecting = any(v is not None for v in (tag, type_, status, older_than))
+    if len(names) == 1 and not selecting and not dry_run:
+        memory = store_of(ctx).deprecate(
+            names[0],
+            reason,
+            superseded_by,
+            expected_version=expect_version,
+            allow_secret=allow_secret,
+        )
+        if as_json:
+            echo_json(json_object(memory))
+            return
+        click.echo(f"deprecated {label(memory)}")
+        return
+    if names and selecting:
+        raise click.UsageError("give NAMEs or a selection (--tag, --type, --status, --older-than)")
+    if superseded_by or expect_version:
+        raise click.UsageError("--superseded-by and --expect-version take a single NAME")
+    from memstore.workflow.care import tidy
+
+    batch = tidy.deprecate(
+        store_of(ctx),
+        list(names),
+        reason,
+        tag=tag,
+        type=type_,
+        status=status,
+        older_than=older_than,
+        dry_run=dry_run,
+        allow_secret=allow_secret,
+    )
+    if as_json:
+        echo_json(
+            {
+                "dry_run": dry_run,
+                "deprecated": [m.name for m in batch.deprecated],
+                "refused": [{"name": n, "why": why} for n, why in batch.refused],
+            }
+        )
+    else:
+        verb = "would deprecate" if dry_run else "deprecated"
+        for memory in batch.deprecated:
+            click.echo(f"{verb} {memory.type}/{memory.name}")
+        for name, why in batch.refused:
+            click.echo(f"refused {name}: {why}", err=True)
+        if not batch.deprecated and not batch.refused:
+            click.echo("no memory matches", err=True)
+        elif not dry_run and batch.deprecated:
+            click.echo(f"{len(batch.deprecated)} deprecated in one commit", err=True)
+    if batch.refused and not batch.deprecated:
+        ctx.exit(1)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON (for agents).")
+@click.option(
+    "--interactive/--list",
+    "-i",
+    default=None,
+    help="Ask about each memory (the default at a terminal), or only list them.",
+)
+@click.pass_context
+def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
+    """The drafts awaiting your review (never your own), most relevant first.
+
+    Rules come first (they act already), then the memories most linked to, then those
+    waiting longest. At a terminal, each is shown and you confirm, deprecate or skip it
+    (the version you saw is the one confirmed: a change made meanwhile is refused).
+
+    \b
+    Example:
+      memstore --agent bob review
+      memstore review --json        # for an agent: then memory_get and memory_promote
+    """
+    from memstore.errors import MemstoreError
+    from memstore.workflow.care import tidy
+
+    store = store_of(ctx)
+    queue = tidy.review_queue(store)
+    if as_json:
+        echo_json([json_object(m) for m in queue])
+        return
+    if not queue:
+        click.echo("nothing awaits your review", err=True)
+        return
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if not interactive:
+        for m in queue:
+            click.echo(
+                f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
+            )
+        return
+    store.require_identity()
+    for at, memory in enumerate(queue, 1):
+        try:
+            current = store.read(memory.name)
+        except MemstoreError as e:
+            click.echo(f"skipped {memory.name}: {e}", err=True)
+            continue
+        m = current.memory
+        click.echo(
+            f"\n[{at}/{len(queue)}] {m.type}/{m.name} [{m.status}] by {m.owner}, "
+            f"updated {m.updated[:10]}"
+        )
+        click.echo(f"  {m.description}")
+        for line in m.body.strip().splitlines()[:20]:
+            click.echo(f"  | {line}")
+        choice = click.prompt(
+            "[c]onfirm, [d]eprecate, [s]kip, [q]uit",
+            type=click.Choice(["c", "d", "s", "q"]),
+            show_choices=False,
+            default="s",
+        )
+        if choice == "q":
+            break
+        if choice == "s":
+            continue
+        reason = click.prompt("reason (one line)")
+        try:
+            if choice == "c":
+                done = store.confirm(m.name, reason, expected_version=current.version)
+            else:
+                done = store.deprecate(m.name, reason, expected_version=current.version)
+        except MemstoreError as e:
+            click.echo(f"Error: {e}{e.cli_hint}", err=True)
+            continue
+        click.echo(f"{'confirmed' if choice == 'c' else 'deprecated'} {label(done)}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="Why it applies again (one line).")
+@expect_version_option
+@allow_secret_option
+@click.pass_context
+def restore(
+    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+) -> None:
+    """Bring deprecated NAME back as a draft (someone else must confirm it again).
+
+    \b
+    Example:
+      memstore restore use-joi --reason "zod migration reverted"
+    """
+    memory = store_of(ctx).restore(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
+    click.echo(f"restored {label(memory)}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reason", "-r", required=True, help="What you checked (one line).")
+@expect_version_option
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@allow_secret_option
+@click.pass_context
+def verify(
+    ctx: click.Context,
+    name: str,
+    reason: str,
+    expect_version: str | None,
+    as_json: bool,
+    allow_secret: bool,
+) -> None:
+    """Record that confirmed NAME is still true, without changing its content.
+
+    Writes verified_by, verified_at and verified_reason, and commits them. You cannot verify a
+    memory you created. Drift and staleness are measured from the last confirmation or
+    verification.
+
+    \b
+    Example:
+      memstore --agent bob verify use-zod --reason "re-read src/api/validate.py, still so"
+    """
+    memory = store_of(ctx).verify(
+        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    )
+    if as_json:
+        echo_json(json_object(memory))
+        return
+    click.echo(f"verified {label(memory)}")
+
+
+COMMANDS: tuple[click.Command, ...] = (
+    confirm,
+    deprecate,
+    review,
+    restore,
+    verify,
+)
+"""The commands `main` registers from this module."""

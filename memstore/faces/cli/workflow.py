@@ -1,0 +1,304 @@
+"""Commands a session runs around its work: correct, check, outcome, brief and close."""
+
+from __future__ import annotations
+
+import click
+
+from memstore.faces.cli.common import asdict, comma_list, echo_json, label, stdin_text, store_of
+
+# The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
+# registering the commands imports no core module.
+SEVERITIES = ("p0", "p1", "p2", "p3")
+"""`workflow.SEVERITIES`."""
+
+
+RULE_TYPES = ("correction", "warning")
+"""`workflow.RULE_TYPES`."""
+
+
+OUTCOMES = ("heeded", "recurred")
+"""The values of `stats.Outcome`."""
+
+
+MIN_BUDGET = 100
+"""`briefing.MIN_BUDGET`."""
+
+
+DEFAULT_BUDGET = 1500
+"""`briefing.DEFAULT_BUDGET`."""
+
+
+@click.command()
+@click.argument("name")
+@click.option("--description", "-d", required=True, help="The rule, in one line.")
+@click.option(
+    "--severity",
+    type=click.Choice(list(SEVERITIES)),
+    help="p0 blocks matching actions in `check`; p1-p3 warn. Default: p1 (warning: p2).",
+)
+@click.option(
+    "--applies-when",
+    "applies_when",
+    multiple=True,
+    metavar="PATTERN",
+    help="Keywords, a phrase or a glob of the actions, commands or paths it applies to (repeat).",
+)
+@click.option("--evidence", help="What the human said, in their words.")
+@click.option("--body", help="Markdown body: why, and what to do instead.")
+@click.option("--tags", metavar="A,B", help="Comma-separated tags.")
+@click.option(
+    "--type",
+    "type_",
+    type=click.Choice(list(RULE_TYPES)),
+    default="correction",
+    show_default=True,
+    help="A correction (a human corrected an agent) or a warning (a known trap).",
+)
+@click.pass_context
+def correct(
+    ctx: click.Context,
+    name: str,
+    description: str,
+    severity: str | None,
+    applies_when: tuple[str, ...],
+    evidence: str | None,
+    body: str | None,
+    tags: str | None,
+    type_: str,
+) -> None:
+    """Record a correction NAME. It starts as a draft but acts in `brief` and `check` at once.
+
+    \b
+    Example:
+      memstore correct no-publish-on-bump --severity p0 \\
+          --description "Never npm publish from a version-bump commit; CI publishes tags" \\
+          --applies-when "npm publish" --applies-when "version bump" \\
+          --evidence "Stop publishing by hand, the release job does it."
+    """
+    from memstore.workflow.session import agent as session
+
+    memory = session.correct(
+        store_of(ctx),
+        name,
+        description=description,
+        severity=severity,
+        applies_when=applies_when,
+        evidence=evidence,
+        body=body or "",
+        tags=comma_list(tags) or (),
+        type=type_,
+    )
+    severity_shown = memory.extra.get("severity", "")
+    click.echo(f"recorded {label(memory)} {severity_shown}: it acts in brief and check now")
+
+
+@click.command(name="check")
+@click.argument("description", required=False)
+@click.option("--action", metavar="ACTION", help="The ledger action, e.g. publish.")
+@click.option("--target", metavar="TARGET", help="What it acts on: a package, a path, a post.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict and reasons as JSON.")
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a PreToolUse hook payload on stdin and answer in that client's format (exit 0).",
+)
+@click.option("--ask-on-warn", is_flag=True, help="With --hook: make a warning ask the user.")
+@click.pass_context
+def check_(
+    ctx: click.Context,
+    description: str | None,
+    action: str | None,
+    target: str | None,
+    as_json: bool,
+    hook: str | None,
+    ask_on_warn: bool,
+) -> None:
+    """Check an action before taking it: allow, warn or block, with the reasons.
+
+    Matching corrections and warnings decide (p0 blocks, p1-p3 warn); with --action and
+    --target the ledger too (executed, or claimed by someone else, blocks). Confirmed runbooks
+    about the action are listed to follow. Exit status: 0 allow, 3 warn, 4 block (1 error,
+    2 usage).
+
+    \b
+    Example:
+      memstore check "bump version to 1.4.1 and npm publish" && npm publish
+      memstore check "publish the post" --action publish --target post-1
+      echo '{"tool_name":"Bash","tool_input":{"command":"npm publish"}}' \\
+          | memstore check --hook claude-code
+    """
+    import json
+
+    from memstore.faces import hooks
+    from memstore.workflow.rules import rules as workflow
+    from memstore.workflow.session import agent as session
+
+    if hook:
+        try:
+            payload: object = json.loads(stdin_text(only_if_piped=False) or "null")
+        except ValueError as e:
+            raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
+        description, target = hooks.hook_action(payload)
+    if not description and not action:
+        raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
+    result = session.check(store_of(ctx), description or "", action=action, target=target)
+    if hook:
+        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
+        if output is not None:
+            click.echo(json.dumps(output, ensure_ascii=False))
+        return
+    if as_json:
+        echo_json(asdict(result))
+    else:
+        click.echo(workflow.render_check(result))
+    ctx.exit(workflow.EXIT_CODES[result.verdict])
+
+
+@click.command()
+@click.argument("name")
+@click.argument("outcome", type=click.Choice(list(OUTCOMES)))
+@click.option("--evidence", help="What happened (one line): the command, the commit, the PR.")
+@click.pass_context
+def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -> None:
+    """Record that correction NAME was heeded or recurred (an append-only, committed record).
+
+    \b
+    Example:
+      memstore outcome no-publish-on-bump heeded --evidence "left publishing to CI for 1.4.1"
+    """
+    from memstore.workflow.session import agent as session
+
+    record = session.record_outcome(store_of(ctx), name, outcome, evidence)
+    click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
+
+
+@click.command()
+@click.option("--for", "for_text", metavar="TEXT", help="The task at hand, to pick what applies.")
+@click.option(
+    "--budget-tokens",
+    type=click.IntRange(min=MIN_BUDGET),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Approximate size limit (characters / 4); the least important parts are cut first.",
+)
+@click.option(
+    "--since",
+    metavar="COMMIT|WHEN",
+    help="Changes since a commit, 24h, 7d, a date (from its start) or a time, not your last "
+    "session.",
+)
+@click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
+@click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
+@click.option(
+    "--fenced",
+    is_flag=True,
+    help="Fence what agents and people wrote as data, for output that goes into an agent's "
+    "context (e.g. a SessionStart hook).",
+)
+@click.pass_context
+def brief(
+    ctx: click.Context,
+    for_text: str | None,
+    budget_tokens: int,
+    since: str | None,
+    no_mark: bool,
+    as_json: bool,
+    fenced: bool,
+) -> None:
+    """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
+
+    \b
+    Example:
+      memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
+      memstore brief --fenced        # in a client's SessionStart hook
+    """
+    from memstore.workflow.session import briefing
+
+    result = briefing.brief(
+        store_of(ctx),
+        for_text=for_text,
+        budget_tokens=budget_tokens,
+        since=since,
+        mark=not no_mark,
+        fenced=fenced,
+    )
+    if as_json:
+        echo_json(asdict(result))
+    else:
+        click.echo(result.text, nl=False)
+
+
+@click.command(name="close")
+@click.argument("summary", required=False)
+@click.option(
+    "--file",
+    "-f",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False),  # a str: pathlib loads only if it is given
+    help="Read the session's summary or transcript excerpt from this file.",
+)
+@click.option("--dry-run", is_flag=True, help="List the drafts it would save; write nothing.")
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a SessionEnd or PreCompact hook payload on stdin and close from its transcript.",
+)
+@click.option("--fenced", is_flag=True, help="Fence what agents and people wrote as data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def close_(
+    ctx: click.Context,
+    summary: str | None,
+    from_file: str | None,
+    dry_run: bool,
+    hook: str | None,
+    fenced: bool,
+    as_json: bool,
+) -> None:
+    """Close a session: save what it learned as drafts, and name what it left open.
+
+    Reads SUMMARY (or --file, or stdin): the corrections (never/always/don't lines, a human's
+    "no, …"), decisions ("we decided …") and failures with their fixes it holds become drafts
+    in one commit, leaving out what the store already says. Then it lists the corrections that
+    applied (record their outcomes) and your ledger claims still open.
+
+    \b
+    Example:
+      memstore close "We decided to pin Node 20. Never run the e2e suite against prod."
+      git log -1 --format=%B | memstore close --dry-run
+      memstore close --hook claude-code    # in SessionEnd and PreCompact hooks
+    """
+    import json
+
+    from memstore.faces import hooks
+    from memstore.workflow.session import closing
+
+    if hook:
+        try:
+            payload: object = json.loads(stdin_text(only_if_piped=False) or "null")
+        except ValueError as e:
+            raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
+        text = hooks.session_text(payload)
+        if not text.strip():
+            return  # a session with nothing said: nothing to close
+    elif from_file is not None:
+        from pathlib import Path
+
+        text = Path(from_file).read_text(encoding="utf-8", errors="replace")
+    else:
+        text = summary if summary is not None else stdin_text(only_if_piped=True)
+    result = closing.close(store_of(ctx), text, dry_run=dry_run)
+    if as_json:
+        echo_json(asdict(result))
+        return
+    click.echo(closing.text(result, fenced=fenced), nl=False)
+
+
+COMMANDS: tuple[click.Command, ...] = (
+    correct,
+    check_,
+    outcome,
+    brief,
+    close_,
+)
+"""The commands `main` registers from this module."""
