@@ -75,7 +75,7 @@ bench: $(DEV)
 
 ## The README's console screenshots (docs/console-*.png), taken by the browser test.
 screenshots: $(DEV) chromium
-	MEMSTORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/test_console.py -k signs_in
+	MEMSTORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/faces/test_console.py -k signs_in
 
 clean:
 	rm -rf $(VENV) .pytest_cache

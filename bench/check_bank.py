@@ -1,13 +1,13 @@
 """The paraphrase bank's confusion matrix: how `check` judges risky actions and benign
-look-alikes (tests/check_bank.yaml), with every miss listed.
+look-alikes (tests/data/check_bank.yaml), with every miss listed.
 
     .venv/bin/python bench/check_bank.py [BANK.yaml] [-v]
     .venv/bin/python bench/check_bank.py --embedding-model bench/.models/minilm-static
 
-BANK defaults to tests/check_bank.yaml; tests/check_bank_fresh*.yaml are banks written later,
-each measured once before any change made for it (docs/workflow.md). With `--embedding-model`,
-also the similarity warnings semantic recall adds (`workflow.similar_reasons`), at
-`workflow.SIMILAR_MIN` and, to choose it, at other thresholds.
+BANK defaults to tests/data/check_bank.yaml; tests/data/check_bank_fresh*.yaml are banks written
+later, each measured once before any change made for it (docs/workflow.md). With
+`--embedding-model`, also the similarity warnings semantic recall adds
+(`workflow.similar_reasons`), at `workflow.SIMILAR_MIN` and, to choose it, at other thresholds.
 
 Runs the same verdict `memstore check` gives (`workflow.decide`: the bank's rules, matched
 with the action synonyms, plus the built-in guards) without a store: pure and deterministic.
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memstore.workflow.rules import rules as workflow  # noqa: E402
 
-BANK = Path(__file__).resolve().parent.parent / "tests" / "check_bank.yaml"
+BANK = Path(__file__).resolve().parent.parent / "tests" / "data" / "check_bank.yaml"
 
 
 def load(path: Path = BANK) -> dict[str, Any]:

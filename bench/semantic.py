@@ -3,11 +3,11 @@ with search by words alone in the same run.
 
     .venv/bin/python bench/distill.py      # once: bench/.models/all-MiniLM-L6-v2, minilm-static
     .venv/bin/python bench/semantic.py [--model bench/.models/all-MiniLM-L6-v2] [--size 10000]
-        [--bank bench/reworded_fresh.yaml] [--sample 200] [--skip-costs]
+        [--bank tests/data/reworded_fresh.yaml] [--sample 200] [--skip-costs]
 
-1. A reworded bank (bench/reworded_bank.yaml; or a test bank written after it,
-   bench/reworded_fresh.yaml, and two written blind, bench/reworded_blind.yaml and
-   bench/reworded_blind2.yaml; all never tuned against, unlike the reworded_dev*.yaml banks
+1. A reworded bank (tests/data/reworded_bank.yaml; or a test bank written after it,
+   tests/data/reworded_fresh.yaml, and two written blind, tests/data/reworded_blind.yaml and
+   tests/data/reworded_blind2.yaml; all never tuned against, unlike the reworded_dev*.yaml banks
    bench/tune_semantic.py tunes on): Hit@5 and MRR@10 with the extra off, on, and the dense
    list alone.
 2. At `--size` generated memories (bench/latency.py's generator): in-process search p50/p95
@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from latency import generate, pct, timed  # noqa: E402
 
-BANK = HERE / "reworded_bank.yaml"
+BANK = HERE.parent / "tests" / "data" / "reworded_bank.yaml"
 DEFAULT_MODEL = HERE / ".models" / "all-MiniLM-L6-v2"
 
 

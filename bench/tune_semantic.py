@@ -1,11 +1,11 @@
 """How semantic recall's fusion parameters were chosen: LoCoMo's tuning conversations
 (conv-26, conv-30, conv-41; bench/locomo.py's TUNE), each apart (Recall@10, Hit@5, MRR@10),
-and the five development banks of reworded questions (bench/reworded_dev.yaml,
+and the five development banks of reworded questions (tests/data/reworded_dev.yaml,
 reworded_devA.yaml ... reworded_devD.yaml, or those given with --bank), Hit@5 and MRR@10 each,
 for each setting (by default: rank.py's values).
 
     .venv/bin/python bench/tune_semantic.py --model bench/.models/all-MiniLM-L6-v2 \
-        [--bank bench/reworded_devA.yaml --bank ...] [--work /tmp/tune-stores] \
+        [--bank tests/data/reworded_devA.yaml --bank ...] [--work /tmp/tune-stores] \
         [--weight 0 0.25] [--weak-weight 0.5 0.75 1] [--weak-bm25 24 1e9] \
         [--min-cosine 0.4 0.6] [--weak-cosine 0.1 0.2] [--covered 0 1] \
         [--lead-margin 0.03 0.04 1e9] [--words-scale 0 1] \
@@ -235,7 +235,10 @@ def main() -> None:
             print(row.table(off))
 
 
-DEV_BANKS = tuple(HERE / f"reworded_{n}.yaml" for n in ("dev", "devA", "devB", "devC", "devD"))
+DEV_BANKS = tuple(
+    HERE.parent / "tests" / "data" / f"reworded_{n}.yaml"
+    for n in ("dev", "devA", "devB", "devC", "devD")
+)
 """The development banks: the only reworded banks tuned on."""
 
 

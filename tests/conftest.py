@@ -12,6 +12,11 @@ import pytest
 
 from memstore.storage.store import Store
 
+REPO = Path(__file__).resolve().parent.parent
+"""The repository's top: its docs, README, package and bench scripts."""
+DATA = Path(__file__).resolve().parent / "data"
+"""Test data: the check banks, the reworded banks and a small project's files."""
+
 # A test's git commands must not read the developer's or CI's global configuration.
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

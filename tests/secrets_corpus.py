@@ -1,5 +1,5 @@
 """The credential detector's corpus: credential shapes that must be refused, and benign
-technical text that must pass. `tests/test_secrets_corpus.py` holds the detector to its
+technical text that must pass. `tests/storage/test_secrets_corpus.py` holds the detector to its
 targets over it; `bench/secrets_corpus.py` prints the figures quoted in docs/reliability.md.
 
 EVERY CREDENTIAL HERE IS FAKE. Each is built when this module is imported, from a fixed

@@ -160,7 +160,7 @@ def _yaml() -> tuple[Any, Any]:
 # Front matter of plain strings and lists of them (what a memory's fields mostly are) is
 # written and read without PyYAML, whose import costs a short-lived command such as `memstore
 # add` a sixth of its CPU. Only values that PyYAML writes unquoted and reads back unchanged take
-# this path, in exactly the form PyYAML gives them (tests/test_memory.py compares the two);
+# this path, in exactly the form PyYAML gives them (tests/model/test_memory.py compares the two);
 # anything else (quotes, numbers, booleans, line breaks, other characters) goes through PyYAML.
 _QUICK_ASCII = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.,;/()'\"!?+=&%@$~*<>^|\\"

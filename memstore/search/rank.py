@@ -65,7 +65,7 @@ nothing and Hit@5 by +0.003, for a transformer pass on every search."""
 DENSE_WEIGHT_WEAK = 0.75
 """Its weight when the words found little (the word lists weigh 1 each). Chosen by
 bench/tune_semantic.py on the five development banks of reworded questions
-(bench/reworded_dev.yaml, reworded_devA.yaml ... reworded_devD.yaml) and LoCoMo's tuning
+(tests/data/reworded_dev.yaml, reworded_devA.yaml ... reworded_devD.yaml) and LoCoMo's tuning
 conversations, each taken apart: the highest mean Hit@5 over the banks such that on each of
 conv-26, conv-30 and conv-41 R@10 and Hit@5 are at least words alone's and MRR@10 at most
 0.01 below. 0.5-0.75 meet it with the values here (mean Hit@5 0.832); 1 costs conv-41's

@@ -353,7 +353,7 @@ def rule_reason(rule: Rule, matched: str) -> Reason:
 SIMILAR_MIN = 0.8
 """With semantic recall on, an action this similar in meaning (cosine) to a rule's
 `applies_when` pattern, that no pattern matched by its words, gets the rule's warning. Chosen on
-tests/check_bank.yaml (bench/check_bank.py --embedding-model): the words already catch every
+tests/data/check_bank.yaml (bench/check_bank.py --embedding-model): the words already catch every
 risky action there, and 0.8 is the lowest threshold that flags no more benign ones (0.7 adds
 one, 0.6 eight)."""
 
