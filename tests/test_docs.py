@@ -30,3 +30,19 @@ def test_readme_names_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "make serve" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_architecture_doc_names_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md is the folder map: one line per module, as `folder/module.py`."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "memstore"
+    named = set(re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.(?:py|toml))`", text))
+    modules = {
+        p.relative_to(package).as_posix()
+        for p in [*package.rglob("*.py"), *package.rglob("*.toml")]
+        if p.name != "__init__.py" and "__pycache__" not in p.parts
+    }
+    assert sorted(named - modules) == [], "named in the doc but not in the package"
+    assert sorted(modules - named) == [], "in the package but not in the doc"
