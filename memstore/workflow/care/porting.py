@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
+from memstore.limits import DEFAULT_SEVERITY
 from memstore.model.memory import (
     FILE_MAX,
     Memory,
@@ -204,7 +205,7 @@ def _memory(candidate: sources.Candidate, actor: str, at: str) -> Memory:
     extra: dict[str, Any] = {}
     if candidate.type in workflow.RULE_TYPES:
         extra = workflow.rule_fields(
-            workflow.DEFAULT_SEVERITY[candidate.type], list(candidate.applies_when), None
+            DEFAULT_SEVERITY[candidate.type], list(candidate.applies_when), None
         )
     extra.update(dict(candidate.extra))
     if candidate.source:
