@@ -33,7 +33,7 @@ from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage import transaction
-from memstore.storage.files import memory_files, read_regular
+from memstore.storage.files import SKIPPED_FOLDERS, memory_files, read_regular
 from memstore.workflow.care import sources
 from memstore.workflow.rules import rules as workflow
 
@@ -44,7 +44,6 @@ FORMATS = ("jsonl", "json", "markdown")
 EXPORT_MARK = "memstore_export"
 """The key that marks memstore's own export (its value is the format's version)."""
 EXPORT_VERSION = 1
-SKIPPED_DIRS = frozenset({".git", ".memstore", "node_modules", ".venv", "venv", "__pycache__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,7 @@ def _files(path: Path) -> Iterator[Path]:
         yield path
         return
     for folder, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
         here = Path(folder)
         if (here / ".memstore").is_dir() and here != path:
             dirs[:] = []  # another store: its own export is the way in
