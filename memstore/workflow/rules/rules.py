@@ -282,7 +282,7 @@ def is_glob(pattern: str) -> bool:
     return any(c in GLOB_CHARS for c in pattern)
 
 
-def _tokens(text: str) -> list[str]:
+def _words(text: str) -> list[str]:
     return [t.strip("'\"`()<>;,") for t in text.split()]
 
 
@@ -301,7 +301,7 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
         glob = pattern.lower()
         if any(c.isspace() for c in glob):
             return fnmatch.fnmatchcase(lowered, f"*{glob}*")
-        candidates = _tokens(lowered) + [t.lower() for t in targets]
+        candidates = _words(lowered) + [t.lower() for t in targets]
         alternatives = [glob] if glob.startswith(("*", "/")) else [glob, f"*/{glob}"]
         return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in alternatives)
     return concepts.meets(pattern, " ".join([text, *targets]))
