@@ -134,7 +134,7 @@ class TokenError(MemstoreError):
 
 
 class UnsafeBind(MemstoreError):
-    """`serve --http` asked to listen beyond this machine with no token to check."""
+    """`serve --http` asked to listen beyond this machine with no bearer token to check."""
 
 
 class SyncFailed(MemstoreError):

@@ -27,7 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from memstore.errors import MemoryNotFound, MemstoreError
-from memstore.faces.bearer import Keeper, Token
+from memstore.faces import bearer
 from memstore.git import gitlog, refs
 from memstore.model.memory import RULE_TYPES, Memory, now
 from memstore.model.status import Status
@@ -71,7 +71,7 @@ class Change:
     diff: tuple[tuple[str, str], ...]
 
 
-def routes(keeper: Keeper, store_for: StoreFor) -> list[Route]:
+def routes(keeper: bearer.Keeper, store_for: StoreFor) -> list[Route]:
     """The console's routes, mounted at `/console`."""
     pages = _Pages(keeper, store_for)
     return [
@@ -154,7 +154,7 @@ def trail(memory: Memory) -> list[tuple[str, str, str, str]]:
 
 
 class _Pages:
-    def __init__(self, keeper: Keeper, store_for: StoreFor) -> None:
+    def __init__(self, keeper: bearer.Keeper, store_for: StoreFor) -> None:
         self.keeper = keeper
         self.store_for = store_for
         # Forms are bound to the sign-in and to this process: a CSRF token is worthless to
@@ -164,18 +164,18 @@ class _Pages:
 
     # -- sign-in -----------------------------------------------------------------------------
 
-    def who(self, request: Request) -> Token | None:
+    def who(self, request: Request) -> bearer.Token | None:
         token = request.cookies.get(COOKIE)
         if not token:
             return None
         found = self.keeper.identify(token)
         return found if found is not None and found.human else None
 
-    def csrf(self, token: Token) -> str:
+    def csrf(self, token: bearer.Token) -> str:
         return hmac.new(self._secret, token.sha256.encode(), hashlib.sha256).hexdigest()
 
     def page(
-        self, request: Request, name: str, user: Token, status: int = 200, **context: Any
+        self, request: Request, name: str, user: bearer.Token, status: int = 200, **context: Any
     ) -> HTMLResponse:
         return _render(
             name, status, user=user, csrf=self.csrf(user), here=request.url.path, **context
@@ -215,7 +215,7 @@ class _Pages:
             return response
         return RedirectResponse("/console/", status_code=303)
 
-    def form_ok(self, form: dict[str, str], user: Token) -> bool:
+    def form_ok(self, form: dict[str, str], user: bearer.Token) -> bool:
         """Whether `form` carries the CSRF token of `user`'s sign-in."""
         return hmac.compare_digest(form.get("csrf", ""), self.csrf(user))
 
@@ -320,7 +320,7 @@ class _Pages:
             )
         return await run_in_threadpool(self._move, request, user, form)
 
-    def _move(self, request: Request, user: Token, form: dict[str, str]) -> Response:
+    def _move(self, request: Request, user: bearer.Token, form: dict[str, str]) -> Response:
         name = request.path_params["name"]
         verb = form.get("action", "")
         if verb not in MOVES:

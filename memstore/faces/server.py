@@ -18,6 +18,14 @@ from pydantic import Field
 
 from memstore import __version__
 from memstore.faces.toolkit import Tools, resource_reported
+from memstore.limits import (
+    BRIEFING_BUDGET,
+    BRIEFING_BUDGET_MIN,
+    CLAIM_TTL,
+    CLAIM_TTL_MAX,
+    Budget,
+    Severity,
+)
 from memstore.model import render_text
 from memstore.model.memory import Memory, render
 from memstore.model.status import Status
@@ -32,14 +40,7 @@ if TYPE_CHECKING:
     from memstore.workflow.rules import rules as workflow
 
 # Each tool imports the workflow it runs when it is first called: the first tools/list waits
-# for the SDK, the store and the search index only. The bounds below are the core's
-# (test_server.py keeps them equal), spelled out for the same reason.
-MIN_BUDGET = 100
-"""`briefing.MIN_BUDGET`."""
-DEFAULT_BUDGET = 1500
-"""`briefing.DEFAULT_BUDGET`."""
-TTL_MINUTES = 30
-"""`ledger.TTL_DEFAULT`, in minutes."""
+# for the SDK, the store and the search index only (its bounds come from `limits`).
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ def build_server(
         tags: list[str] | None = None,
         links: Annotated[list[str] | None, Field(description="names of related memories")] = None,
         severity: Annotated[
-            Literal["p0", "p1", "p2", "p3"] | None,
+            Severity | None,
             Field(description="rules: p0 blocks in check, p1-p3 warn"),
         ] = None,
         applies_when: Annotated[
@@ -219,7 +220,7 @@ def build_server(
         status: Literal["draft", "confirmed", "deprecated"] | None = None,
         tags: Annotated[list[str] | None, Field(description="all of these")] = None,
         since: Annotated[str | None, Field(description="updated since: 24h, 7d or a date")] = None,
-        budget: Literal["tiny", "normal", "deep"] = "normal",
+        budget: Budget = "normal",
         max_tokens: Annotated[int | None, Field(ge=1)] = None,
         include_deprecated: bool = False,
         explain: bool = False,
@@ -326,7 +327,7 @@ def build_server(
     def ledger_claim(
         action: Action,
         target: Target,
-        ttl_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = TTL_MINUTES,
+        ttl_minutes: Annotated[int, Field(ge=1, le=CLAIM_TTL_MAX // 60)] = CLAIM_TTL // 60,
     ) -> CallToolResult:
         """Claim an action before doing it, so no other agent does it too; refused if it is
         done or claimed by someone else. Expires after ttl_minutes."""
@@ -360,7 +361,7 @@ def build_server(
     @tool(READ)  # it only moves the caller's "last session" marker in the ignored cache
     def session_start(
         task: Annotated[str | None, Field(description="what you are about to work on")] = None,
-        budget_tokens: Annotated[int, Field(ge=MIN_BUDGET, le=20_000)] = DEFAULT_BUDGET,
+        budget_tokens: Annotated[int, Field(ge=BRIEFING_BUDGET_MIN, le=20_000)] = BRIEFING_BUDGET,
     ) -> CallToolResult:
         """Call FIRST in a session: the rules that apply, claims in progress, knowledge for the
         task, drafts awaiting your review, and what changed since your last session."""

@@ -30,8 +30,7 @@ from starlette.routing import Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstore.errors import UnsafeBind
-from memstore.faces import bearer as tokens
-from memstore.faces import console
+from memstore.faces import bearer, console
 from memstore.faces.server import build_server
 from memstore.search.watch import Watcher
 from memstore.storage.store import Store
@@ -60,8 +59,8 @@ def loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, keeper: tokens.Keeper) -> None:
-    """Refuse to listen beyond this machine when no token exists.
+def check_bind(host: str, keeper: bearer.Keeper) -> None:
+    """Refuse to listen beyond this machine when no bearer token exists.
 
     Raises:
         UnsafeBind: for a non-loopback host and an empty token file.
@@ -103,7 +102,7 @@ class Agents:
     def __init__(self, config_store: Store, host: str, grouped: bool) -> None:
         self.root = config_store.root
         self.lock_timeout = config_store.lock_timeout
-        self.keeper = tokens.Keeper(config_store.cache)
+        self.keeper = bearer.Keeper(config_store.cache)
         self.reader = config_store
         self.host = host
         self.grouped = grouped
@@ -165,7 +164,7 @@ async def _run_manager(
         await anyio.sleep_forever()
 
 
-def bearer(headers: Any) -> str | None:
+def bearer_token(headers: Any) -> str | None:
     """The token of an `Authorization: Bearer …` header, or None."""
     value: str = headers.get("authorization", "")
     scheme, _, token = value.partition(" ")
@@ -194,7 +193,7 @@ class McpGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
-        token = bearer(request.headers)
+        token = bearer_token(request.headers)
         if token is None:
             await unauthorized("send Authorization: Bearer <token>")(scope, receive, send)
             return
@@ -258,8 +257,8 @@ def serve(
     (seconds) runs `sync.sync` that often in a thread meanwhile.
 
     Raises:
-        UnsafeBind: for a non-loopback host with no tokens, an address that cannot be bound, or
-            a store that requires signed commits.
+        UnsafeBind: for a non-loopback host with no bearer tokens, an address that cannot be
+            bound, or a store that requires signed commits.
     """
     import uvicorn
 
@@ -269,7 +268,7 @@ def serve(
             "commits with its one MEMSTORE_SIGNING_KEY; give each agent its own `memstore "
             "serve` (stdio) with its own key"
         )
-    keeper = tokens.Keeper(store.cache)
+    keeper = bearer.Keeper(store.cache)
     check_bind(host, keeper)
     sock = listen(host, port)
     bound = sock.getsockname()[1]

@@ -178,12 +178,12 @@ def store_commits(
             continue
         sha, parents, author, committer, when, message = fields[:6]
         changes: list[PathChange] = []
-        tokens = iter(fields[6:])
-        for token in tokens:
-            meta = token.strip()
+        rest = iter(fields[6:])
+        for field in rest:
+            meta = field.strip()
             if not meta.startswith(":"):
                 continue
-            path = next(tokens, "")
+            path = next(rest, "")
             colons = len(meta) - len(meta.lstrip(":"))
             parts = meta[colons:].split()
             blobs = parts[colons + 1 : colons + 1 + colons + 1]

@@ -380,7 +380,7 @@ def hits_text(
         if note:  # it names a path from a memory's `files`: agent text
             lines.append(f"   {fence.inline(note)}")
         explain: tuple[str, ...] = getattr(hit, "explain", ())
-        if explain:  # memstore's own arithmetic; matched terms are index tokens
+        if explain:  # memstore's own arithmetic; matched terms are the analyzer's
             lines.append(f"   explain: {'; '.join(one_line(why) for why in explain)}")
     lines += list(notes)
     if index_view and fence.open in "\n".join(lines):

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import UnsafePath
-from memstore.storage.files import Stamp, read_regular
+from memstore.storage.files import SKIPPED_FOLDERS, Stamp, read_regular
 
 DOC_MAX = 1024 * 1024
 """A larger file is not indexed (a generated or vendored file, not a page someone reads)."""
 SECTION_MAX = 32 * 1024
 """The most of one section's text indexed, in characters."""
-SKIPPED = frozenset({".git", ".memstore", "node_modules", ".venv", "venv", "__pycache__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,7 @@ def find(top: Path, globs: tuple[str, ...], exclude: Path | None = None) -> dict
     for pattern in globs:
         for path in sorted(top.glob(pattern)):
             rel = path.relative_to(top)
-            if any(p in SKIPPED or p.startswith(".") for p in rel.parts[:-1]):
+            if any(p in SKIPPED_FOLDERS or p.startswith(".") for p in rel.parts[:-1]):
                 continue
             if skip is not None and (path == skip or skip in path.parents):
                 continue

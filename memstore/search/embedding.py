@@ -36,8 +36,8 @@ EXTRA = "semantic"
 """The optional extra that brings the libraries: `pip install 'memstore[semantic]'`."""
 
 TEXT_MAX = 2000
-"""How many characters of a memory are embedded: a static model averages its tokens, so a
-long body only dilutes what the name and description say."""
+"""How many characters of a memory are embedded: a static model averages the pieces its
+tokenizer cuts, so a long body only dilutes what the name and description say."""
 
 
 class Embedder(Protocol):
@@ -69,7 +69,7 @@ class Model:
     encoder's are compared as they are (the fusion was tuned on them so)."""
 
     def vectors(self, texts: Sequence[str]) -> Any:
-        """Unit-length float32 rows, one per text (a zero row for a text with no known token)."""
+        """Unit-length float32 rows, one per text (a zero row for a text with no known piece)."""
         import numpy as np
 
         if not texts:
@@ -178,9 +178,9 @@ def _transformer(folder: Path) -> bool:
 
 
 LENGTH_MAX = 128
-"""How many tokens of a text the encoder reads: a memory's name, description and first
-lines say what it is about; reading all 256 the model allows costs twice as much per memory
-for no gain on the banks (docs/benchmarks.md)."""
+"""The most tokenizer pieces of a text the encoder reads: a memory's name, description and
+first lines say what it is about; reading all 256 the model allows costs twice as much per
+memory for no gain on the banks (docs/benchmarks.md)."""
 
 
 class Transformer:

@@ -1,6 +1,6 @@
 """What a search asks and gets: `Query`, the one value every face passes (checked in one
 place), its text parsed into Whoosh's terms, `Hit`, and fitting hits into a model's budget of
-LLM tokens (`approx_tokens`, `fit_tokens`: a rough count, not the analyzer's terms)."""
+LLM tokens (`estimate_hit_tokens`, `fit_tokens`: a rough count, not the analyzer's terms)."""
 
 # Whoosh ships no type information; the unknown-type reports would flag every call into it.
 # pyright: reportUnknownMemberType=false, reportUnknownVariableType=false
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from memstore.errors import InvalidQuery
+from memstore.limits import BUDGETS, estimate_tokens
 from memstore.model.status import Status
 from memstore.search.analysis import content_words, index_terms
 from memstore.search.schema import POSITIONS, index_schema
@@ -26,9 +26,6 @@ from memstore.search.stubs import without_unused_modules
 
 with without_unused_modules():
     from whoosh.query import Every, NullQuery, Or, Phrase, Term
-
-BUDGETS = {"tiny": 3, "normal": 10, "deep": 20}
-"""How many results each budget asks for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +80,7 @@ class Query:
     budget: str | None = None
     """`tiny`, `normal` or `deep`: 3, 10 or 20 results when `limit` is None."""
     max_tokens: int | None = None
-    """Keep only the leading whole results that fit in about this many tokens."""
+    """Keep only the leading whole results that fit in about this many LLM tokens."""
     include_deprecated: bool = False
     """Also deprecated and expired memories (always, with `status="deprecated"`)."""
     explain: bool = False
@@ -107,7 +104,7 @@ class Query:
 
         Raises:
             InvalidQuery: for an unknown type, status or budget, a bad date, a limit or
-                token cap below 1, or a text longer than QUERY_MAX.
+                LLM token cap below 1, or a text longer than QUERY_MAX.
         """
         types = list(types)
         statuses = [s.value for s in Status]
@@ -151,18 +148,19 @@ def index_line(hit: Hit) -> str:
     return f"{hit.name} {hit.type} {hit.status}{flags} {hit.updated[:10]} {hit.score:.2f}"
 
 
-def approx_tokens(hit: Hit, index_view: bool = False) -> int:
-    """Roughly how many tokens a hit costs a model: its JSON (or index line) length / 4."""
-    text = index_line(hit) if index_view else json.dumps(asdict(hit), ensure_ascii=False)
-    return math.ceil(len(text) / 4)
+def estimate_hit_tokens(hit: Hit, index_view: bool = False) -> int:
+    """About how many LLM tokens a hit costs a model: the estimate of its JSON (or index line)."""
+    return estimate_tokens(
+        index_line(hit) if index_view else json.dumps(asdict(hit), ensure_ascii=False)
+    )
 
 
 def fit_tokens(hits: list[Hit], max_tokens: int, index_view: bool = False) -> list[Hit]:
-    """The leading hits whose approximate tokens add up to at most `max_tokens` (whole hits)."""
+    """The leading hits whose estimated LLM tokens add up to at most `max_tokens` (whole hits)."""
     kept: list[Hit] = []
     used = 0
     for hit in hits:
-        used += approx_tokens(hit, index_view)
+        used += estimate_hit_tokens(hit, index_view)
         if used > max_tokens:
             break
         kept.append(hit)

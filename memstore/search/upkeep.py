@@ -12,7 +12,7 @@ one (the lower helpers `analysis`, `postings` and `fusion` never call up):
 4. fuse: the lists fused (`fusion`), linked memories added (`rank`);
 5. trust: the store's own judgment (`steward`): memories about `path`, pins and importance
    first, each status as its history backs it (`storage.trust`), drift notes;
-6. fit: the leading hits that fit the token cap (`query.fit_tokens`).
+6. fit: the leading hits that fit the LLM token cap, `max_tokens` (`query.fit_tokens`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from memstore.model.memory import RULE_TYPES, Memory
 from memstore.search.analysis import content_words
 from memstore.search.index import Index, Progress, Sync
 from memstore.search.manifest import Stamp
-from memstore.search.query import Hit, Query, approx_tokens, fit_tokens, since_read
+from memstore.search.query import Hit, Query, estimate_hit_tokens, fit_tokens, since_read
 from memstore.search.rank import Dense
 from memstore.search.schema import DOC, DocSection
 from memstore.storage import settings, trust
@@ -447,8 +447,8 @@ def search(store: Store, query: Query) -> list[Hit]:
     is found by the very next search.
 
     Raises:
-        InvalidQuery: for an unknown type, status or budget, a bad date, a limit or token cap
-            below 1, or query text that is too long or that Whoosh cannot run (naming why).
+        InvalidQuery: for an unknown type, status or budget, a bad date, a limit or LLM token
+            cap below 1, or query text that is too long or that Whoosh cannot run (naming why).
     """
     query = since_read(query)
     query.check(store.types)
@@ -492,7 +492,7 @@ class Hidden:
     """What a search that found nothing would have found with its limits lifted."""
 
     too_big: int | None = None
-    """The approximate tokens of the best match, when the token cap left out every match."""
+    """The best match's estimated LLM tokens, when `max_tokens` left out every match."""
     retired: int = 0
     """How many deprecated or expired memories match (left out by default)."""
     filtered: int = 0
@@ -531,7 +531,7 @@ FILTERS = ("type", "status", "tags", "owner", "since")
 
 
 def hidden(store: Store, query: Query) -> Hidden:
-    """For a search that found nothing: what the token cap, the default leaving-out of
+    """For a search that found nothing: what `max_tokens`, the default leaving-out of
     deprecated and expired memories, and the filters hid. Three searches at most, run only
     when a search came back empty."""
     loose = replace(query, max_tokens=None)
@@ -539,7 +539,7 @@ def hidden(store: Store, query: Query) -> Hidden:
     if query.max_tokens is not None:
         best = search(store, replace(loose, limit=1))
         if best:
-            too_big = approx_tokens(best[0], query.index_view)
+            too_big = estimate_hit_tokens(best[0], query.index_view)
     retired = 0
     if too_big is None and not query.include_deprecated:
         retired = _memories(search(store, replace(loose, include_deprecated=True)))

@@ -215,15 +215,9 @@ def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
     from memstore.workflow.care import stats
     from memstore.workflow.ledger import lines as ledger
     from memstore.workflow.rules import rules as workflow
-    from memstore.workflow.session import briefing
 
-    assert workflow_cli.SEVERITIES == workflow.SEVERITIES
     assert workflow_cli.RULE_TYPES == workflow.RULE_TYPES
     assert workflow_cli.OUTCOMES == tuple(o.value for o in stats.Outcome)
-    assert (workflow_cli.MIN_BUDGET, workflow_cli.DEFAULT_BUDGET) == (
-        briefing.MIN_BUDGET,
-        briefing.DEFAULT_BUDGET,
-    )
     assert set(ledger_cli.CHECK_EXIT) == {s.value for s in ledger.State}
 
 

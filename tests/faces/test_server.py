@@ -458,17 +458,12 @@ async def test_recall_skips_a_malformed_file_and_finds_the_rest(store: Store) ->
     assert [h["name"] for h in data(result)["results"]] == ["good-one"]
 
 
-def test_the_bounds_the_server_spells_out_are_the_cores() -> None:
-    # server.py names them itself so that the first tools/list imports no workflow module.
-    from memstore.faces import server
+def test_the_claim_lengths_the_faces_offer_are_the_ledgers() -> None:
+    # The faces take them from `limits`; the ledger still spells out its own.
+    from memstore import limits
     from memstore.workflow.ledger import lines as ledger
-    from memstore.workflow.session import briefing
 
-    assert (server.MIN_BUDGET, server.DEFAULT_BUDGET) == (
-        briefing.MIN_BUDGET,
-        briefing.DEFAULT_BUDGET,
-    )
-    assert server.TTL_MINUTES * 60 == ledger.TTL_DEFAULT
+    assert (limits.CLAIM_TTL, limits.CLAIM_TTL_MAX) == (ledger.TTL_DEFAULT, ledger.TTL_MAX)
 
 
 def test_building_the_server_imports_no_workflow_module(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from conftest import as_agent, git
 
 import memstore
 from memstore.errors import InvalidQuery, MemoryNotFound
-from memstore.search.query import BUDGETS, QUERY_MAX, approx_tokens
+from memstore.limits import BUDGETS
+from memstore.search.query import QUERY_MAX, estimate_hit_tokens
 from memstore.search.rank import HOP_DECAY
 from memstore.storage.store import Store
 from tests.search.test_index import find, names, write_memory
@@ -180,7 +181,7 @@ def test_a_token_cap_keeps_only_whole_results_that_fit(store: Store) -> None:
     for i in range(10):
         write_memory(store, f"note-{i}", f"Widget note number {i} " + "padding " * i)
     full = find(store, "widget")
-    costs = [approx_tokens(h) for h in full]
+    costs = [estimate_hit_tokens(h) for h in full]
     cap = sum(costs[:3]) + costs[3] - 1
     kept = find(store, "widget", max_tokens=cap)
     assert kept == full[:3]

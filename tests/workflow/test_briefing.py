@@ -9,12 +9,13 @@ from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory
 from memstore.faces.cli.main import main
+from memstore.limits import BRIEFING_BUDGET_MIN, estimate_tokens
 from memstore.model.render_text import Bullet
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.session import agent as session
 from memstore.workflow.session import briefing
-from memstore.workflow.session.briefing import Section, fit, tokens
+from memstore.workflow.session.briefing import Section, fit
 from tests.conftest import as_agent, git, name_humans
 
 
@@ -26,7 +27,7 @@ def test_fit_keeps_everything_that_fits() -> None:
     result = fit("# head", sections, 1000)
     assert result.text == "# head\n\n## A\n- a1\n- a2\n\n## B\n- b1\n"
     assert result.cut == ()
-    assert result.tokens == tokens(result.text)
+    assert result.tokens == estimate_tokens(result.text)
 
 
 def test_fit_cuts_the_least_important_section_first_and_says_so() -> None:
@@ -143,7 +144,7 @@ def test_the_briefing_respects_its_budget_and_says_what_it_cut(store: Store) -> 
     assert big.cut == ()
     small = briefing.brief(store, mark=False, budget_tokens=150)
     assert small.tokens <= 150
-    assert tokens(small.text) == small.tokens
+    assert estimate_tokens(small.text) == small.tokens
     assert "no-publish-on-bump" in small.text  # the rules are cut last
     assert any("drafts awaiting your review" in c for c in small.cut)
     assert "Cut to fit the budget" in small.text
@@ -160,7 +161,7 @@ def test_cli_brief_prints_markdown_or_json(store: Store) -> None:
     assert '"budget": 100' in as_json.output
     too_small = runner.invoke(main, ["brief", "--budget-tokens", "5"])
     assert too_small.exit_code == 2
-    assert briefing.MIN_BUDGET == 100
+    assert BRIEFING_BUDGET_MIN == 100
 
 
 def test_a_bad_outcome_line_or_session_marker_does_not_cost_the_briefing(store: Store) -> None:
@@ -210,9 +211,9 @@ def test_even_the_smallest_budget_holds_with_a_long_task_and_a_busy_store(store:
         bob.add(f"fact-{i}", type="fact", description=f"Fact {i} " + "y" * 80)
     ledger_io.claim(bob, "deploy", "api")
     result = briefing.brief(
-        store, for_text="deploy " * 300, budget_tokens=briefing.MIN_BUDGET, mark=False
+        store, for_text="deploy " * 300, budget_tokens=BRIEFING_BUDGET_MIN, mark=False
     )
-    assert result.tokens <= briefing.MIN_BUDGET
+    assert result.tokens <= BRIEFING_BUDGET_MIN
     assert "…" in result.text.splitlines()[1]  # the task is cut short
     assert "_Cut to fit the budget: " in result.text
 
@@ -290,10 +291,10 @@ def test_p0_and_p1_rules_that_apply_stay_whatever_the_budget(store: Store) -> No
             applies_when=["deploy"],
         )
     result = briefing.brief(
-        store, for_text="roll out to prod", budget_tokens=briefing.MIN_BUDGET, mark=False
+        store, for_text="roll out to prod", budget_tokens=BRIEFING_BUDGET_MIN, mark=False
     )
     assert all(f"`deploy-rule-{i}`" in result.text for i in range(4))
-    assert result.tokens > briefing.MIN_BUDGET  # over budget rather than silent about a p0
+    assert result.tokens > BRIEFING_BUDGET_MIN  # over budget rather than silent about a p0
     assert "z" * 150 not in result.text  # in their short form
 
 
@@ -330,7 +331,7 @@ def test_cli_brief_keeps_the_release_rule_in_150_tokens(store: Store) -> None:
     )
     assert done.exit_code == 0, done.output
     assert "**p0** correction `changelog-before-tag`" in done.output
-    assert briefing.tokens(done.output.rstrip("\n") + "\n") <= 150
+    assert estimate_tokens(done.output.rstrip("\n") + "\n") <= 150
     full = CliRunner().invoke(main, ["brief", "--for", "cut release 1.4.1", "--no-mark"])
     titles = [line for line in full.output.splitlines() if line.startswith("## ")]
     assert titles == [
@@ -349,7 +350,7 @@ def test_past_twenty_p0_rules_the_rest_are_cut_and_counted(store: Store) -> None
         session.correct(
             human, f"rule-{i:02d}", description=f"Rule {i}", severity="p0", applies_when=["deploy"]
         )
-    result = briefing.brief(store, for_text="deploy", budget_tokens=briefing.MIN_BUDGET, mark=False)
+    result = briefing.brief(store, for_text="deploy", budget_tokens=BRIEFING_BUDGET_MIN, mark=False)
     shown = [i for i in range(briefing.PINNED_MAX + 2) if f"`rule-{i:02d}`" in result.text]
     assert len(shown) == briefing.PINNED_MAX
     assert "2 of 22 corrections and warnings that apply" in result.cut

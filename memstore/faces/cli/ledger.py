@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memstore.faces.cli.common import allow_secret_option, asdict, echo_json, store_of
+from memstore.limits import CLAIM_TTL, CLAIM_TTL_MAX
 
 if TYPE_CHECKING:
     from memstore.workflow.ledger import lines as ledger
@@ -93,7 +94,7 @@ def ledger_check(
 @click.argument("target")
 @click.option(
     "--ttl",
-    default="30m",
+    default=f"{CLAIM_TTL // 60}m",
     show_default=True,
     metavar="DURATION",
     help="How long the claim holds unless recorded or released: 90s, 30m, 2h or 1d, at most "
@@ -131,7 +132,7 @@ def ledger_claim(
     from memstore.workflow.ledger import sync
 
     seconds = ledger.parse_duration(ttl)
-    if not 1 <= seconds <= ledger.TTL_MAX:  # in the flag's own terms, not the core's seconds
+    if not 1 <= seconds <= CLAIM_TTL_MAX:  # in the flag's own terms, not the core's seconds
         raise click.ClickException(f"--ttl {ttl!r} must be from 1s to 7d")
     try:
         event = sync.claim(

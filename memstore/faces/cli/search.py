@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memstore.faces.cli.common import echo_json, embedding_progress, json_object, store_of
+from memstore.limits import BUDGETS
 
 if TYPE_CHECKING:
     from memstore.search.query import Hit
@@ -24,14 +25,14 @@ if TYPE_CHECKING:
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="At most N results.")
 @click.option(
     "--budget",
-    type=click.Choice(["tiny", "normal", "deep"]),
+    type=click.Choice(list(BUDGETS)),
     help="3, 10 or 20 results (when --limit is not given; default normal).",
 )
 @click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Keep only the leading whole results that fit in about N tokens (chars/4).",
+    help="Keep only the leading whole results that fit in about N LLM tokens (chars/4).",
 )
 @click.option("--include-deprecated", is_flag=True, help="Also show deprecated and expired ones.")
 @click.option("--graph", is_flag=True, help="Add memories linked (1-2 hops) to the matches.")

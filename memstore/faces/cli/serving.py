@@ -27,7 +27,7 @@ from memstore.faces.cli.common import config_of, store_of
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="With --http: the address to listen on. Anything but loopback needs tokens.",
+    help="With --http: the address to listen on. Anything but loopback needs bearer tokens.",
 )
 @click.option(
     "--port",
@@ -52,7 +52,7 @@ def serve(
     sync_every: str | None,
 ) -> None:
     """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT),
-    or with --http over streamable HTTP for every agent holding a token.
+    or with --http over streamable HTTP for every agent holding a bearer token.
 
     Over stdio, an MCP client starts this command; stdout carries the protocol, logs go to
     stderr. Over HTTP, identity comes from each request's bearer token, never from --agent.
@@ -169,10 +169,10 @@ def token_add(ctx: click.Context, name: str, human: bool) -> None:
     Example:
       memstore token add qa-agent
     """
-    from memstore.faces import bearer as tokens
+    from memstore.faces import bearer
 
     store = store_of(ctx)
-    token = tokens.add(store.cache, name, human=human, timeout=store.lock_timeout)
+    token = bearer.add(store.cache, name, human=human, timeout=store.lock_timeout)
     click.echo(token)
     kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"
     click.echo(
@@ -191,9 +191,9 @@ def token_list(ctx: click.Context) -> None:
     Example:
       memstore token list
     """
-    from memstore.faces import bearer as tokens
+    from memstore.faces import bearer
 
-    found = tokens.read(store_of(ctx).cache)
+    found = bearer.read(store_of(ctx).cache)
     if not found:
         click.echo("no tokens: add one with memstore token add NAME", err=True)
     for t in sorted(found.values(), key=lambda t: t.name):
@@ -210,10 +210,10 @@ def token_revoke(ctx: click.Context, name: str) -> None:
     Example:
       memstore token revoke qa-agent
     """
-    from memstore.faces import bearer as tokens
+    from memstore.faces import bearer
 
     store = store_of(ctx)
-    tokens.revoke(store.cache, name, timeout=store.lock_timeout)
+    bearer.revoke(store.cache, name, timeout=store.lock_timeout)
     click.echo(f"revoked the token of {name}")
 
 

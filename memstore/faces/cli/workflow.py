@@ -5,27 +5,16 @@ from __future__ import annotations
 import click
 
 from memstore.faces.cli.common import asdict, comma_list, echo_json, label, stdin_text, store_of
+from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, SEVERITIES
 
 # The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
 # registering the commands imports no core module.
-SEVERITIES = ("p0", "p1", "p2", "p3")
-"""`workflow.SEVERITIES`."""
-
-
 RULE_TYPES = ("correction", "warning")
 """`workflow.RULE_TYPES`."""
 
 
 OUTCOMES = ("heeded", "recurred")
 """The values of `stats.Outcome`."""
-
-
-MIN_BUDGET = 100
-"""`briefing.MIN_BUDGET`."""
-
-
-DEFAULT_BUDGET = 1500
-"""`briefing.DEFAULT_BUDGET`."""
 
 
 @click.command()
@@ -176,10 +165,11 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
 @click.option("--for", "for_text", metavar="TEXT", help="The task at hand, to pick what applies.")
 @click.option(
     "--budget-tokens",
-    type=click.IntRange(min=MIN_BUDGET),
-    default=DEFAULT_BUDGET,
+    type=click.IntRange(min=BRIEFING_BUDGET_MIN),
+    default=BRIEFING_BUDGET,
     show_default=True,
-    help="Approximate size limit (characters / 4); the least important parts are cut first.",
+    help="Approximate size limit in LLM tokens (characters / 4); the least important parts are "
+    "cut first.",
 )
 @click.option(
     "--since",
@@ -188,7 +178,7 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     "session.",
 )
 @click.option("--no-mark", is_flag=True, help="Do not count this as a session for next time.")
-@click.option("--json", "as_json", is_flag=True, help="Print text, tokens, budget and cuts.")
+@click.option("--json", "as_json", is_flag=True, help="Print text, LLM tokens, budget and cuts.")
 @click.option(
     "--fenced",
     is_flag=True,

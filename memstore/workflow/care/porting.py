@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
+from memstore.limits import DEFAULT_SEVERITY
 from memstore.model.memory import (
     FILE_MAX,
     Memory,
@@ -32,7 +33,7 @@ from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage import transaction
-from memstore.storage.files import memory_files, read_regular
+from memstore.storage.files import SKIPPED_FOLDERS, memory_files, read_regular
 from memstore.workflow.care import sources
 from memstore.workflow.rules import rules as workflow
 
@@ -43,7 +44,6 @@ FORMATS = ("jsonl", "json", "markdown")
 EXPORT_MARK = "memstore_export"
 """The key that marks memstore's own export (its value is the format's version)."""
 EXPORT_VERSION = 1
-SKIPPED_DIRS = frozenset({".git", ".memstore", "node_modules", ".venv", "venv", "__pycache__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def _files(path: Path) -> Iterator[Path]:
         yield path
         return
     for folder, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
         here = Path(folder)
         if (here / ".memstore").is_dir() and here != path:
             dirs[:] = []  # another store: its own export is the way in
@@ -204,7 +204,7 @@ def _memory(candidate: sources.Candidate, actor: str, at: str) -> Memory:
     extra: dict[str, Any] = {}
     if candidate.type in workflow.RULE_TYPES:
         extra = workflow.rule_fields(
-            workflow.DEFAULT_SEVERITY[candidate.type], list(candidate.applies_when), None
+            DEFAULT_SEVERITY[candidate.type], list(candidate.applies_when), None
         )
     extra.update(dict(candidate.extra))
     if candidate.source:

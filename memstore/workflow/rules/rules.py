@@ -15,16 +15,13 @@ from enum import StrEnum
 from typing import Any
 
 from memstore.errors import InvalidMemory
+from memstore.limits import DEFAULT_SEVERITY, SEVERITIES
 from memstore.model.memory import RULE_TYPES as RULE_TYPES
 from memstore.model.memory import Memory, same_identity
 from memstore.model.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.model.status import Status
 from memstore.workflow.ledger import lines as ledger
 from memstore.workflow.rules import concepts, guards, intent
-
-SEVERITIES = ("p0", "p1", "p2", "p3")
-DEFAULT_SEVERITY = {"correction": "p1", "warning": "p2"}
-"""A rule without `severity` warns: a correction at p1, a warning at p2. Only p0 blocks."""
 
 RULE_KEYS = ("severity", "applies_when", "evidence")
 """The rule fields, kept in `Memory.extra` and written in this order."""
@@ -285,7 +282,7 @@ def is_glob(pattern: str) -> bool:
     return any(c in GLOB_CHARS for c in pattern)
 
 
-def _tokens(text: str) -> list[str]:
+def _words(text: str) -> list[str]:
     return [t.strip("'\"`()<>;,") for t in text.split()]
 
 
@@ -304,7 +301,7 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
         glob = pattern.lower()
         if any(c.isspace() for c in glob):
             return fnmatch.fnmatchcase(lowered, f"*{glob}*")
-        candidates = _tokens(lowered) + [t.lower() for t in targets]
+        candidates = _words(lowered) + [t.lower() for t in targets]
         alternatives = [glob] if glob.startswith(("*", "/")) else [glob, f"*/{glob}"]
         return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in alternatives)
     return concepts.meets(pattern, " ".join([text, *targets]))

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
+from memstore.limits import DEFAULT_SEVERITY
 from memstore.model.memory import Memory, now
 from memstore.model.status import Status
 from memstore.search.query import QUERY_MAX, Hit
@@ -54,9 +55,7 @@ def correct(
     """
     if type not in workflow.RULE_TYPES:
         raise InvalidMemory(f"a rule is a {' or a '.join(workflow.RULE_TYPES)}, not a {type!r}")
-    fields = workflow.rule_fields(
-        severity or workflow.DEFAULT_SEVERITY[type], list(applies_when), evidence
-    )
+    fields = workflow.rule_fields(severity or DEFAULT_SEVERITY[type], list(applies_when), evidence)
     return store.add(
         name,
         type=type,

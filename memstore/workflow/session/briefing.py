@@ -1,4 +1,4 @@
-"""The session briefing: sections of Markdown bullets fitted to a token budget.
+"""The session briefing: sections of Markdown bullets fitted to a budget of LLM tokens.
 
 For an agent (`fenced=True`) every bullet's status is a line of memstore's own and what agents
 or people wrote follows it inside a per-briefing fence, so no description can forge a status.
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.git import commit, gitlog, refs, repository
 from memstore.git.gitlog import Change, FileChange
+from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, estimate_tokens
 from memstore.model import when
 from memstore.model.memory import Memory, now
 from memstore.model.render_text import (
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BUDGET = 1500
-"""Tokens: about 6,000 characters, small enough to push into every session."""
-
 LIST_MAX = 50
 """At most this many bullets per section before budgeting (a busy store has hundreds)."""
 
@@ -56,12 +54,6 @@ FIRST_SESSION_SINCE = "7 days ago"
 
 TASK_SHOWN = 120
 """The briefing repeats at most this much of the task it was asked for."""
-
-CHARS_PER_TOKEN = 4
-"""Approximate tokens as characters / 4: close enough for English Markdown, and tokenizer-free."""
-
-MIN_BUDGET = 100
-"""Room for the header, the rules heading and a short note of what was cut."""
 
 PINNED_MAX = 20
 """At most this many p0/p1 rules are kept whatever the budget; past that, a store's rules are
@@ -95,13 +87,9 @@ class Briefing:
 
     text: str
     tokens: int
+    """The text's estimated LLM tokens (`limits.estimate_tokens`)."""
     budget: int
     cut: tuple[str, ...] = ()
-
-
-def tokens(text: str) -> int:
-    """Approximate token count of `text` (characters / 4, rounded up)."""
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def _render(
@@ -137,7 +125,7 @@ def _short_note(sections: list[Section], kept: dict[str, int]) -> str:
 
 
 def fit(header: str, sections: list[Section], budget: int, fence: Fence | None = None) -> Briefing:
-    """Render `sections` in their given order within `budget` tokens (quoting through `fence`).
+    """Render `sections` in their given order within `budget` LLM tokens (quoting through `fence`).
 
     Drops bullets from the end of the least important section first (highest `priority`
     number), then the next, until the text, including a line naming what was cut, fits; when
@@ -145,11 +133,11 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
     `pinned` bullets are always kept (in their `compact` form if need be), so the briefing
     can exceed a budget too small for them.
     """
-    budget = max(budget, MIN_BUDGET)
+    budget = max(budget, BRIEFING_BUDGET_MIN)
     kept = {s.title: len(s.lines) for s in sections}
     text = _render(header, sections, kept, "", fence)
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
-    while tokens(text) > budget:
+    while estimate_tokens(text) > budget:
         victim = next((s for s in order if kept[s.title] > s.pinned), None)
         if victim is None:
             if any(s.compact and s.lines[: s.pinned] != s.compact for s in sections):
@@ -161,7 +149,7 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
         kept[victim.title] -= 1
         text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
     notes = _cut_notes(sections, kept)
-    return Briefing(text=text, tokens=tokens(text), budget=budget, cut=tuple(notes))
+    return Briefing(text=text, tokens=estimate_tokens(text), budget=budget, cut=tuple(notes))
 
 
 def _compacted(s: Section) -> Section:
@@ -178,7 +166,7 @@ def brief(
     store: Store,
     *,
     for_text: str | None = None,
-    budget_tokens: int = DEFAULT_BUDGET,
+    budget_tokens: int = BRIEFING_BUDGET,
     since: str | None = None,
     mark: bool = True,
     fenced: bool = False,
