@@ -36,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.latency import GIT_ENV, generate  # noqa: E402
-from memstore.faces import bearer as tokens  # noqa: E402
+from memstore.faces import bearer  # noqa: E402
 from memstore.search import upkeep as search
 from memstore.storage.store import Store  # noqa: E402
 from tests.http_server import http_server  # noqa: E402
@@ -68,7 +68,7 @@ def recall(root: Path, queries: int) -> None:
     store, text = generate(root, args.recall_size)
     search.reindex(store)
     words = [text.sample(2) for _ in range(queries)]
-    token = tokens.add(store.cache, "bench")
+    token = bearer.add(store.cache, "bench")
     fives: list[int] = []
     with http_server(root) as server:
 
@@ -103,7 +103,7 @@ def recall(root: Path, queries: int) -> None:
 def writers(root: Path, clients: int, writes: int) -> None:
     store = Store.init(root, agent="bench")
     names = [f"agent-{i}" for i in range(clients)]
-    secrets = {n: tokens.add(store.cache, n) for n in names}
+    secrets = {n: bearer.add(store.cache, n) for n in names}
     fives: list[int] = []
     errors: list[str] = []
     with http_server(root) as server:
@@ -155,7 +155,7 @@ def writers(root: Path, clients: int, writes: int) -> None:
 def console(root: Path, size: int, runs: int) -> None:
     store, _ = generate(root, size)
     search.reindex(store)
-    token = tokens.add(store.cache, "reviewer", human=True)
+    token = bearer.add(store.cache, "reviewer", human=True)
     first = next(iter(sorted((root / "decision").glob("*.md")))).stem
     pages = {
         "inbox": "/console/",

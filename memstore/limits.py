@@ -27,6 +27,13 @@ CLAIM_TTL = 30 * 60
 CLAIM_TTL_MAX = 7 * 24 * 3600
 """The longest a ledger claim may hold, in seconds."""
 
+HTTP_HOST = "127.0.0.1"
+"""Where `serve --http` listens unless told otherwise: loopback, which needs no bearer token."""
+HTTP_PORT = 8765
+"""The port `serve --http` listens on, and the one client configurations name, by default."""
+HTTP_URL = f"http://{HTTP_HOST}:{HTTP_PORT}/mcp"
+"""Where `memstore serve --http` answers MCP by default."""
+
 CHARS_PER_TOKEN = 4
 """Approximate LLM tokens as characters / 4: close enough for English Markdown and JSON, and
 tokenizer-free."""

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from memstore.faces import bearer as tokens
+from memstore.faces import bearer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ class Server:
 
 def add_token(store: Path, name: str, human: bool = False) -> str:
     """A new token for `name` on `store`, as `memstore token add` makes it."""
-    return tokens.add(store / ".memstore", name, human=human)
+    return bearer.add(store / ".memstore", name, human=human)
 
 
 def server_env() -> dict[str, str]:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memstore.limits import HTTP_URL
 from memstore.model.memory import check_identity, same_identity
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ WHERE = {
 }
 """Where each client reads its configuration."""
 
-HTTP_URL = "http://127.0.0.1:8765/mcp"
-"""Where `memstore serve --http` listens by default."""
 TOKEN_VAR = "MEMSTORE_TOKEN"
 """The environment variable an HTTP client reads its bearer token from (never the file)."""
 HTTP_CLIENTS = ("claude-code", "cursor", "codex")

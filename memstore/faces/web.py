@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memstore.errors import UnsafeBind
 from memstore.faces import bearer, console
 from memstore.faces.server import build_server
+from memstore.limits import HTTP_HOST
 from memstore.search.watch import Watcher
 from memstore.storage.store import Store
 
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 SETUP = (
     "add a token for each agent first (memstore token add NAME, and memstore token add NAME "
@@ -228,7 +227,7 @@ class _Timed:
         await self.app(scope, receive, timed_send)
 
 
-def build_app(store: Store, *, host: str = DEFAULT_HOST, grouped: bool = False) -> Starlette:
+def build_app(store: Store, *, host: str = HTTP_HOST, grouped: bool = False) -> Starlette:
     """The HTTP app over `store`: MCP at `/mcp` (bearer tokens), the console at `/console`."""
     agents = Agents(store, host, grouped)
 

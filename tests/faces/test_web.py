@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from memstore.faces import bearer as tokens
+from memstore.faces import bearer
 from memstore.faces.cli.main import main
 from memstore.storage.store import Store
 from tests.conftest import git
@@ -120,7 +120,7 @@ async def test_a_revoked_token_is_refused_by_the_running_server(store: Store) ->
     with http_server(store.root) as server:
         async with mcp_client(server, secret) as client:
             assert not (await client.call_tool("memory_recall", {"query": "x"})).is_error
-        tokens.revoke(store.cache, "qa")
+        bearer.revoke(store.cache, "qa")
         async with httpx2.AsyncClient() as http:
             refused = await http.post(
                 server.mcp, json=STORE_CALL, headers={"Authorization": f"Bearer {secret}"}
@@ -148,11 +148,11 @@ def test_token_add_prints_the_token_once_and_keeps_only_its_hash(store: Store) -
     added = runner.invoke(main, ["--store", str(store.root), "token", "add", "alice", "--human"])
     assert added.exit_code == 0, added.output
     token = added.stdout.strip()
-    assert token.startswith(tokens.PREFIX) and len(token) > 40
-    file = tokens.path(store.cache)
+    assert token.startswith(bearer.PREFIX) and len(token) > 40
+    file = bearer.path(store.cache)
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
     assert token not in file.read_text(encoding="utf-8")
-    assert tokens.read(store.cache)["alice"].sha256 == tokens.digest(token)
+    assert bearer.read(store.cache)["alice"].sha256 == bearer.digest(token)
     assert ".memstore/" in (store.root / ".gitignore").read_text(encoding="utf-8")
 
     listed = runner.invoke(main, ["--store", str(store.root), "token", "list"])
@@ -163,7 +163,7 @@ def test_token_add_prints_the_token_once_and_keeps_only_its_hash(store: Store) -
     assert again.exit_code == 1 and "already has a token" in again.output
     revoked = runner.invoke(main, ["--store", str(store.root), "token", "revoke", "alice"])
     assert revoked.exit_code == 0
-    assert tokens.read(store.cache) == {}
+    assert bearer.read(store.cache) == {}
     missing = runner.invoke(main, ["--store", str(store.root), "token", "revoke", "alice"])
     assert missing.exit_code == 1 and "'alice' has no token" in missing.output
 
@@ -171,7 +171,7 @@ def test_token_add_prints_the_token_once_and_keeps_only_its_hash(store: Store) -
 def test_a_token_name_must_be_an_identity(store: Store) -> None:
     result = CliRunner().invoke(main, ["--store", str(store.root), "token", "add", "<evil>"])
     assert result.exit_code == 1 and "Error:" in result.output
-    assert not tokens.path(store.cache).exists()
+    assert not bearer.path(store.cache).exists()
 
 
 def test_tokens_stay_out_of_git(store: Store) -> None:

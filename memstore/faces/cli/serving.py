@@ -8,6 +8,7 @@ import sys
 import click
 
 from memstore.faces.cli.common import config_of, store_of
+from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
 
 
 @click.command()
@@ -25,14 +26,14 @@ from memstore.faces.cli.common import config_of, store_of
 )
 @click.option(
     "--host",
-    default="127.0.0.1",
+    default=HTTP_HOST,
     show_default=True,
     help="With --http: the address to listen on. Anything but loopback needs bearer tokens.",
 )
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    default=8765,
+    default=HTTP_PORT,
     show_default=True,
     help="With --http: the port (0: any free one, printed on start).",
 )
@@ -232,7 +233,7 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 )
 @click.option(
     "--url",
-    default="http://127.0.0.1:8765/mcp",
+    default=HTTP_URL,
     show_default=True,
     help="With --http: the server's MCP endpoint.",
 )
