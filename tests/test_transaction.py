@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -207,7 +206,7 @@ class HandSaving:
     def __init__(self, store: Store, path: Path, when: str, hand: str) -> None:
         self.store, self.path, self.when, self.hand = store, path, when, hand
         self.root, self.lock_timeout, self.holder = store.root, store.lock_timeout, store.holder
-        self.signer = store.signer
+        self.signer, self.written = store.signer, store.written
         self.saved = False
         self.old = path.read_text(encoding="utf-8") if path.exists() else ""
 
@@ -228,15 +227,6 @@ class HandSaving:
         if self.path.read_text(encoding="utf-8") != self.old:
             self._save("renamed")
         return self.store.repo
-
-    def note_writing(self, rels: Iterable[str]) -> None:
-        self.store.note_writing(rels)
-
-    def end_writing(self, rels: Iterable[str]) -> None:
-        self.store.end_writing(rels)
-
-    def note_written(self, rels: Iterable[str]) -> None:
-        self.store.note_written(rels)
 
 
 def test_a_hand_save_between_the_read_and_the_rename_makes_the_write_a_conflict(

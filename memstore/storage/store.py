@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -62,6 +61,7 @@ from memstore.storage.files import (
     version_of,
 )
 from memstore.storage.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
+from memstore.storage.written import Written
 
 if TYPE_CHECKING:
     import logging
@@ -149,18 +149,6 @@ def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> 
     return None
 
 
-WROTE_KEPT = 4096
-"""How many of its own recent writes a store remembers for the watcher."""
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 def _texts(value: object) -> list[str]:
     """The text in an extra field's value (a string, or the strings in a list)."""
     if isinstance(value, str):
@@ -198,11 +186,8 @@ class Store:
         self.lock_timeout = lock_timeout
         self._agent = check_identity(agent) if agent else None
         self._git_name: str | None = None
-        self._written: list[str] = []
-        self._wrote: dict[str, tuple[int, int, int] | None] = {}
-        self._writing: Counter[str] = Counter()
-        """Memory files a write of this process is changing now (see `note_writing`)."""
-        self._written_lock = threading.Lock()
+        self.written = Written(self.root)
+        """What this process's writes changed, for the search index (see `search.upkeep`)."""
         self.signed = False
         """Whether the store requires signed commits (then the history verifies each one)."""
         self._trust: trust.Cache | None = None
@@ -493,46 +478,6 @@ class Store:
             StoreLocked: naming the lock file when it is not free within the timeout.
         """
         return transaction.locked(self)
-
-    def note_writing(self, rels: Iterable[str]) -> None:
-        """Mark memory files (store-relative) a write of this process is about to change,
-        until `end_writing`: a watcher's event for them meanwhile is this process's own. A
-        write's files change before its commit lands; a watcher that saw them then would index
-        them again, in its own thread, beside the writes that follow."""
-        with self._written_lock:
-            self._writing.update(rels)
-
-    def end_writing(self, rels: Iterable[str]) -> None:
-        """End `note_writing`'s mark (the write landed, and `note_written` was told, or it
-        failed and put the files back)."""
-        with self._written_lock:
-            self._writing.subtract(rels)
-            self._writing = +self._writing  # only the marks still held
-
-    def note_written(self, rels: Iterable[str]) -> None:
-        """Remember memory files this process wrote (store-relative), for the search index,
-        with the stamp each has now."""
-        with self._written_lock:
-            for rel in rels:
-                self._written.append(rel)
-                self._wrote[rel] = _stamp(self.root / rel)
-                if len(self._wrote) > WROTE_KEPT:
-                    del self._wrote[next(iter(self._wrote))]
-
-    def wrote(self, rel: str) -> bool:
-        """Whether the file at `rel` is being written by this process or is as this process
-        last wrote it (a watcher's event for it is this process's own write)."""
-        with self._written_lock:
-            if self._writing[rel] > 0:
-                return True
-            seen = self._wrote.get(rel)
-        return seen is not None and seen == _stamp(self.root / rel)
-
-    def take_written(self) -> list[str]:
-        """The memory files this process wrote since the last call (store-relative paths)."""
-        with self._written_lock:
-            taken, self._written = self._written, []
-        return taken
 
     def _commit(
         self,
