@@ -479,7 +479,7 @@ class Store:
         """
         return transaction.locked(self)
 
-    def _commit(
+    def commit_memories(
         self,
         changes: list[tuple[Path, Memory]],
         message: str,
@@ -487,7 +487,7 @@ class Store:
         removed: Iterable[Path] = (),
     ) -> None:
         """Write each memory's file, remove the `removed` ones, and commit it all as one
-        change. Call with the lock held."""
+        change, keeping the verdicts this process read in step. Call with the lock held."""
         removed = list(removed)
         writes: list[transaction.Change] = [
             transaction.Write(path, render(memory)) for path, memory in changes
@@ -564,7 +564,7 @@ class Store:
                     "them out"
                 )
             path = transaction.check_path(self, self.root / type / f"{name}.md")
-            self._commit(
+            self.commit_memories(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
         return memory
@@ -648,7 +648,7 @@ class Store:
             new = unconfirm(new, at=at) if content_changed else evolve(new, updated=at)
             note = " (back to draft)" if old.status != new.status else ""
             message = f"memory: edit {old.type}/{name} — {', '.join(changed)}{note}"
-            self._commit([(self.root / current.path, new)], message, actor)
+            self.commit_memories([(self.root / current.path, new)], message, actor)
         return new
 
     def move(
@@ -688,7 +688,9 @@ class Store:
                     )
                     changes.append((self.root / successor.path, after))
                 detail += f" (superseded by {superseded_by})"
-            self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
+            self.commit_memories(
+                changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor
+            )
         return new
 
     def rename(self, name: str, new_name: str) -> tuple[Memory, list[str]]:
@@ -737,7 +739,7 @@ class Store:
             detail = f"{old.type}/{name} → {old.type}/{new_name}"
             if pointing:
                 detail += f" (references rewritten in {', '.join(sorted(pointing))})"
-            self._commit(
+            self.commit_memories(
                 changes,
                 subject("memory: rename", detail),
                 actor,
@@ -764,7 +766,7 @@ class Store:
             new = unconfirm(evolve(old, type=type), at=at)
             target = transaction.check_path(self, self.root / type / f"{name}.md")
             note = " (back to draft)" if new.status != old.status else ""
-            self._commit(
+            self.commit_memories(
                 [(target, new)],
                 f"memory: retype {old.type}/{name} → {type}/{name}{note}",
                 actor,
@@ -787,55 +789,13 @@ class Store:
         with self.locked():
             current = self.read(name, raw=True)
             old = current.memory
-            self._commit(
+            self.commit_memories(
                 [],
                 subject(f"memory: forget {old.type}/{name}", reason),
                 actor,
                 removed=[self.root / current.path],
             )
         return old
-
-    def deprecate_many(
-        self,
-        names: Iterable[str],
-        reason: str,
-        *,
-        dry_run: bool = False,
-        allow_secret: bool = False,
-    ) -> tuple[list[Memory], list[tuple[str, str]]]:
-        """Deprecate every memory named, in one commit, as the acting identity. A memory that
-        cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
-        reported, and the others still go. With `dry_run`, nothing is written. Returns the
-        memories deprecated (or that would be) and (name, why not) for each refused.
-
-        Raises:
-            InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
-            StoreLocked, GitError.
-        """
-        check_line(reason, "reason")
-        self.refuse_secrets({"reason": reason}, allow_secret)
-        actor = self.require_identity()
-        done: list[tuple[Path, Memory]] = []
-        refused: list[tuple[str, str]] = []
-        with self.locked():
-            at = now()
-            for name in names:
-                try:
-                    current = self.read(name, raw=True)
-                    path = self.root / current.path
-                    transaction.refuse_uncommitted(self, [path])
-                    new = transition(
-                        current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
-                    )
-                except MemstoreError as e:
-                    refused.append((name, str(e)))
-                    continue
-                done.append((path, new))
-            if done and not dry_run:
-                listed = ", ".join(m.name for _, m in done)
-                message = subject(f"memory: deprecate {len(done)}", reason.strip())
-                self._commit(done, f"{message}\n\n{listed}", actor)
-        return [m for _, m in done], refused
 
     def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.
@@ -967,7 +927,7 @@ class Store:
                 memory = evolve(memory, status=trust.UNVERIFIED)
             owner = self.trust.current().owners.get(key) or memory.owner
             new = verify_memory(memory, actor=actor, owner=owner, reason=reason, at=now())
-            self._commit(
+            self.commit_memories(
                 [(path, new)], subject(f"memory: verify {memory.type}/{name}", reason), actor
             )
         return new
@@ -987,7 +947,7 @@ class Store:
                 return old
             new = evolve(old, pinned=True if pinned else None)
             verb = "pin" if pinned else "unpin"
-            self._commit(
+            self.commit_memories(
                 [(self.root / current.path, new)], f"memory: {verb} {old.type}/{name}", actor
             )
         return new
