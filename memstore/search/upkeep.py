@@ -479,7 +479,7 @@ def _shown(store: Store, hit: Hit, at: trust.Trust | None) -> Hit:
     """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
     status and owner, which anyone can type."""
     try:
-        status, owner = store.shown_fields(hit.path, hit.status, hit.owner, at)
+        status, owner = trust.shown_fields(store.trust, hit.path, hit.status, hit.owner, at)
     except (UnsafePath, OSError):
         return replace(hit, status=UNVERIFIED)
     if (status, owner) == (hit.status, hit.owner):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,13 +60,11 @@ from memstore.storage.files import (
     shown,
     version_of,
 )
-from memstore.storage.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
 from memstore.storage.written import Written
 
 if TYPE_CHECKING:
     import logging
 
-    from memstore.git import gitlog
     from memstore.storage import trust
     from memstore.storage.secrets import Patterns
 
@@ -211,8 +209,12 @@ class Store:
 
                 self._trust = trust.Cache(self.repo, self.root, self.cache)
                 if self.signed:
+                    from memstore.git import signing  # only stores that sign
+
                     # A commit is by an identity only when that identity's allowed key signed it.
-                    self._trust.signers = self.signers_of
+                    self._trust.signers = partial(
+                        signing.signers, self.repo, allowed_signers=self.allowed_signers
+                    )
             return self._trust
 
     # -- set-up -------------------------------------------------------------------------------
@@ -256,7 +258,7 @@ class Store:
                 changes.append(transaction.Write(path, old + sep + "\n".join(missing) + "\n"))
         identity = store.identity
         if changes and identity:
-            with store.locked():
+            with transaction.locked(store):
                 transaction.commit(store, changes, "memory: init store", identity)
         elif changes:  # no identity to commit as: the files are written for the first commit
             for change in changes:
@@ -359,29 +361,11 @@ class Store:
             # A bad name inside a file is a broken file, not a bad argument: one such file
             # must not stop `list` from serving the others.
             raise InvalidMemory(f"{shown(path)}: {e}") from e
-        return (memory if raw else self.shown(path, memory, data)), data
-
-    def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
-        """`memory`, read from `data` in file `path`, as its history supports it (see
-        `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
+        if raw:
+            return memory, data
         from memstore.storage import trust
 
-        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
-
-    def shown_fields(
-        self, rel: str, status: str, owner: str, at: trust.Trust | None = None
-    ) -> tuple[str, str]:
-        """The (status, owner) to show for the file at `rel` (relative to the store) whose
-        front matter says `status` and `owner`, without parsing it (see `trust.judged`);
-        `at` is a `trust.snapshot` taken for several files."""
-        from memstore.storage import trust
-
-        data = read_regular(self.root / rel)
-        if data is None:
-            return trust.UNVERIFIED, owner
-        return trust.judged(
-            self.trust, self.trust.prefix + rel, status, owner, objects.blob_sha(data), at
-        )
+        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data), data
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
         """Memory `name` with its version (pass it back to `edit` to refuse lost updates).
@@ -434,12 +418,6 @@ class Store:
         except ValueError:
             return str(path)
 
-    def history(self, name: str) -> list[gitlog.Revision]:
-        """The commits that changed memory `name`, newest first."""
-        from memstore.git import gitlog
-
-        return gitlog.log(self.repo, self.path_for(name))
-
     # -- the write path -----------------------------------------------------------------------
 
     @property
@@ -460,24 +438,10 @@ class Store:
             self._signer = signing.signer(self.repo, self.signing.required)
         return self._signer
 
-    def signers_of(self, commits: list[str]) -> dict[str, str | None]:
-        """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
-        from memstore.git import signing  # only stores that sign
-
-        return signing.signers(self.repo, commits, self.allowed_signers)
-
     @property
     def allowed_signers(self) -> Path:
         """The store's allowed-signers file (`allowed_signers` in `memstore.yaml`)."""
         return self.root / self.signing.allowed_signers
-
-    def locked(self) -> AbstractContextManager[None]:
-        """Hold the store's write lock (undoing first what a killed writer left).
-
-        Raises:
-            StoreLocked: naming the lock file when it is not free within the timeout.
-        """
-        return transaction.locked(self)
 
     def commit_memories(
         self,
@@ -550,7 +514,7 @@ class Store:
             body=body,
             extra=dict(extra or {}),
         )
-        with self.locked():
+        with transaction.locked(self):
             existing = self._located(name)
             if existing is not None:
                 raise MemoryExists(
@@ -625,7 +589,7 @@ class Store:
             {"description": description, "body": body, "tags": tag_list}, allow_secret
         )
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = current.memory
@@ -669,7 +633,7 @@ class Store:
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = self._as_history_says(current, actor, to)
@@ -709,7 +673,7 @@ class Store:
         actor = self.require_identity()
         if new_name == name:
             raise MemoryExists(f"'{name}' already has that name; give another one")
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             existing = self._located(new_name)
             if existing is not None:
@@ -757,7 +721,7 @@ class Store:
         if type not in self.types:
             raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
             if old.type == type:
@@ -786,7 +750,7 @@ class Store:
             raise InvalidTransition(f"to forget '{name}' give a one-line reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
             self.commit_memories(
@@ -915,7 +879,7 @@ class Store:
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             path = self.root / current.path
@@ -940,7 +904,7 @@ class Store:
             MemoryNotFound, InvalidMemory.
         """
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
             if bool(old.pinned) == pinned:
@@ -975,22 +939,6 @@ class Store:
             from memstore.storage import secrets  # its patterns compile on import: writes only
 
             secrets.refuse(fields, self.secret_patterns, because or secrets.MEMORIES_SHARED)
-
-    def pending(self) -> str | None:
-        """The commit message of a write a killed process left unfinished, else None."""
-        return transaction.pending(self.cache)
-
-    def recover(self) -> str | None:
-        """Undo what a killed writer left, as any write would first; returns what it was (its
-        commit message), or None when nothing was pending.
-
-        Raises:
-            StoreLocked, GitError.
-        """
-        left = self.pending()
-        with self.locked():
-            pass  # taking the lock undoes what a killed writer left
-        return left
 
     def read_each(
         self, names: list[str] | tuple[str, ...]

@@ -495,6 +495,19 @@ def pending(cache: Path) -> str | None:
         os.close(fd)
 
 
+def undo_pending(site: Site) -> str | None:
+    """Undo what a killed writer left, as any write would first; returns what it was (its
+    commit message), or None when nothing was pending.
+
+    Raises:
+        StoreLocked, GitError.
+    """
+    left = pending(site.cache)
+    with locked(site):
+        pass  # taking the lock undoes what a killed writer left
+    return left
+
+
 def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:
     journal = site.cache / JOURNAL
     if not journal.exists():
