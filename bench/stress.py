@@ -38,7 +38,9 @@ from memstore.errors import (
 from memstore.model.memory import parse
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
-from memstore.storage.store import JOURNAL, Store
+from memstore.storage import transaction
+from memstore.storage.store import Store
+from memstore.storage.transaction import JOURNAL
 from memstore.workflow.care import lint
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger
@@ -417,7 +419,7 @@ def finish(root: Path) -> None:
     writer left (the journal), and waits for a surviving git to end."""
     store = Store(root, agent="checker", lock_timeout=60)
     deadline = time.monotonic() + 30
-    with store.locked():
+    with transaction.locked(store):
         pass
     # A git that memstore started runs in a session of its own: a kill of its writer lets it
     # finish and release its lock.
@@ -426,7 +428,7 @@ def finish(root: Path) -> None:
         if not [*git_dir.glob("*.lock"), *git_dir.glob("refs/heads/*.lock")]:
             break
         time.sleep(0.02)
-    with store.locked():
+    with transaction.locked(store):
         pass
 
 

@@ -32,7 +32,9 @@ from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.search.watch import Watcher
-from memstore.storage.store import Store, Versioned, version_of
+from memstore.storage.files import version_of
+from memstore.storage.reading import Versioned
+from memstore.storage.store import Store
 
 if TYPE_CHECKING:
     from memstore.workflow.care import steward

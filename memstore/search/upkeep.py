@@ -1,7 +1,7 @@
 """Searching a store, and keeping its search index in step with its files.
 
 `index.py` is Whoosh; this module decides when and what to (re)index: the files the write path
-reports (`Store.take_written`), and what the type folders' modification times and the files'
+reports (`Store.written`), and what the type folders' modification times and the files'
 stamps show others changed. `search(store, Query(...))` is the one way in for every face, and
 drives a recall through each stage once, in this order, no stage calling back into an earlier
 one (the lower helpers `analysis`, `postings` and `fusion` never call up):
@@ -280,7 +280,7 @@ class Upkeep:
         An edit in place moves no folder's time: without a watcher, every file is compared
         again once the last full look is older than RESCAN_SECONDS.
         """
-        written = store.take_written()
+        written = store.written.take()
         try:
             if written:
                 self.changed(store, written)
@@ -300,7 +300,7 @@ class Upkeep:
                 self.seen = folders
             self.documents(store)
         except StoreLocked as e:
-            store.note_written(written)  # left for the next search
+            store.written.landed(written)  # left for the next search
             log.warning("searching the index as it is: %s", e)
 
 
@@ -479,7 +479,7 @@ def _shown(store: Store, hit: Hit, at: trust.Trust | None) -> Hit:
     """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
     status and owner, which anyone can type."""
     try:
-        status, owner = store.shown_fields(hit.path, hit.status, hit.owner, at)
+        status, owner = trust.shown_fields(store.trust, hit.path, hit.status, hit.owner, at)
     except (UnsafePath, OSError):
         return replace(hit, status=UNVERIFIED)
     if (status, owner) == (hit.status, hit.owner):

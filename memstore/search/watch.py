@@ -157,12 +157,12 @@ class Watcher:
     def _seen(self, batch: set[tuple[Change, str]], root: Path) -> None:
         """The leader's catch-up after a burst of changes. Files this process just wrote need
         no re-index when no other server follows: its next search indexes them
-        (`Store.take_written`)."""
+        (`Store.written`)."""
         rels = memory_files(batch, root)
         if rels and self._followed():
             self._catch_up(rels)
             return
-        others = None if rels is None else [r for r in rels if not self.store.wrote(r)]
+        others = None if rels is None else [r for r in rels if not self.store.written.own(r)]
         if others is None or others:
             self._catch_up(others)
         elif rels:

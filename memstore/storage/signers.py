@@ -29,7 +29,7 @@ def add(store: Store, identity: str, public_key: str) -> signing.AllowedKey | No
     line = signing.allowed_line(identity, public_key)
     new = signing.read_allowed(line)[0][0]
     path = transaction.check_path(store, store.allowed_signers)
-    with store.locked():
+    with transaction.locked(store):
         keys, _ = allowed(store)
         for key in keys:
             if key.fingerprint != new.fingerprint:

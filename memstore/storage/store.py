@@ -1,13 +1,10 @@
-"""`Store`: the facade over one memory directory, and its single write path."""
+"""`Store`: one memory directory opened, and the memory moves, each one commit through the
+write transaction. Reading is `reading.Reader`'s, which `Store` extends."""
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,25 +14,18 @@ from memstore.errors import (
     EditDeprecated,
     GitError,
     InvalidMemory,
-    InvalidName,
     InvalidTransition,
     MemoryExists,
-    MemoryNotFound,
-    MemstoreError,
-    NoIdentity,
-    NotAStore,
     SelfApproval,
 )
 from memstore.git import commit, objects, repository
 from memstore.model.memory import (
-    FILE_MAX,
     Memory,
     check_body,
     check_description,
     check_expires,
     check_extra,
     check_files,
-    check_identity,
     check_importance,
     check_line,
     check_links,
@@ -44,7 +34,6 @@ from memstore.model.memory import (
     content_hash,
     evolve,
     now,
-    parse,
     renamed,
     render,
     same_identity,
@@ -52,23 +41,12 @@ from memstore.model.memory import (
 from memstore.model.status import Status, transition, unconfirm
 from memstore.model.status import verify as verify_memory
 from memstore.storage import settings, transaction
-from memstore.storage.files import (
-    LEDGER_FILE,
-    OUTCOMES_FILE,
-    atomic_write,
-    memory_files,
-    read_regular,
-    shown,
-    version_of,
-)
-from memstore.storage.transaction import JOURNAL as JOURNAL  # re-exported: tests and bench name it
+from memstore.storage.files import atomic_write, memory_files, read_regular, shown, version_of
+from memstore.storage.reading import CACHE_DIR, Reader, Versioned
+from memstore.storage.written import Written
 
 if TYPE_CHECKING:
     import logging
-
-    from memstore.git import gitlog
-    from memstore.storage import trust
-    from memstore.storage.secrets import Patterns
 
 
 def _log() -> logging.Logger:
@@ -79,7 +57,6 @@ def _log() -> logging.Logger:
     return logging.getLogger(__name__)
 
 
-CACHE_DIR = ".memstore"
 STORE_GITIGNORE = f"{CACHE_DIR}/\n.*.tmp\n"
 STORE_GITATTRIBUTES = (
     "*.md text eol=lf\n"
@@ -87,15 +64,6 @@ STORE_GITATTRIBUTES = (
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Versioned:
-    """A memory with the version (content hash) an update must name to avoid overwriting."""
-
-    memory: Memory
-    version: str
-    path: str
 
 
 def subject(prefix: str, detail: str, limit: int = 72) -> str:
@@ -149,18 +117,6 @@ def text_at_version(store: Store, path: Path, version: str, depth: int = 50) -> 
     return None
 
 
-WROTE_KEPT = 4096
-"""How many of its own recent writes a store remembers for the watcher."""
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 def _texts(value: object) -> list[str]:
     """The text in an extra field's value (a string, or the strings in a list)."""
     if isinstance(value, str):
@@ -179,56 +135,16 @@ def _rehashed(before: Memory, after: Memory) -> Memory:
     return after
 
 
-class Store:
-    """One memory directory inside a git repository: reads, the write path, lint and history."""
+class Store(Reader):
+    """One memory directory inside a git repository: opened, read (see `Reader`) and changed
+    by the memory moves, each one commit."""
 
     def __init__(self, root: Path, agent: str | None = None, lock_timeout: float = 10.0) -> None:
-        root = root.absolute()
-        if not root.is_dir():
-            raise NotAStore(f"no store at {root}: run `memstore init {root}` to create one")
-        repo = repository.find_repo(root)
-        if repo is None:
-            raise NotAStore(
-                f"{root} is not inside a git repository: run `memstore init {root}` to make it a "
-                "store"
-            )
-        self.root = root.resolve()
-        self.repo = repo
-        self.cache = self.root / CACHE_DIR
+        super().__init__(root, agent)
         self.lock_timeout = lock_timeout
-        self._agent = check_identity(agent) if agent else None
-        self._git_name: str | None = None
-        self._written: list[str] = []
-        self._wrote: dict[str, tuple[int, int, int] | None] = {}
-        self._writing: Counter[str] = Counter()
-        """Memory files a write of this process is changing now (see `note_writing`)."""
-        self._written_lock = threading.Lock()
-        self.signed = False
-        """Whether the store requires signed commits (then the history verifies each one)."""
-        self._trust: trust.Cache | None = None
-        self._trust_lock = threading.Lock()
-        self.types = settings.store_types(self.root)
-        self.secrets_allowed, self._secret_extra = settings.secret_settings(self.root)
-        self._secret_patterns: Patterns | None = None
-        self.signing = settings.signing_settings(self.root)
-        if self.signing.required:
-            # A commit is then by an identity only when that identity's allowed key signed it.
-            self.signed = True
+        self.written = Written(self.root)
+        """What this process's writes changed, for the search index (see `search.upkeep`)."""
         self._signer: commit.Signer | None = None
-
-    @property
-    def trust(self) -> trust.Cache:
-        """What the history supports, for reads (see `shown`): made on first use, so that a
-        process that only writes (`memstore add`) never loads the `trust` module."""
-        with self._trust_lock:
-            if self._trust is None:
-                from memstore.storage import trust
-
-                self._trust = trust.Cache(self.repo, self.root, self.cache)
-                if self.signed:
-                    # A commit is by an identity only when that identity's allowed key signed it.
-                    self._trust.signers = self.signers_of
-            return self._trust
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -271,189 +187,12 @@ class Store:
                 changes.append(transaction.Write(path, old + sep + "\n".join(missing) + "\n"))
         identity = store.identity
         if changes and identity:
-            with store.locked():
+            with transaction.locked(store):
                 transaction.commit(store, changes, "memory: init store", identity)
         elif changes:  # no identity to commit as: the files are written for the first commit
             for change in changes:
                 atomic_write(change.path, change.text)
         return store
-
-    # -- identity -----------------------------------------------------------------------------
-
-    @property
-    def identity(self) -> str | None:
-        """Who acts: the explicit agent, else git's `user.name`, else None."""
-        if self._agent:
-            return self._agent
-        if self._git_name is None:
-            self._git_name = commit.git_identity(self.repo) or ""
-        return check_identity(self._git_name) if self._git_name else None
-
-    def require_identity(self) -> str:
-        """The acting identity.
-
-        Raises:
-            NoIdentity: saying how to set one.
-        """
-        identity = self.identity
-        if not identity:
-            raise NoIdentity(
-                "no identity to record this change under: pass --agent NAME, set "
-                "MEMSTORE_AGENT=NAME, or set `git config user.name`"
-            )
-        return identity
-
-    # -- reading ------------------------------------------------------------------------------
-
-    def path_for(self, name: str) -> Path:
-        """The file of memory `name`.
-
-        Raises:
-            InvalidName: for a name that is not a slug.
-            MemoryNotFound: when no type folder holds it.
-        """
-        found = self._located(name)
-        if found is not None:
-            return found
-        raise MemoryNotFound(f"no memory named '{name}' in {self.root}{self._did_you_mean(name)}")
-
-    def _located(self, name: str) -> Path | None:
-        """The file of memory `name`, or None; `path_for` without the search for a hint.
-
-        Raises:
-            InvalidName, InvalidMemory: as `path_for` does.
-        """
-        check_name(name)
-        found: list[Path] = []
-        for folder in sorted(self.root.iterdir()):
-            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
-                continue
-            path = folder / f"{name}.md"
-            if path.is_file() and not path.is_symlink():
-                found.append(path)
-        if len(found) > 1:
-            raise InvalidMemory(
-                f"two files claim the name '{name}': "
-                f"{' and '.join(shown(p) for p in found)}; keep one (see `memstore lint`)"
-            )
-        return found[0] if found else None
-
-    def _did_you_mean(self, name: str) -> str:
-        """`; did you mean 'x'?` naming the closest existing names (#17), or nothing."""
-        import difflib  # only a name that is not found needs it
-
-        names = {e.path.stem for e in memory_files(self.root)}
-        close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
-        if not close:
-            return ""
-        quoted = [f"'{n}'" for n in close]
-        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-        return f"; did you mean {listed}?"
-
-    def read_file(self, path: Path, *, raw: bool = False) -> tuple[Memory, bytes]:
-        """The memory in file `path` and the file's bytes.
-
-        A confirmation its history does not support reads as status `unverified` (see
-        `trust`); `raw` gives the file's own status, for the write path.
-
-        Raises:
-            InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
-        """
-        data = read_regular(path)
-        if data is None:
-            raise InvalidMemory(f"{shown(path)} does not exist")
-        if len(data) > FILE_MAX:
-            raise InvalidMemory(f"{shown(path)} is larger than {FILE_MAX} bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InvalidMemory(f"{shown(path)} is not UTF-8 text") from e
-        try:
-            memory = parse(text)
-        except (InvalidMemory, InvalidName) as e:
-            # A bad name inside a file is a broken file, not a bad argument: one such file
-            # must not stop `list` from serving the others.
-            raise InvalidMemory(f"{shown(path)}: {e}") from e
-        return (memory if raw else self.shown(path, memory, data)), data
-
-    def shown(self, path: Path, memory: Memory, data: bytes) -> Memory:
-        """`memory`, read from `data` in file `path`, as its history supports it (see
-        `trust.shown`): its creator as owner, and `unverified` for what no commit backs."""
-        from memstore.storage import trust
-
-        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data)
-
-    def shown_fields(
-        self, rel: str, status: str, owner: str, at: trust.Trust | None = None
-    ) -> tuple[str, str]:
-        """The (status, owner) to show for the file at `rel` (relative to the store) whose
-        front matter says `status` and `owner`, without parsing it (see `trust.judged`);
-        `at` is a `trust.snapshot` taken for several files."""
-        from memstore.storage import trust
-
-        data = read_regular(self.root / rel)
-        if data is None:
-            return trust.UNVERIFIED, owner
-        return trust.judged(
-            self.trust, self.trust.prefix + rel, status, owner, objects.blob_sha(data), at
-        )
-
-    def read(self, name: str, *, raw: bool = False) -> Versioned:
-        """Memory `name` with its version (pass it back to `edit` to refuse lost updates).
-
-        Raises:
-            MemoryNotFound, InvalidMemory.
-        """
-        path = self.path_for(name)
-        memory, data = self.read_file(path, raw=raw)
-        return Versioned(memory, version_of(data), self.rel(path))
-
-    def get(self, name: str) -> Memory:
-        """Memory `name`.
-
-        Raises:
-            MemoryNotFound, InvalidMemory.
-        """
-        return self.read(name).memory
-
-    def memories(self, types: Iterable[str] | None = None) -> Iterator[Memory]:
-        """Every valid memory in the store (or in the folders of `types` only); a broken file
-        is skipped with a warning naming it."""
-        for entry in memory_files(self.root, types):
-            try:
-                yield self.read_file(entry.path)[0]
-            except (InvalidMemory, OSError) as e:
-                _log().warning("skipping %s: %s", entry.rel, e)
-
-    def list(
-        self,
-        *,
-        type: str | None = None,
-        status: str | None = None,
-        tags: tuple[str, ...] = (),
-    ) -> list[Memory]:
-        """Memories matching every filter given (tags with AND), newest update first."""
-        found = [
-            m
-            for m in self.memories()
-            if (type is None or m.type == type)
-            and (status is None or m.status == status)
-            and all(t in m.tags for t in tags)
-        ]
-        return sorted(found, key=lambda m: (m.updated, m.name), reverse=True)
-
-    def rel(self, path: Path) -> str:
-        """`path` relative to the store root, with forward slashes."""
-        try:
-            return path.absolute().relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
-
-    def history(self, name: str) -> list[gitlog.Revision]:
-        """The commits that changed memory `name`, newest first."""
-        from memstore.git import gitlog
-
-        return gitlog.log(self.repo, self.path_for(name))
 
     # -- the write path -----------------------------------------------------------------------
 
@@ -475,66 +214,7 @@ class Store:
             self._signer = signing.signer(self.repo, self.signing.required)
         return self._signer
 
-    def signers_of(self, commits: list[str]) -> dict[str, str | None]:
-        """For each commit, the identity whose allowed key signed it (see `signing.signers`)."""
-        from memstore.git import signing  # only stores that sign
-
-        return signing.signers(self.repo, commits, self.allowed_signers)
-
-    @property
-    def allowed_signers(self) -> Path:
-        """The store's allowed-signers file (`allowed_signers` in `memstore.yaml`)."""
-        return self.root / self.signing.allowed_signers
-
-    def locked(self) -> AbstractContextManager[None]:
-        """Hold the store's write lock (undoing first what a killed writer left).
-
-        Raises:
-            StoreLocked: naming the lock file when it is not free within the timeout.
-        """
-        return transaction.locked(self)
-
-    def note_writing(self, rels: Iterable[str]) -> None:
-        """Mark memory files (store-relative) a write of this process is about to change,
-        until `end_writing`: a watcher's event for them meanwhile is this process's own. A
-        write's files change before its commit lands; a watcher that saw them then would index
-        them again, in its own thread, beside the writes that follow."""
-        with self._written_lock:
-            self._writing.update(rels)
-
-    def end_writing(self, rels: Iterable[str]) -> None:
-        """End `note_writing`'s mark (the write landed, and `note_written` was told, or it
-        failed and put the files back)."""
-        with self._written_lock:
-            self._writing.subtract(rels)
-            self._writing = +self._writing  # only the marks still held
-
-    def note_written(self, rels: Iterable[str]) -> None:
-        """Remember memory files this process wrote (store-relative), for the search index,
-        with the stamp each has now."""
-        with self._written_lock:
-            for rel in rels:
-                self._written.append(rel)
-                self._wrote[rel] = _stamp(self.root / rel)
-                if len(self._wrote) > WROTE_KEPT:
-                    del self._wrote[next(iter(self._wrote))]
-
-    def wrote(self, rel: str) -> bool:
-        """Whether the file at `rel` is being written by this process or is as this process
-        last wrote it (a watcher's event for it is this process's own write)."""
-        with self._written_lock:
-            if self._writing[rel] > 0:
-                return True
-            seen = self._wrote.get(rel)
-        return seen is not None and seen == _stamp(self.root / rel)
-
-    def take_written(self) -> list[str]:
-        """The memory files this process wrote since the last call (store-relative paths)."""
-        with self._written_lock:
-            taken, self._written = self._written, []
-        return taken
-
-    def _commit(
+    def commit_memories(
         self,
         changes: list[tuple[Path, Memory]],
         message: str,
@@ -542,7 +222,7 @@ class Store:
         removed: Iterable[Path] = (),
     ) -> None:
         """Write each memory's file, remove the `removed` ones, and commit it all as one
-        change. Call with the lock held."""
+        change, keeping the verdicts this process read in step. Call with the lock held."""
         removed = list(removed)
         writes: list[transaction.Change] = [
             transaction.Write(path, render(memory)) for path, memory in changes
@@ -605,7 +285,7 @@ class Store:
             body=body,
             extra=dict(extra or {}),
         )
-        with self.locked():
+        with transaction.locked(self):
             existing = self._located(name)
             if existing is not None:
                 raise MemoryExists(
@@ -619,7 +299,7 @@ class Store:
                     "them out"
                 )
             path = transaction.check_path(self, self.root / type / f"{name}.md")
-            self._commit(
+            self.commit_memories(
                 [(path, memory)], subject(f"memory: add {type}/{name}", description), actor
             )
         return memory
@@ -680,7 +360,7 @@ class Store:
             {"description": description, "body": body, "tags": tag_list}, allow_secret
         )
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = current.memory
@@ -703,7 +383,7 @@ class Store:
             new = unconfirm(new, at=at) if content_changed else evolve(new, updated=at)
             note = " (back to draft)" if old.status != new.status else ""
             message = f"memory: edit {old.type}/{name} — {', '.join(changed)}{note}"
-            self._commit([(self.root / current.path, new)], message, actor)
+            self.commit_memories([(self.root / current.path, new)], message, actor)
         return new
 
     def move(
@@ -724,7 +404,7 @@ class Store:
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             old = self._as_history_says(current, actor, to)
@@ -743,7 +423,9 @@ class Store:
                     )
                     changes.append((self.root / successor.path, after))
                 detail += f" (superseded by {superseded_by})"
-            self._commit(changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor)
+            self.commit_memories(
+                changes, subject(f"memory: {verb} {old.type}/{name}", detail), actor
+            )
         return new
 
     def rename(self, name: str, new_name: str) -> tuple[Memory, list[str]]:
@@ -762,7 +444,7 @@ class Store:
         actor = self.require_identity()
         if new_name == name:
             raise MemoryExists(f"'{name}' already has that name; give another one")
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             existing = self._located(new_name)
             if existing is not None:
@@ -792,7 +474,7 @@ class Store:
             detail = f"{old.type}/{name} → {old.type}/{new_name}"
             if pointing:
                 detail += f" (references rewritten in {', '.join(sorted(pointing))})"
-            self._commit(
+            self.commit_memories(
                 changes,
                 subject("memory: rename", detail),
                 actor,
@@ -810,7 +492,7 @@ class Store:
         if type not in self.types:
             raise InvalidMemory(f"unknown type {type!r}; types are: {', '.join(self.types)}")
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
             if old.type == type:
@@ -819,7 +501,7 @@ class Store:
             new = unconfirm(evolve(old, type=type), at=at)
             target = transaction.check_path(self, self.root / type / f"{name}.md")
             note = " (back to draft)" if new.status != old.status else ""
-            self._commit(
+            self.commit_memories(
                 [(target, new)],
                 f"memory: retype {old.type}/{name} → {type}/{name}{note}",
                 actor,
@@ -839,58 +521,16 @@ class Store:
             raise InvalidTransition(f"to forget '{name}' give a one-line reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
-            self._commit(
+            self.commit_memories(
                 [],
                 subject(f"memory: forget {old.type}/{name}", reason),
                 actor,
                 removed=[self.root / current.path],
             )
         return old
-
-    def deprecate_many(
-        self,
-        names: Iterable[str],
-        reason: str,
-        *,
-        dry_run: bool = False,
-        allow_secret: bool = False,
-    ) -> tuple[list[Memory], list[tuple[str, str]]]:
-        """Deprecate every memory named, in one commit, as the acting identity. A memory that
-        cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
-        reported, and the others still go. With `dry_run`, nothing is written. Returns the
-        memories deprecated (or that would be) and (name, why not) for each refused.
-
-        Raises:
-            InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
-            StoreLocked, GitError.
-        """
-        check_line(reason, "reason")
-        self.refuse_secrets({"reason": reason}, allow_secret)
-        actor = self.require_identity()
-        done: list[tuple[Path, Memory]] = []
-        refused: list[tuple[str, str]] = []
-        with self.locked():
-            at = now()
-            for name in names:
-                try:
-                    current = self.read(name, raw=True)
-                    path = self.root / current.path
-                    transaction.refuse_uncommitted(self, [path])
-                    new = transition(
-                        current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
-                    )
-                except MemstoreError as e:
-                    refused.append((name, str(e)))
-                    continue
-                done.append((path, new))
-            if done and not dry_run:
-                listed = ", ".join(m.name for _, m in done)
-                message = subject(f"memory: deprecate {len(done)}", reason.strip())
-                self._commit(done, f"{message}\n\n{listed}", actor)
-        return [m for _, m in done], refused
 
     def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.
@@ -1010,7 +650,7 @@ class Store:
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
             path = self.root / current.path
@@ -1022,7 +662,7 @@ class Store:
                 memory = evolve(memory, status=trust.UNVERIFIED)
             owner = self.trust.current().owners.get(key) or memory.owner
             new = verify_memory(memory, actor=actor, owner=owner, reason=reason, at=now())
-            self._commit(
+            self.commit_memories(
                 [(path, new)], subject(f"memory: verify {memory.type}/{name}", reason), actor
             )
         return new
@@ -1035,29 +675,19 @@ class Store:
             MemoryNotFound, InvalidMemory.
         """
         actor = self.require_identity()
-        with self.locked():
+        with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
             if bool(old.pinned) == pinned:
                 return old
             new = evolve(old, pinned=True if pinned else None)
             verb = "pin" if pinned else "unpin"
-            self._commit(
+            self.commit_memories(
                 [(self.root / current.path, new)], f"memory: {verb} {old.type}/{name}", actor
             )
         return new
 
     # -- reliability --------------------------------------------------------------------------
-
-    @property
-    def secret_patterns(self) -> Patterns:
-        """The credential patterns: built-in and the store's own (compiled on first use, so a
-        read never loads the credential check)."""
-        if self._secret_patterns is None:
-            from memstore.storage import secrets
-
-            self._secret_patterns = secrets.compile_patterns(self._secret_extra)
-        return self._secret_patterns
 
     def refuse_secrets(
         self,
@@ -1070,76 +700,3 @@ class Store:
             from memstore.storage import secrets  # its patterns compile on import: writes only
 
             secrets.refuse(fields, self.secret_patterns, because or secrets.MEMORIES_SHARED)
-
-    def pending(self) -> str | None:
-        """The commit message of a write a killed process left unfinished, else None."""
-        return transaction.pending(self.cache)
-
-    def recover(self) -> str | None:
-        """Undo what a killed writer left, as any write would first; returns what it was (its
-        commit message), or None when nothing was pending.
-
-        Raises:
-            StoreLocked, GitError.
-        """
-        left = self.pending()
-        with self.locked():
-            pass  # taking the lock undoes what a killed writer left
-        return left
-
-    def read_each(
-        self, names: list[str] | tuple[str, ...]
-    ) -> tuple[list[Versioned], list[tuple[str, str]]]:
-        """The memories named that can be read, in the order given, and (name, message) for each
-        that cannot (missing or broken): one bad file never hides the others.
-
-        Raises:
-            InvalidName: for a name that is not a slug (the caller's mistake: nothing is read).
-            MemoryNotFound: when none of them can be read, with every message.
-        """
-        for name in names:
-            check_name(name)
-        found: list[Versioned] = []
-        problems: list[tuple[str, str]] = []
-        for name in names:
-            try:
-                found.append(self.read(name))
-            except MemstoreError as e:
-                problems.append((name, str(e)))
-        if not found:
-            raise MemoryNotFound("; ".join(message for _, message in problems))
-        return found, problems
-
-    def get_many(self, names: list[str] | tuple[str, ...]) -> list[Memory]:
-        """The memories named, in the order given (e.g. names picked from an index view).
-
-        Raises:
-            MemoryNotFound: naming every name that is not in the store.
-            InvalidName, InvalidMemory.
-        """
-        found: list[Memory] = []
-        missing: list[str] = []
-        for name in names:
-            try:
-                found.append(self.get(name))
-            except MemoryNotFound:
-                missing.append(name)
-        if missing:
-            raise MemoryNotFound(
-                f"no memory named {', '.join(repr(n) for n in missing)} in {self.root}"
-            )
-        return found
-
-    # -- record files -------------------------------------------------------------------------
-
-    @property
-    def outcomes_path(self) -> Path:
-        """The append-only record of correction outcomes, committed beside the memories."""
-        return self.root / OUTCOMES_FILE
-
-    # -- ledger -------------------------------------------------------------------------------
-
-    @property
-    def ledger_path(self) -> Path:
-        """The store's ledger file, `<store>/ledger.jsonl`."""
-        return self.root / LEDGER_FILE

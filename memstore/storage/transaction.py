@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ from memstore.storage.files import (
     shown,
     version_of,
 )
+from memstore.storage.written import Written
 
 if TYPE_CHECKING:
     import logging
@@ -85,10 +86,8 @@ class Site(Protocol):
     def holder(self) -> str: ...
     @property
     def signer(self) -> git_commit.Signer | None: ...
-
-    def note_writing(self, rels: Iterable[str]) -> None: ...
-    def end_writing(self, rels: Iterable[str]) -> None: ...
-    def note_written(self, rels: Iterable[str]) -> None: ...
+    @property
+    def written(self) -> Written: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,11 +321,11 @@ def _apply(
     record = {"message": message, "actor": actor, "files": entries}
     _write_journal(site.cache / JOURNAL, json.dumps(record, ensure_ascii=False))
     memories = [str(e["path"]) for e in entries if str(e["path"]).endswith(".md")]
-    site.note_writing(memories)
+    site.written.begin(memories)
     try:
         return _write_and_finish(site, changes, entries, olds, memories, finish)
     finally:
-        site.end_writing(memories)
+        site.written.end(memories)
 
 
 def _write_and_finish(
@@ -360,7 +359,7 @@ def _write_and_finish(
         _clear(site)
         raise
     _clear(site)
-    site.note_written(memories)
+    site.written.landed(memories)
     return sha
 
 
@@ -494,6 +493,19 @@ def pending(cache: Path) -> str | None:
         return "(an unreadable journal)"
     finally:
         os.close(fd)
+
+
+def undo_pending(site: Site) -> str | None:
+    """Undo what a killed writer left, as any write would first; returns what it was (its
+    commit message), or None when nothing was pending.
+
+    Raises:
+        StoreLocked, GitError.
+    """
+    left = pending(site.cache)
+    with locked(site):
+        pass  # taking the lock undoes what a killed writer left
+    return left
 
 
 def _load(site: Site) -> tuple[str, str, list[dict[str, Any]]] | None:

@@ -51,7 +51,7 @@ from memstore.model.memory import (
     same_identity,
 )
 from memstore.model.status import MOVES, Status
-from memstore.storage.files import atomic_write
+from memstore.storage.files import atomic_write, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -738,6 +738,18 @@ def judged(
     else:
         ok = creator is not None and status != Status.CONFIRMED
     return (status if ok else UNVERIFIED), (creator or owner)
+
+
+def shown_fields(
+    cache: Cache, rel: str, status: str, owner: str, at: Trust | None = None
+) -> tuple[str, str]:
+    """The (status, owner) to show for the file at `rel` (relative to the store) whose front
+    matter says `status` and `owner`, without parsing it (see `judged`); `at` is a `snapshot`
+    taken for several files."""
+    data = read_regular(cache.root / rel)
+    if data is None:
+        return UNVERIFIED, owner
+    return judged(cache, cache.prefix + rel, status, owner, objects.blob_sha(data), at)
 
 
 def shown_status(cache: Cache, path: str, memory: Memory, data: bytes) -> str:

@@ -16,6 +16,7 @@ from mcp.types import TextContent
 from memstore.faces.server import build_server, hits_data, plain
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
+from memstore.storage import transaction
 from memstore.storage.store import Store
 from tests.conftest import REPO, as_agent, git
 from tests.mcp_client import call, data, resource_text, text
@@ -318,7 +319,7 @@ async def test_a_busy_store_is_a_tool_error_after_the_lock_timeout_not_a_hang(
     store: Store,
 ) -> None:
     impatient = Store(store.root, agent="bob", lock_timeout=0.2)
-    with store.locked():
+    with transaction.locked(store):
         result = await call(impatient, "memory_store", **DRAFT)
     assert result.is_error and "store busy" in text(result)
 

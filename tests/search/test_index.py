@@ -111,8 +111,8 @@ def test_a_memory_added_through_memstore_is_found_at_once(store: Store) -> None:
 def test_the_write_path_hands_the_paths_it_wrote_to_the_next_search(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
     store.add("zod-errors", type="fact", description="zod reports every error at once")
-    assert store.take_written() == ["decision/use-zod.md", "fact/zod-errors.md"]
-    assert store.take_written() == []
+    assert store.written.take() == ["decision/use-zod.md", "fact/zod-errors.md"]
+    assert store.written.take() == []
 
 
 def test_a_search_starts_no_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,12 +129,12 @@ def test_only_memory_files_noted_as_written_are_indexed(
     names(store, "")  # the index is built
     path = write_memory(store, "pool-size", "Database pool size is 20")
     (store.root / "ledger.jsonl").write_text("{}\n", encoding="utf-8")
-    store.note_written(["ledger.jsonl", "fact/pool-size.md", "fact/gone.md"])
+    store.written.landed(["ledger.jsonl", "fact/pool-size.md", "fact/gone.md"])
     with caplog.at_level(logging.WARNING):
         assert names(store, "pool") == ["pool-size"]
     assert caplog.text == ""
     path.unlink()
-    store.note_written(["fact/pool-size.md"])  # as a write path that deleted it would
+    store.written.landed(["fact/pool-size.md"])  # as a write path that deleted it would
     assert names(store, "pool") == []
 
 

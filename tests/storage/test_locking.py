@@ -26,9 +26,10 @@ from tests.state import snapshot
 HOLD = """
 import sys
 from pathlib import Path
+from memstore.storage import transaction
 from memstore.storage.store import Store
 store = Store(Path(sys.argv[1]), agent="holder")
-with store.locked():
+with transaction.locked(store):
     print("held", flush=True)
     sys.stdin.readline()
 """

@@ -19,8 +19,10 @@ from mcp import Client
 from memstore.errors import Conflict
 from memstore.faces.cli.main import main
 from memstore.faces.server import build_server
+from memstore.storage import transaction
 from memstore.storage.files import version_of
-from memstore.storage.store import JOURNAL, Store
+from memstore.storage.store import Store
+from memstore.storage.transaction import JOURNAL
 from memstore.workflow.care import lint
 from memstore.workflow.ledger import book as ledger_io
 from tests.conftest import GIT_ENV, as_agent, git
@@ -149,7 +151,7 @@ def test_recover_never_deletes_a_git_lock(store: Store) -> None:
     # git writes no owner into its lock files: a lock may be a live git's, so only a person
     # who knows no git runs may delete it.
     (store.root / ".git" / "index.lock").write_text("", encoding="utf-8")
-    assert store.recover() is None
+    assert transaction.undo_pending(store) is None
     assert (store.root / ".git" / "index.lock").exists()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -207,7 +206,7 @@ class HandSaving:
     def __init__(self, store: Store, path: Path, when: str, hand: str) -> None:
         self.store, self.path, self.when, self.hand = store, path, when, hand
         self.root, self.lock_timeout, self.holder = store.root, store.lock_timeout, store.holder
-        self.signer = store.signer
+        self.signer, self.written = store.signer, store.written
         self.saved = False
         self.old = path.read_text(encoding="utf-8") if path.exists() else ""
 
@@ -229,15 +228,6 @@ class HandSaving:
             self._save("renamed")
         return self.store.repo
 
-    def note_writing(self, rels: Iterable[str]) -> None:
-        self.store.note_writing(rels)
-
-    def end_writing(self, rels: Iterable[str]) -> None:
-        self.store.end_writing(rels)
-
-    def note_written(self, rels: Iterable[str]) -> None:
-        self.store.note_written(rels)
-
 
 def test_a_hand_save_between_the_read_and_the_rename_makes_the_write_a_conflict(
     store: Store,
@@ -247,7 +237,7 @@ def test_a_hand_save_between_the_read_and_the_rename_makes_the_write_a_conflict(
     hand = path.read_text(encoding="utf-8") + "A line saved by hand.\n"
     site = HandSaving(store, path, "journal", hand)
     head = git(store.root, "rev-parse", "HEAD")
-    with store.locked(), pytest.raises(Conflict, match="saved by someone else"):
+    with transaction.locked(store), pytest.raises(Conflict, match="saved by someone else"):
         transaction.commit(site, [transaction.Write(path, site.old + "Agent.\n")], "m", "bob")
     assert site.saved
     assert path.read_text(encoding="utf-8") == hand
@@ -259,7 +249,7 @@ def test_a_file_created_by_hand_during_an_add_is_never_replaced(store: Store) ->
     store.add("other", type="fact", description="Makes the folder")
     path = store.root / "fact" / "new-one.md"
     site = HandSaving(store, path, "journal", "Written by hand.\n")
-    with store.locked(), pytest.raises(Conflict, match="saved by someone else"):
+    with transaction.locked(store), pytest.raises(Conflict, match="saved by someone else"):
         transaction.commit(site, [transaction.Write(path, "agent\n")], "m", "bob")
     assert path.read_text(encoding="utf-8") == "Written by hand.\n"
 
@@ -272,7 +262,7 @@ def test_the_commit_holds_what_memstore_wrote_even_if_a_hand_save_follows_the_re
     hand = path.read_text(encoding="utf-8") + "A line saved by hand.\n"
     site = HandSaving(store, path, "renamed", hand)
     agent = site.old + "Agent.\n"
-    with store.locked():
+    with transaction.locked(store):
         transaction.commit(site, [transaction.Write(path, agent)], "memory: edit", "bob")
     assert site.saved
     assert git(store.root, "show", "HEAD:fact/shared.md") == agent  # the agent's write, whole

@@ -477,7 +477,7 @@ def test_a_landing_that_fails_puts_every_file_back(pair: tuple[Store, Store]) ->
     }
     ours = refs.head(a.repo)
     assert ours is not None
-    with a.locked():
+    with transaction.locked(a):
         changes = sync._fast_forward(a, "", ours, theirs)[0]  # pyright: ignore[reportPrivateUsage]
         assert {type(c).__name__ for c in changes} == {"Remove", "Write", "Append"}
         with pytest.raises(Conflict, match=r"HEAD moved"):

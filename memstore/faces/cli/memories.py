@@ -310,7 +310,10 @@ def history_(ctx: click.Context, name: str) -> None:
     Example:
       memstore history use-zod
     """
-    revisions = store_of(ctx).history(name)
+    from memstore.git import gitlog
+
+    store = store_of(ctx)
+    revisions = gitlog.log(store.repo, store.path_for(name))
     if not revisions:
         click.echo(f"'{name}' has no commits yet", err=True)
     for rev in revisions:
@@ -452,7 +455,9 @@ def recover(ctx: click.Context) -> None:
     Example:
       memstore --store memory recover
     """
-    left = store_of(ctx).recover()
+    from memstore.storage import transaction
+
+    left = transaction.undo_pending(store_of(ctx))
     click.echo(f"undone: {left}" if left else "nothing to recover")
 
 

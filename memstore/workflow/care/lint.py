@@ -31,7 +31,7 @@ from memstore.model.memory import (
 )
 from memstore.model.status import Status
 from memstore.search.index import racy_window
-from memstore.storage import secrets, trust
+from memstore.storage import secrets, transaction, trust
 from memstore.storage.files import LEDGER_FILE, FullStamp, Kind, atomic_write, read_regular, walk
 from memstore.workflow.care.stats import OUTCOMES_FILE, outcome_problems
 from memstore.workflow.rules.rules import rule_problems
@@ -208,7 +208,7 @@ def lint_store(
     if not store.secrets_allowed:
         problems.extend(_record_secrets(store, LEDGER_FILE, _LEDGER_ADVICE))
         problems.extend(_record_secrets(store, OUTCOMES_FILE, _OUTCOME_ADVICE))
-    left = store.pending()
+    left = transaction.pending(store.cache)
     if left is not None:
         problems.append(
             Problem(
@@ -277,6 +277,15 @@ def _unread() -> Checked:
     raise AssertionError("only a memory file is read")
 
 
+def _signers(store: Store) -> trust.Signers | None:
+    """Who signed each commit, for a store that requires signatures (else None)."""
+    if not store.signed:
+        return None
+    from memstore.git import signing  # only stores that sign
+
+    return partial(signing.signers, store.repo, allowed_signers=store.allowed_signers)
+
+
 def _history_problems(
     store: Store,
     memories: dict[str, tuple[str, Memory]],
@@ -291,7 +300,7 @@ def _history_problems(
         if memo is not None:
             found = store.trust.current()
         else:
-            found = trust.full(store.repo, store.root, store.signers_of if store.signed else None)
+            found = trust.full(store.repo, store.root, _signers(store))
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []

@@ -275,7 +275,7 @@ def save(
             held.append((f"{candidate.source}: {memory.name}", str(e)))
     for copy, memory in checked:
         _refuse(store, copy.source, memory, allow_secret)
-    with store.locked():
+    with transaction.locked(store):
         names = _names(store)
         keys: list[tuple[str, frozenset[str]]] = []  # of the drafts saved by this call
         created: list[str] = []

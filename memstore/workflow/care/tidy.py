@@ -4,18 +4,18 @@ deprecation, and the review queue (drafts awaiting someone other than their owne
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from memstore.errors import InvalidQuery
+from memstore.errors import InvalidQuery, MemstoreError
 from memstore.model import when
-from memstore.model.memory import RULE_TYPES, Memory, links_in_body, same_identity
-from memstore.model.status import Status
+from memstore.model.memory import RULE_TYPES, Memory, check_line, links_in_body, now, same_identity
+from memstore.model.status import Status, transition
+from memstore.storage import transaction
+from memstore.storage.store import Store, subject
 from memstore.storage.trust import UNVERIFIED
-
-if TYPE_CHECKING:
-    from memstore.storage.store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ def deprecate(
     allow_secret: bool = False,
 ) -> Batch:
     """Deprecate the memories named, else those `select` chooses by the filters given, in one
-    commit (see `Store.deprecate_many`). Each memory chosen is deprecated or refused.
+    commit (see `deprecate_many`). Each memory chosen is deprecated or refused.
 
     Raises:
         InvalidQuery (no names and no filter, or a bad filter), InvalidMemory, SecretFound,
@@ -85,8 +85,53 @@ def deprecate(
     chosen = names or [
         m.name for m in select(store, tag=tag, type=type, status=status, older_than=older_than)
     ]
-    done, refused = store.deprecate_many(chosen, reason, dry_run=dry_run, allow_secret=allow_secret)
+    done, refused = deprecate_many(
+        store, chosen, reason, dry_run=dry_run, allow_secret=allow_secret
+    )
     return Batch(tuple(done), tuple(refused), dry_run)
+
+
+def deprecate_many(
+    store: Store,
+    names: Iterable[str],
+    reason: str,
+    *,
+    dry_run: bool = False,
+    allow_secret: bool = False,
+) -> tuple[list[Memory], list[tuple[str, str]]]:
+    """Deprecate every memory named, in one commit, as the acting identity. A memory that
+    cannot be (already deprecated, uncommitted hand edits, a broken file) is left out and
+    reported, and the others still go. With `dry_run`, nothing is written. Returns the
+    memories deprecated (or that would be) and (name, why not) for each refused.
+
+    Raises:
+        InvalidMemory (a reason that is not one line), SecretFound, NoIdentity,
+        StoreLocked, GitError.
+    """
+    check_line(reason, "reason")
+    store.refuse_secrets({"reason": reason}, allow_secret)
+    actor = store.require_identity()
+    done: list[tuple[Path, Memory]] = []
+    refused: list[tuple[str, str]] = []
+    with transaction.locked(store):
+        at = now()
+        for name in names:
+            try:
+                current = store.read(name, raw=True)
+                path = store.root / current.path
+                transaction.refuse_uncommitted(store, [path])
+                new = transition(
+                    current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
+                )
+            except MemstoreError as e:
+                refused.append((name, str(e)))
+                continue
+            done.append((path, new))
+        if done and not dry_run:
+            listed = ", ".join(m.name for _, m in done)
+            message = subject(f"memory: deprecate {len(done)}", reason.strip())
+            store.commit_memories(done, f"{message}\n\n{listed}", actor)
+    return [m for _, m in done], refused
 
 
 def review_queue(store: Store) -> list[Memory]:

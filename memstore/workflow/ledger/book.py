@@ -115,7 +115,10 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
         seen, new = [], gitlog.added_lines(store.repo, store.ledger_path, head)
     if new and store.signed:
         # Whose allowed key signed each new commit: read once, then kept in the cache.
-        signers = store.signers_of(list(dict.fromkeys(a.commit.sha for a in new)))
+        from memstore.git import signing  # only stores that sign
+
+        commits = list(dict.fromkeys(a.commit.sha for a in new))
+        signers = signing.signers(store.repo, commits, store.allowed_signers)
         new = [
             gitlog.Added(
                 a.text,
@@ -181,7 +184,7 @@ def check(store: Store, action: str, target: str, *, now: datetime | None = None
     seen = view(store)
     if not seen.ends_with_newline or seen.uncommitted:
         # Maybe a write in flight, not yet committed: read again once no writer holds it.
-        with store.locked():
+        with transaction.locked(store):
             seen = view(store)
     return ledger.check(seen, action, target, moment)
 
@@ -215,7 +218,7 @@ def claim(
     seconds = ledger.check_ttl(ttl)
     _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
     actor = store.require_identity()
-    with store.locked():
+    with transaction.locked(store):
         seen = view(store)
         ledger.require_intact(seen)
         event = ledger.claim(seen, actor, action, target, seconds, now or ledger.utcnow())
@@ -241,7 +244,7 @@ def release(
     target = ledger.check_text(target, "target")
     _refuse_secrets(store, {"action": action, "target": target}, allow_secret)
     actor = store.require_identity()
-    with store.locked():
+    with transaction.locked(store):
         seen = view(store)
         ledger.require_intact(seen)
         event = ledger.release(seen, actor, action, target, now or ledger.utcnow())
@@ -283,7 +286,7 @@ def record(
     fields = {"action": action, "target": target, "evidence": evidence, "note": note}
     _refuse_secrets(store, fields, allow_secret)
     actor = store.require_identity()
-    with store.locked():
+    with transaction.locked(store):
         seen = view(store)
         ledger.require_intact(seen)
         moment = now or ledger.utcnow()

@@ -499,7 +499,7 @@ def sync(store: Store, remote: str | None = None, branch: str | None = None) -> 
     kinds: list[str] = []
     try:
         for attempt in range(1, ATTEMPTS + 1):
-            with store.locked():
+            with transaction.locked(store):
                 theirs = fetch(store, where)
                 merged = integrate(store, theirs, actor)
                 kinds.append(merged.kind)
@@ -583,7 +583,7 @@ def claim(
     )
     where = target(store)
     actor = store.require_identity()
-    with store.locked():
+    with transaction.locked(store):
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 theirs = fetch(store, where)

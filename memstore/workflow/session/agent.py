@@ -270,7 +270,7 @@ def record_outcome(
     note = stats.check_note(evidence)
     store.refuse_secrets({"evidence": note}, allow_secret=False)
     actor = store.require_identity()
-    with store.locked():
+    with transaction.locked(store):
         memory = store.get(name)
         if memory.type not in workflow.RULE_TYPES:
             raise InvalidMemory(
