@@ -1,7 +1,8 @@
-"""The agent workflow over a store: corrections, the check before acting, and outcomes.
+"""What an agent does over a store as it works: saving, corrections, the check before acting,
+and outcomes.
 
-`workflow.py` holds the rules and verdicts as pure functions; these feed them the store's
-memories, search index and ledger. `Store` delegates its workflow methods here.
+`workflow/rules/rules.py` holds the rules and verdicts as pure functions; these feed them the
+store's memories, search index and ledger. The faces call these functions directly.
 """
 
 from __future__ import annotations
