@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.faces.cli.main import main
 from memstore.git import refs, signing
-from memstore.model.memory import same_identity
+from memstore.model.identity import same_identity
 from memstore.storage.store import Store
 from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, as_agent, git

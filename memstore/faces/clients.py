@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstore.model.memory import check_identity, same_identity
+from memstore.model.identity import check_identity, same_identity
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store

@@ -25,7 +25,7 @@ from pathlib import Path
 from memstore import config
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.git import commit, objects, repository
-from memstore.model.memory import check_identity, identity_key
+from memstore.model.identity import check_identity, identity_key
 
 NAMESPACE = "git"
 """The namespace git signs commits in (`ssh-keygen -Y sign -n git`)."""

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memstore.model.memory import NAME_RE, Memory
+from memstore.model.fields import NAME_RE
+from memstore.model.memory import Memory
 
 _PLAIN = re.compile(r"^[\w.@+-]{1,64}$")
 _WORDS = re.compile(r"^[\w.@+-]+(?: [\w.@+-]+){1,3}$")

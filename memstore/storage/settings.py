@@ -40,7 +40,8 @@ def store_types(root: Path) -> tuple[str, ...]:
     Raises:
         InvalidMemory: for a settings file that is not YAML or a bad type name.
     """
-    from memstore.model.memory import DEFAULT_TYPES, check_name
+    from memstore.model.fields import check_name
+    from memstore.model.memory import DEFAULT_TYPES
 
     path, data = _settings(root)
     if data is None:
@@ -91,7 +92,7 @@ def store_humans(root: Path) -> tuple[str, ...]:
         InvalidMemory: for a settings file that is not YAML, or `humans` not a list of
             identities.
     """
-    from memstore.model.memory import check_identity
+    from memstore.model.identity import check_identity
 
     path, data = _settings(root)
     if data is None:

@@ -27,27 +27,28 @@ from memstore.errors import (
     SelfApproval,
 )
 from memstore.git import commit, objects, repository
-from memstore.model.memory import (
-    FILE_MAX,
-    Memory,
+from memstore.model.fields import (
     check_body,
     check_description,
     check_expires,
     check_extra,
     check_files,
-    check_identity,
     check_importance,
     check_line,
     check_links,
     check_name,
     check_tags,
+)
+from memstore.model.identity import check_identity, same_identity
+from memstore.model.memory import (
+    FILE_MAX,
+    Memory,
     content_hash,
     evolve,
     now,
     parse,
     renamed,
     render,
-    same_identity,
 )
 from memstore.model.status import Status, transition, unconfirm
 from memstore.model.status import verify as verify_memory

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from memstore.errors import InvalidQuery
 from memstore.model import when
-from memstore.model.memory import RULE_TYPES, Memory, links_in_body, same_identity
+from memstore.model.identity import same_identity
+from memstore.model.memory import RULE_TYPES, Memory, links_in_body
 from memstore.model.status import Status
 from memstore.storage.trust import UNVERIFIED
 

@@ -27,7 +27,7 @@ from memstore.errors import (
 )
 from memstore.git import gitlog
 from memstore.model import when
-from memstore.model.memory import check_identity
+from memstore.model.identity import check_identity
 from memstore.storage import files
 
 LEDGER_FILE = files.LEDGER_FILE

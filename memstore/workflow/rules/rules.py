@@ -15,8 +15,9 @@ from enum import StrEnum
 from typing import Any
 
 from memstore.errors import InvalidMemory
+from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES as RULE_TYPES
-from memstore.model.memory import Memory, same_identity
+from memstore.model.memory import Memory
 from memstore.model.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.model.status import Status
 from memstore.workflow.ledger import lines as ledger
