@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import random
 import string
+from datetime import date
 
 import pytest
 import yaml
 
 from memstore.errors import InvalidMemory, InvalidName
 from memstore.model import memory_yaml
-from memstore.model.fields import check_body, check_description, check_name, check_tags
+from memstore.model.fields import (
+    check_body,
+    check_description,
+    check_expires,
+    check_name,
+    check_tags,
+)
 from memstore.model.memory import Memory, links_in_body, parse, render, to_dict
 
 CANONICAL = """---
@@ -257,3 +264,29 @@ def test_a_file_of_plain_fields_parses_and_renders_as_pyyaml_would() -> None:
     )
     assert parse(quoted).description == "yes: validate input"
     assert render(parse(quoted)) == quoted
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("24h", "2026-12-02"),
+        ("25h", "2026-12-03"),
+        ("0d", "2026-12-02"),
+        ("7d", "2026-12-08"),
+        ("2w", "2026-12-15"),
+        ("1.5d", "2026-12-03"),
+        (" 7 d ", "2026-12-08"),
+        ("2026-12-31", "2026-12-31"),
+        (date(2027, 1, 2), "2027-01-02"),
+    ],
+)
+def test_an_expiry_is_a_date_or_hours_days_or_weeks_from_today(
+    value: object, expected: str
+) -> None:
+    assert check_expires(value, today=date(2026, 12, 1)) == expected
+
+
+@pytest.mark.parametrize("value", ["90", "90m", "30s", "next week", "2026-02-30", "99999999w", 7])
+def test_an_expiry_without_a_day_unit_or_a_real_day_is_refused(value: object) -> None:
+    with pytest.raises(InvalidMemory, match=r"invalid expiry .*: use a date \(2026-12-31\)"):
+        check_expires(value, today=date(2026, 12, 1))

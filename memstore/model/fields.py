@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 from memstore.errors import InvalidMemory, InvalidName
+from memstore.model import when
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 NAME_RE = re.compile(NAME_PATTERN)
@@ -217,26 +218,26 @@ def check_body(body: object) -> str:
 IMPORTANCE = ("high", "normal", "low")
 """The values of the `importance` key: `high` ranks higher and survives briefing budgets."""
 FILES_MAX = 32
-_DURATION = re.compile(r"(\d{1,4})([hdw])")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+EXPIRES_UNITS = "hdw"
+"""The units of an expiry from now (`24h`, `7d`, `2w`): it names one, as a bare number (seconds
+to `when.seconds`) would read as days to a person writing a file."""
 
 
 def check_expires(value: object, today: date | None = None) -> str:
     """The `expires` date (`YYYY-MM-DD`) that `value` gives: a date, or `7d`, `2w`, `24h` from
-    `today` (UTC).
+    `today` (UTC), rounded up to a whole day and at least one.
 
     Raises:
         InvalidMemory: for anything else, or a date that is not a real day.
     """
-    today = today or datetime.now(UTC).date()
     text = str(value).strip() if isinstance(value, str | date) else ""
-    match = _DURATION.fullmatch(text)
-    if match:
+    span = when.seconds(text, EXPIRES_UNITS)
+    if span is not None:
         from datetime import timedelta  # only an expiry needs it
 
-        amount, unit = int(match.group(1)), match.group(2)
-        days = {"h": amount / 24, "d": amount, "w": amount * 7}[unit]
-        return (today + timedelta(days=max(1, math.ceil(days)))).isoformat()
+        today = today or when.utcnow().date()
+        return (today + timedelta(days=max(1, math.ceil(span / 86400)))).isoformat()
     if _DAY.fullmatch(text):
         try:
             return date.fromisoformat(text).isoformat()

@@ -58,8 +58,6 @@ _OPTIONAL = frozenset({"evidence", "note", "expires"})
 _HASH_RE = re.compile(rf"^[0-9a-f]{{{HASH_LEN}}}$")
 _ID_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 _TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 # Unicode categories Cc (controls), Zl and Zp (line and paragraph separators).
 _LINE_BREAKERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _URL_BREAKERS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
@@ -298,13 +296,13 @@ def parse_duration(text: str) -> float:
     Raises:
         InvalidLedgerEntry: for anything else.
     """
-    match = _DURATION_RE.match(text)
-    if not match:
+    span = when.seconds(text, "smhd")
+    if span is None:
         raise InvalidLedgerEntry(
             f"duration {text!r} must be a number with a unit, like 90s, 30m, 2h or 1d "
             "(a bare number is seconds)"
         )
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    return span
 
 
 def parse_since(text: str, now: datetime) -> datetime:
