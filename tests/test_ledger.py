@@ -20,6 +20,7 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.git import gitlog
+from memstore.model import when
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger
@@ -369,7 +370,7 @@ def test_a_line_nobody_committed_does_not_count_and_no_append_commits_it(store: 
         action="deploy",
         target="api",
         status=ledger.RELEASED,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(store).heads,
     )
     with store.ledger_path.open("a", encoding="utf-8", newline="\n") as f:

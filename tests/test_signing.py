@@ -450,6 +450,7 @@ def test_an_unsigned_confirmation_does_not_count_when_signatures_are_required(
 def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signed_it(
     required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memstore.model import when
     from memstore.workflow.ledger import book as ledger_io
     from memstore.workflow.ledger import lines as ledger
 
@@ -464,7 +465,7 @@ def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signe
         action="deploy",
         target="v1",
         status=ledger.RELEASED,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(required).heads,
     )
     with required.ledger_path.open("a", encoding="utf-8", newline="\n") as f:

@@ -9,11 +9,11 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from memstore.errors import InvalidMemory
-from memstore.model import memory_yaml
+from memstore.model import memory_yaml, when
 from memstore.model.fields import BODY_MAX, CORE_KEYS, KEY_ORDER, TRAIL_KEYS, check_name
 
 FILE_MAX = 2 * BODY_MAX
@@ -79,7 +79,7 @@ class Memory:
 
 def now() -> str:
     """The current UTC time as an ISO 8601 string with a `Z` suffix, to the second."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.stamp(when.utcnow())
 
 
 def _text(value: object, key: str) -> str:

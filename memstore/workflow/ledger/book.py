@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
 from memstore.git import gitlog, objects, refs, repository
+from memstore.model import when
 from memstore.storage import secrets, transaction
 from memstore.storage.files import atomic_write, read_regular, shown
 from memstore.workflow.ledger import lines as ledger
@@ -177,7 +178,7 @@ def check(store: Store, action: str, target: str, *, now: datetime | None = None
     """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
-    moment = now or ledger.utcnow()
+    moment = now or when.utcnow()
     seen = view(store)
     if not seen.ends_with_newline or seen.uncommitted:
         # Maybe a write in flight, not yet committed: read again once no writer holds it.
@@ -218,7 +219,7 @@ def claim(
     with store.locked():
         seen = view(store)
         ledger.require_intact(seen)
-        event = ledger.claim(seen, actor, action, target, seconds, now or ledger.utcnow())
+        event = ledger.claim(seen, actor, action, target, seconds, now or when.utcnow())
         append(store, event)
     return event
 
@@ -244,7 +245,7 @@ def release(
     with store.locked():
         seen = view(store)
         ledger.require_intact(seen)
-        event = ledger.release(seen, actor, action, target, now or ledger.utcnow())
+        event = ledger.release(seen, actor, action, target, now or when.utcnow())
         append(store, event)
     return event
 
@@ -286,7 +287,7 @@ def record(
     with store.locked():
         seen = view(store)
         ledger.require_intact(seen)
-        moment = now or ledger.utcnow()
+        moment = now or when.utcnow()
         event, warnings = ledger.record(seen, actor, action, target, moment, evidence, note, failed)
         append(store, event)
     for warning in warnings:
@@ -310,7 +311,7 @@ def events(
     Raises:
         InvalidLedgerEntry: for a bad filter.
     """
-    after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
+    after = ledger.parse_since(since, now or when.utcnow()) if since else None
     seen = view(store)
     if seen.lost:
         log.warning(
@@ -345,7 +346,7 @@ def open_claims(store: Store) -> list[ledger.Check]:
         LedgerCorrupt: when the ledger is not a plain file.
     """
     seen = view(store)
-    moment = ledger.utcnow()
+    moment = when.utcnow()
     pairs = dict.fromkeys((e.action, e.target) for e in seen.events if e.status == ledger.CLAIMED)
     found = [ledger.check(seen, action, target, moment) for action, target in pairs]
     return [c for c in found if c.state is ledger.State.IN_PROGRESS]

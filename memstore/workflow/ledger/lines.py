@@ -174,11 +174,6 @@ class View:
 # -- time and input ------------------------------------------------------------------------------
 
 
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
 def format_time(moment: datetime) -> str:
     """`moment` as UTC ISO 8601 with milliseconds and a `Z`: `2026-11-30T08:43:02.123Z`."""
     moment = moment.astimezone(UTC)

@@ -31,7 +31,7 @@ from memstore.errors import (
 )
 from memstore.git import commit, gitlog, objects, refs, repository
 from memstore.git import remote as git_remote
-from memstore.model import memory
+from memstore.model import memory, when
 from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.storage import secrets, transaction
@@ -595,7 +595,7 @@ def claim(
             integrate(store, theirs, actor)
             seen = ledger_io.view(store)
             ledger.require_intact(seen)
-            event = ledger.claim(seen, actor, action, target_text, seconds, now or ledger.utcnow())
+            event = ledger.claim(seen, actor, action, target_text, seconds, now or when.utcnow())
             ours = refs.head(store.repo)
             assert ours is not None  # integrate refuses an empty repository
             line = ledger.render(event) + "\n"
@@ -651,7 +651,7 @@ def check(
         seen,
         ledger.check_text(action, "action"),
         ledger.check_text(target_text, "target"),
-        now or ledger.utcnow(),
+        now or when.utcnow(),
     )
 
 

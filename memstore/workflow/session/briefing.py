@@ -10,7 +10,6 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, MemstoreError
@@ -196,7 +195,7 @@ def brief(
     identity = store.identity
     start = refs.head(store.repo)
     memories = list(store.memories())
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = when.utcnow().strftime("%Y-%m-%d")
     expired = [m for m in memories if _expired(m, today)]
     memories = [m for m in memories if not _expired(m, today)]
     rules = session.rules(store, memories)
@@ -320,7 +319,7 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
     """Valid ledger claims with no record yet: someone is doing that right now."""
     try:
         view = ledger_io.view(store)
-        moment = ledger.utcnow()
+        moment = when.utcnow()
         pairs = dict.fromkeys(
             (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
         )
