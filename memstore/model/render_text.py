@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memstore.model.fields import NAME_RE
+from memstore.model.fields import CONTROL_RE, NAME_RE
 from memstore.model.memory import Memory
 
 _PLAIN = re.compile(r"^[\w.@+-]{1,64}$")
@@ -70,12 +70,9 @@ def unshown(pairs: Iterable[tuple[str, object, str]]) -> list[str]:
     return [f"{key}: {value}" for key, value, shown in pairs if shown == UNSHOWN]
 
 
-_BREAKERS = re.compile("[\x00-\x1f\x7f\u2028\u2029]")
-
-
 def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped, so it stays on one line."""
-    return _BREAKERS.sub(lambda m: json.dumps(m.group())[1:-1], text)
+    return CONTROL_RE.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True, slots=True)

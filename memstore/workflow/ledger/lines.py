@@ -27,6 +27,7 @@ from memstore.errors import (
 )
 from memstore.git import gitlog
 from memstore.model import when
+from memstore.model.fields import control
 from memstore.model.identity import check_identity
 from memstore.storage import files
 
@@ -58,8 +59,6 @@ _OPTIONAL = frozenset({"evidence", "note", "expires"})
 _HASH_RE = re.compile(rf"^[0-9a-f]{{{HASH_LEN}}}$")
 _ID_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 _TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
-# Unicode categories Cc (controls), Zl and Zp (line and paragraph separators).
-_LINE_BREAKERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _URL_BREAKERS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
@@ -212,7 +211,7 @@ def check_text(value: object, what: str) -> str:
         raise InvalidLedgerEntry(f"{what} must be a non-empty line of text, got {value!r}")
     text = value.strip()
     _utf8(text, what)
-    if _LINE_BREAKERS.search(text):
+    if control(text):
         raise InvalidLedgerEntry(
             f"{what} {_short(text)} must be a single line without control characters"
         )
