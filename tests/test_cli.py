@@ -213,7 +213,7 @@ def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
     from memstore.faces.cli import ledger as ledger_cli
     from memstore.faces.cli import workflow as workflow_cli
     from memstore.workflow.care import stats
-    from memstore.workflow.ledger import lines as ledger
+    from memstore.workflow.ledger import claims
     from memstore.workflow.rules import rules as workflow
     from memstore.workflow.session import briefing
 
@@ -224,7 +224,7 @@ def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
         briefing.MIN_BUDGET,
         briefing.DEFAULT_BUDGET,
     )
-    assert set(ledger_cli.CHECK_EXIT) == {s.value for s in ledger.State}
+    assert set(ledger_cli.CHECK_EXIT) == {s.value for s in claims.State}
 
 
 def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:

@@ -16,7 +16,7 @@ from memstore.model import when
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.ledger.lines import State
+from memstore.workflow.ledger.claims import State
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.mcp_client import call, data, text
 

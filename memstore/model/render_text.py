@@ -470,7 +470,7 @@ def events_text(events: Sequence[EventLike], title: str) -> str:
 
 
 class CheckLike(Protocol):
-    """What a ledger check must offer to be shown (`memstore.workflow.ledger.lines.Check` does)."""
+    """What a ledger check must offer to be shown (`memstore.workflow.ledger.claims.Check` does)."""
 
     @property
     def state(self) -> str: ...

@@ -32,6 +32,7 @@ from memstore.search.query import Hit
 from memstore.storage.files import atomic_write
 from memstore.workflow.care import stats, steward
 from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import claims
 from memstore.workflow.ledger import lines as ledger
 from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
@@ -323,12 +324,12 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
         pairs = dict.fromkeys(
             (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
         )
-        checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+        checks = [claims.check(view, action, target, moment) for action, target in pairs]
     except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
         return [Bullet("- the ledger cannot be read", str(e))]
     lines: list[Bullet] = []
     for c in checks:
-        if c.state is ledger.State.IN_PROGRESS:
+        if c.state is claims.State.IN_PROGRESS:
             who = "you" if identity is not None and c.actor == identity else c.actor
             lines.append(
                 Bullet(
