@@ -219,7 +219,7 @@ def signers(
 
     `allowed_signers` is the file's path in the working tree; its committed versions are read
     (just before each commit, and at HEAD: see the module's docstring). Compare the result
-    with `memory.same_identity`. Costs one `git log` for the parents, then one `git log` per
+    with `identity.same_identity`. Costs one `git log` for the parents, then one `git log` per
     version of the file the commits were made on, each running ssh-keygen twice per signature.
 
     Raises:
