@@ -20,7 +20,8 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from memstore.errors import StoreLocked, TokenError
-from memstore.model.memory import check_identity, now
+from memstore.model.identity import check_identity
+from memstore.model.memory import now
 
 TOKENS_FILE = "tokens.json"
 PREFIX = "mst_"

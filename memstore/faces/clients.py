@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstore.limits import HTTP_URL
-from memstore.model.memory import check_identity, same_identity
+from memstore.model.identity import check_identity, same_identity
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store

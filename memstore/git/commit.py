@@ -15,7 +15,7 @@ from memstore.git.indexfile import sync_index
 from memstore.git.objects import blob_sha, commit_tree, tree_with, write_object
 from memstore.git.refs import head, move_head
 from memstore.git.repository import Repo, check_rel, check_sha, git, repo_path
-from memstore.model.memory import same_identity
+from memstore.model.identity import same_identity
 
 if TYPE_CHECKING:
     import logging

@@ -21,7 +21,7 @@ from memstore.git.objects import (
 )
 from memstore.git.refs import head
 from memstore.git.repository import PLAIN_PATHS, SEP, Repo, git, repo_path, stop
-from memstore.model.memory import same_identity
+from memstore.model.identity import same_identity
 
 _REC = "\x1e"
 

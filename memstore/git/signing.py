@@ -25,7 +25,7 @@ from pathlib import Path
 from memstore import config
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.git import commit, objects, repository
-from memstore.model.memory import check_identity, identity_key
+from memstore.model.identity import check_identity, identity_key
 
 NAMESPACE = "git"
 """The namespace git signs commits in (`ssh-keygen -Y sign -n git`)."""
@@ -219,7 +219,7 @@ def signers(
 
     `allowed_signers` is the file's path in the working tree; its committed versions are read
     (just before each commit, and at HEAD: see the module's docstring). Compare the result
-    with `memory.same_identity`. Costs one `git log` for the parents, then one `git log` per
+    with `identity.same_identity`. Costs one `git log` for the parents, then one `git log` per
     version of the file the commits were made on, each running ssh-keygen twice per signature.
 
     Raises:

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memstore.model.memory import NAME_RE, Memory
+from memstore.model.fields import CONTROL_RE, NAME_RE
+from memstore.model.memory import Memory
 
 _PLAIN = re.compile(r"^[\w.@+-]{1,64}$")
 _WORDS = re.compile(r"^[\w.@+-]+(?: [\w.@+-]+){1,3}$")
@@ -69,12 +70,9 @@ def unshown(pairs: Iterable[tuple[str, object, str]]) -> list[str]:
     return [f"{key}: {value}" for key, value, shown in pairs if shown == UNSHOWN]
 
 
-_BREAKERS = re.compile("[\x00-\x1f\x7f\u2028\u2029]")
-
-
 def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped, so it stays on one line."""
-    return _BREAKERS.sub(lambda m: json.dumps(m.group())[1:-1], text)
+    return CONTROL_RE.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,7 +470,7 @@ def events_text(events: Sequence[EventLike], title: str) -> str:
 
 
 class CheckLike(Protocol):
-    """What a ledger check must offer to be shown (`memstore.workflow.ledger.lines.Check` does)."""
+    """What a ledger check must offer to be shown (`memstore.workflow.ledger.claims.Check` does)."""
 
     @property
     def state(self) -> str: ...

@@ -5,7 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 from memstore.errors import InvalidTransition, SelfApproval
-from memstore.model.memory import Memory, content_hash, evolve, same_identity
+from memstore.model.identity import same_identity
+from memstore.model.memory import Memory, content_hash, evolve
 
 
 class Status(StrEnum):

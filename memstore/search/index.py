@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
+from memstore.model import when
 from memstore.model.memory import Memory, expiry
 from memstore.search import manifest, rank
 from memstore.search.manifest import Manifest, Stamp
@@ -551,7 +552,7 @@ class Index:
 
     def expired_count(self, today: str | None = None) -> int:
         """How many indexed memories are past their `expires` date (deprecated ones too)."""
-        today = today or datetime.now(UTC).strftime("%Y-%m-%d")
+        today = today or when.utcnow().strftime("%Y-%m-%d")
         with self._mutex:
             if self._searcher is None and not _exists(self.dir):
                 return 0
@@ -587,7 +588,7 @@ class Index:
         Raises:
             InvalidQuery: for query text Whoosh cannot run, naming the problem.
         """
-        today = today or datetime.now(UTC).strftime("%Y-%m-%d")
+        today = today or when.utcnow().strftime("%Y-%m-%d")
         filters: list[Any] = []
         if query.type:
             filters.append(Term("type", query.type))

@@ -21,7 +21,8 @@ from typing import Any
 
 from memstore.errors import GitError, InvalidMemory
 from memstore.git import gitlog, refs, repository
-from memstore.model.memory import Memory, check_files
+from memstore.model.fields import check_files
+from memstore.model.memory import Memory
 from memstore.storage.files import atomic_write
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,9 @@ from memstore.errors import (
     NotAStore,
 )
 from memstore.git import commit, repository
-from memstore.model.memory import FILE_MAX, Memory, check_identity, check_name, parse
+from memstore.model.fields import check_name
+from memstore.model.identity import check_identity
+from memstore.model.memory import FILE_MAX, Memory, parse
 from memstore.storage import settings
 from memstore.storage.files import (
     LEDGER_FILE,

@@ -40,7 +40,8 @@ def store_types(root: Path) -> tuple[str, ...]:
     Raises:
         InvalidMemory: for a settings file that is not YAML or a bad type name.
     """
-    from memstore.model.memory import DEFAULT_TYPES, check_name
+    from memstore.model.fields import check_name
+    from memstore.model.memory import DEFAULT_TYPES
 
     path, data = _settings(root)
     if data is None:
@@ -91,7 +92,7 @@ def store_humans(root: Path) -> tuple[str, ...]:
         InvalidMemory: for a settings file that is not YAML, or `humans` not a list of
             identities.
     """
-    from memstore.model.memory import check_identity
+    from memstore.model.identity import check_identity
 
     path, data = _settings(root)
     if data is None:
@@ -290,12 +291,15 @@ def upkeep_settings(root: Path) -> Upkeep:
     """
     import re
 
+    from memstore.model import when
+    from memstore.model.fields import EXPIRES_UNITS
+
     path, data = _settings(root)
     mapping: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     working: Any = mapping.get("working_expires", WORKING_EXPIRES)
     if working in (None, False, "never"):
         working = None
-    elif not isinstance(working, str) or not re.fullmatch(r"\d{1,4}[hdw]", working):
+    elif not isinstance(working, str) or when.seconds(working, EXPIRES_UNITS) is None:
         raise InvalidMemory(
             f"{path}: 'working_expires' must be a time such as 30d, 2w or 24h, or never"
         )

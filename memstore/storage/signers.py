@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memstore.errors import InvalidMemory
 from memstore.git import signing
-from memstore.model.memory import identity_key
+from memstore.model.identity import identity_key
 from memstore.storage import transaction
 from memstore.storage.files import read_regular
 from memstore.storage.store import Store, subject

@@ -19,8 +19,7 @@ from memstore.errors import (
     SelfApproval,
 )
 from memstore.git import commit, objects, repository
-from memstore.model.memory import (
-    Memory,
+from memstore.model.fields import (
     check_body,
     check_description,
     check_expires,
@@ -31,12 +30,15 @@ from memstore.model.memory import (
     check_links,
     check_name,
     check_tags,
+)
+from memstore.model.identity import same_identity
+from memstore.model.memory import (
+    Memory,
     content_hash,
     evolve,
     now,
     renamed,
     render,
-    same_identity,
 )
 from memstore.model.status import Status, transition, unconfirm
 from memstore.model.status import verify as verify_memory

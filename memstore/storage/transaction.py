@@ -31,7 +31,7 @@ from memstore.errors import (
 )
 from memstore.git import commit as git_commit
 from memstore.git import indexfile, objects, refs, repository
-from memstore.model.memory import check_identity
+from memstore.model.identity import check_identity
 from memstore.storage.files import (
     LEDGER_FILE,
     OUTCOMES_FILE,

@@ -40,16 +40,8 @@ from typing import Any
 
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.git import gitlog, objects, refs, repository
-from memstore.model.memory import (
-    RULE_TYPES,
-    Memory,
-    content_hash,
-    evolve,
-    parse,
-    renamed,
-    render,
-    same_identity,
-)
+from memstore.model.identity import same_identity
+from memstore.model.memory import RULE_TYPES, Memory, content_hash, evolve, parse, renamed, render
 from memstore.model.status import MOVES, Status
 from memstore.storage.files import atomic_write, read_regular
 

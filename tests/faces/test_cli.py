@@ -213,12 +213,12 @@ def test_the_choices_the_cli_spells_out_are_the_cores() -> None:
     from memstore.faces.cli import ledger as ledger_cli
     from memstore.faces.cli import workflow as workflow_cli
     from memstore.workflow.care import stats
-    from memstore.workflow.ledger import lines as ledger
+    from memstore.workflow.ledger import claims
     from memstore.workflow.rules import rules as workflow
 
     assert workflow_cli.RULE_TYPES == workflow.RULE_TYPES
     assert workflow_cli.OUTCOMES == tuple(o.value for o in stats.Outcome)
-    assert set(ledger_cli.CHECK_EXIT) == {s.value for s in ledger.State}
+    assert set(ledger_cli.CHECK_EXIT) == {s.value for s in claims.State}
 
 
 def loaded_by(args: list[str], modules: set[str]) -> tuple[str, list[str]]:

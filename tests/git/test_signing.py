@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.faces.cli.main import main
 from memstore.git import refs, signing
-from memstore.model.memory import same_identity
+from memstore.model.identity import same_identity
 from memstore.storage.store import Store
 from memstore.workflow.care import lint
 from tests.conftest import GIT_ENV, as_agent, git
@@ -450,6 +450,7 @@ def test_an_unsigned_confirmation_does_not_count_when_signatures_are_required(
 def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signed_it(
     required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memstore.model import when
     from memstore.workflow.ledger import book as ledger_io
     from memstore.workflow.ledger import lines as ledger
 
@@ -464,7 +465,7 @@ def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signe
         action="deploy",
         target="v1",
         status=ledger.RELEASED,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(required).heads,
     )
     with required.ledger_path.open("a", encoding="utf-8", newline="\n") as f:

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import random
 import string
+from datetime import date
 
 import pytest
 import yaml
 
 from memstore.errors import InvalidMemory, InvalidName
-from memstore.model import memory as memory_module
-from memstore.model.memory import (
-    Memory,
+from memstore.model import memory_yaml
+from memstore.model.fields import (
     check_body,
     check_description,
+    check_expires,
     check_name,
     check_tags,
-    links_in_body,
-    parse,
-    render,
 )
+from memstore.model.memory import Memory, links_in_body, parse, render, to_dict
 
 CANONICAL = """---
 name: use-zod
@@ -206,7 +205,7 @@ def _tricky(rng: random.Random) -> str:
 
 
 def _pyyaml_dump(data: dict[str, object]) -> str:
-    dumper = memory_module._yaml()[1]  # pyright: ignore[reportPrivateUsage]
+    dumper = memory_yaml._yaml()[1]  # pyright: ignore[reportPrivateUsage]
     return yaml.dump(
         data,
         Dumper=dumper,
@@ -218,7 +217,7 @@ def _pyyaml_dump(data: dict[str, object]) -> str:
 
 
 def _pyyaml_load(head: str) -> object:
-    return yaml.load(head, Loader=memory_module._yaml()[0])  # noqa: S506 - a SafeLoader  # pyright: ignore[reportPrivateUsage]
+    return yaml.load(head, Loader=memory_yaml._yaml()[0])  # noqa: S506 - a SafeLoader  # pyright: ignore[reportPrivateUsage]
 
 
 def test_front_matter_written_without_pyyaml_is_byte_for_byte_what_pyyaml_writes() -> None:
@@ -227,7 +226,7 @@ def test_front_matter_written_without_pyyaml_is_byte_for_byte_what_pyyaml_writes
     for _ in range(4000):
         data: dict[str, object] = {"name": _tricky(rng), "tags": [_tricky(rng), "api"]}
         data[rng.choice(["links", "on", "files", "a-b", "x"])] = rng.choice([[], _tricky(rng)])
-        written = memory_module._quick_dump(data)  # pyright: ignore[reportPrivateUsage]
+        written = memory_yaml._quick_dump(data)  # pyright: ignore[reportPrivateUsage]
         if written is not None:
             quick += 1
             assert written == _pyyaml_dump(data), data
@@ -247,21 +246,47 @@ def test_front_matter_read_without_pyyaml_is_what_pyyaml_reads() -> None:
             head = _pyyaml_dump(data)
         else:  # as a person might type it
             head = "".join(rng.choice(pieces + [_tricky(rng)]) for _ in range(rng.randint(1, 12)))
-        found = memory_module._quick_load(head)  # pyright: ignore[reportPrivateUsage]
+        found = memory_yaml._quick_load(head)  # pyright: ignore[reportPrivateUsage]
         if found is not None:
             quick += 1
             assert found == _pyyaml_load(head), head
     assert quick > 1000
     for head in ("name: a\nname: b\n", "tags:\n", "tags:\nname: a\n", "name: 'a'\n", "a:\n\n- b\n"):
-        assert memory_module._quick_load(head) is None  # pyright: ignore[reportPrivateUsage]
+        assert memory_yaml._quick_load(head) is None  # pyright: ignore[reportPrivateUsage]
 
 
 def test_a_file_of_plain_fields_parses_and_renders_as_pyyaml_would() -> None:
     memory = parse(CANONICAL)
-    assert memory_module._quick_dump(memory_module.to_dict(memory)) is not None  # pyright: ignore[reportPrivateUsage]
+    assert memory_yaml._quick_dump(to_dict(memory)) is not None  # pyright: ignore[reportPrivateUsage]
     assert render(memory) == CANONICAL
     quoted = CANONICAL.replace(
         "description: Validate API input with zod schemas", "description: 'yes: validate input'"
     )
     assert parse(quoted).description == "yes: validate input"
     assert render(parse(quoted)) == quoted
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("24h", "2026-12-02"),
+        ("25h", "2026-12-03"),
+        ("0d", "2026-12-02"),
+        ("7d", "2026-12-08"),
+        ("2w", "2026-12-15"),
+        ("1.5d", "2026-12-03"),
+        (" 7 d ", "2026-12-08"),
+        ("2026-12-31", "2026-12-31"),
+        (date(2027, 1, 2), "2027-01-02"),
+    ],
+)
+def test_an_expiry_is_a_date_or_hours_days_or_weeks_from_today(
+    value: object, expected: str
+) -> None:
+    assert check_expires(value, today=date(2026, 12, 1)) == expected
+
+
+@pytest.mark.parametrize("value", ["90", "90m", "30s", "next week", "2026-02-30", "99999999w", 7])
+def test_an_expiry_without_a_day_unit_or_a_real_day_is_refused(value: object) -> None:
+    with pytest.raises(InvalidMemory, match=r"invalid expiry .*: use a date \(2026-12-31\)"):
+        check_expires(value, today=date(2026, 12, 1))

@@ -30,6 +30,9 @@ def test_the_nonce_never_occurs_in_the_fenced_text() -> None:
 
 def test_one_line_escapes_line_breaks_so_a_field_cannot_start_a_line() -> None:
     assert render_text.one_line("a\nb\r\u2028c") == "a\\nb\\r\\u2028c"
+    # NEL (U+0085) ends a line for str.splitlines and many readers; CSI (U+009B) starts a
+    # terminal escape: both C1 controls are escaped like the C0 ones.
+    assert render_text.one_line("a\x85b\x9bc") == "a\\u0085b\\u009bc"
 
 
 def test_a_hostile_owner_is_left_out_of_the_header_and_shown_in_the_fence() -> None:

@@ -40,6 +40,34 @@ def test_a_moment_that_names_no_time_is_refused_with_the_forms_allowed(text: str
         when.moment(text, NOW)
 
 
+@pytest.mark.parametrize(
+    ("text", "units", "expected"),
+    [
+        ("90", "smhdw", 90),
+        (" 90s ", "smhdw", 90),
+        ("30m", "smhd", 1800),
+        ("1.5h", "smhd", 5400),
+        ("7 d", "hdw", 7 * 86400),
+        ("2w", "smhdw", 14 * 86400),
+        ("2w", "smhd", None),
+        ("90", "hdw", None),
+        ("90m", "hdw", None),
+        ("-1d", "smhdw", None),
+        ("7 days", "smhdw", None),
+        ("999999999w", "smhdw", None),
+    ],
+)
+def test_a_duration_is_a_number_and_one_of_the_units_a_caller_takes(
+    text: str, units: str, expected: float | None
+) -> None:
+    assert when.seconds(text, units) == expected
+
+
+def test_a_moment_further_back_than_a_thousand_years_is_refused_not_a_crash() -> None:
+    with pytest.raises(InvalidQuery, match="24h, 7d"):
+        when.moment("99999999999d", NOW)
+
+
 def run(*args: str, agent: str = "alice") -> tuple[int, str]:
     result = CliRunner().invoke(main, ["--agent", agent, *args])
     return result.exit_code, result.output

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, MemstoreError, NotAStore
 from memstore.faces.cli.main import main
-from memstore.model.memory import BODY_MAX, parse, render
+from memstore.model.fields import BODY_MAX
+from memstore.model.memory import parse, render
 from memstore.model.status import Status
 from memstore.storage.store import Store
 from memstore.workflow.care import lint

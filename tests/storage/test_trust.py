@@ -14,7 +14,8 @@ from conftest import GIT_ENV, as_agent, git, name_humans, processes_started
 from mcp_client import serve, text
 
 from memstore.errors import InvalidMemory, SelfApproval
-from memstore.model.memory import check_identity, content_hash, parse, render
+from memstore.model.identity import check_identity
+from memstore.model.memory import content_hash, parse, render
 from memstore.search import upkeep as search
 from memstore.storage.store import Store
 from memstore.workflow.care import lint

@@ -20,10 +20,12 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.git import gitlog
+from memstore.model import when
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import claims, trust
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.ledger.lines import State
+from memstore.workflow.ledger.claims import State
 from tests.conftest import GIT_ENV, REPO, as_agent, git
 
 T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
@@ -46,10 +48,10 @@ def by_actors(*events: ledger.Event) -> tuple[gitlog.Added, ...]:
     )
 
 
-def pure_view(*events: ledger.Event) -> ledger.View:
+def pure_view(*events: ledger.Event) -> trust.View:
     """The file holding `events`, each committed by its actor."""
     data = "".join(ledger.render(e) + "\n" for e in events).encode("utf-8")
-    return ledger.view(data, by_actors(*events))
+    return trust.view(data, by_actors(*events))
 
 
 def chain(count: int) -> list[ledger.Event]:
@@ -149,8 +151,9 @@ def test_durations_and_since_values_parse() -> None:
         7200,
         86400,
     ]
-    with pytest.raises(InvalidLedgerEntry, match="duration"):
-        ledger.parse_duration("soon")
+    for text in ("soon", "1w", "-5m"):
+        with pytest.raises(InvalidLedgerEntry, match=r"like 90s, 30m, 2h or 1d \(a bare number"):
+            ledger.parse_duration(text)
     assert ledger.parse_since("2h", T0) == T0 - timedelta(hours=2)
     assert ledger.parse_since("2026-11-30", T0) == datetime(2026, 11, 30, tzinfo=UTC)
     with pytest.raises(InvalidLedgerEntry, match="since"):
@@ -161,7 +164,7 @@ def test_durations_and_since_values_parse() -> None:
 
 
 def test_an_intact_chain_verifies_with_one_head() -> None:
-    result = ledger.verify(pure_view(*chain(4)), "union")
+    result = trust.verify(pure_view(*chain(4)), "union")
     assert result.ok and result.heads == 1 and result.events == 4
 
 
@@ -170,14 +173,14 @@ def test_verify_detects_an_edited_line() -> None:
     data = json.loads(ledger.render(events[1]))
     data["evidence"] = "https://example.com/forged"
     text = "\n".join([ledger.render(events[0]), json.dumps(data), ledger.render(events[2])])
-    result = ledger.verify(ledger.view(text.encode() + b"\n", ()), "union")
+    result = trust.verify(trust.view(text.encode() + b"\n", ()), "union")
     assert not result.ok
     assert any("line 2" in p and "hash" in p for p in result.problems)
 
 
 def test_verify_detects_a_line_deleted_in_the_middle() -> None:
     events = chain(3)
-    result = ledger.verify(pure_view(events[0], events[2]), "union")
+    result = trust.verify(pure_view(events[0], events[2]), "union")
     assert not result.ok
     assert any("line 2" in p and "deleted" in p for p in result.problems)
 
@@ -193,36 +196,36 @@ def test_an_edited_line_resealed_with_a_new_hash_breaks_the_next_lines_link() ->
         prev=events[1].prev,
         note="never happened",
     )
-    result = ledger.verify(pure_view(events[0], forged, events[2]), "union")
+    result = trust.verify(pure_view(events[0], forged, events[2]), "union")
     assert any("line 3" in p and "deleted" in p for p in result.problems)
 
 
 def test_a_claim_expires_after_its_ttl_on_a_moved_clock() -> None:
     empty = pure_view()
-    claim = ledger.claim(empty, "alice", "deploy", "api", ttl=600, now=T0)
+    claim = claims.claim(empty, "alice", "deploy", "api", ttl=600, now=T0)
     held = pure_view(claim)
-    assert ledger.check(held, "deploy", "api", T0 + timedelta(seconds=599)).state == (
+    assert claims.check(held, "deploy", "api", T0 + timedelta(seconds=599)).state == (
         State.IN_PROGRESS
     )
     with pytest.raises(ClaimHeld, match="alice"):
-        ledger.claim(held, "bob", "deploy", "api", ttl=600, now=T0 + timedelta(seconds=599))
+        claims.claim(held, "bob", "deploy", "api", ttl=600, now=T0 + timedelta(seconds=599))
     later = T0 + timedelta(seconds=600)
-    answer = ledger.check(held, "deploy", "api", later)
+    answer = claims.check(held, "deploy", "api", later)
     assert answer.state == State.NOT_EXECUTED
     assert any("expired" in w for w in answer.warnings)
-    assert ledger.claim(held, "bob", "deploy", "api", ttl=600, now=later).actor == "bob"
+    assert claims.claim(held, "bob", "deploy", "api", ttl=600, now=later).actor == "bob"
 
 
 def test_a_torn_last_line_fails_check_closed_instead_of_answering_not_executed() -> None:
     events = chain(2)
     data = (ledger.render(events[0]) + "\n" + ledger.render(events[1])[:40]).encode()
-    view = ledger.view(data, by_actors(events[0]))
+    view = trust.view(data, by_actors(events[0]))
     with pytest.raises(LedgerCorrupt, match="damaged at line 2"):
-        ledger.check(view, "publish", "post-1", T0)
+        claims.check(view, "publish", "post-1", T0)
     # what the readable lines prove stays provable
-    assert ledger.check(view, "publish", "post-0", T0).state == State.EXECUTED
+    assert claims.check(view, "publish", "post-0", T0).state == State.EXECUTED
     with pytest.raises(LedgerCorrupt, match="nothing was written"):
-        ledger.require_intact(view)
+        trust.require_intact(view)
 
 
 # -- check, claim, release, record on a store --------------------------------------------------
@@ -368,7 +371,7 @@ def test_a_line_nobody_committed_does_not_count_and_no_append_commits_it(store: 
         action="deploy",
         target="api",
         status=ledger.RELEASED,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(store).heads,
     )
     with store.ledger_path.open("a", encoding="utf-8", newline="\n") as f:
@@ -509,7 +512,7 @@ def test_deleting_a_branch_tip_after_a_merge_and_join_is_detected(store: Store) 
     ledger_io.record(store, "publish", "post-3", evidence=URL)
     kept = [x for x in lines_of(store) if "post-b1" not in x]
     data = ("\n".join(kept) + "\n").encode()
-    result = ledger.verify(ledger.view(data, ()), "union")  # the file alone, without git
+    result = trust.verify(trust.view(data, ()), "union")  # the file alone, without git
     assert any("deleted" in p for p in result.problems)
 
 
@@ -660,5 +663,5 @@ def test_the_example_lines_in_the_docs_verify() -> None:
     text = (REPO / "docs" / "ledger.md").read_text(encoding="utf-8")
     example = text.split("```json\n", 1)[1].split("```", 1)[0]
     events = [ledger.parse_line(line) for line in example.splitlines()]
-    result = ledger.verify(ledger.view(example.encode("utf-8"), by_actors(*events)), "union")
+    result = trust.verify(trust.view(example.encode("utf-8"), by_actors(*events)), "union")
     assert result.ok and result.events == 2

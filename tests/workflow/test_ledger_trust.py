@@ -12,10 +12,11 @@ from click.testing import CliRunner
 
 from memstore.errors import ClaimHeld, LedgerCorrupt
 from memstore.faces.cli.main import main
+from memstore.model import when
 from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.ledger.lines import State
+from memstore.workflow.ledger.claims import State
 from tests.conftest import GIT_ENV, as_agent, git
 from tests.mcp_client import call, data, text
 
@@ -46,7 +47,7 @@ def released(store: Store, actor: str, action: str, target: str) -> ledger.Event
         action=action,
         target=target,
         status=ledger.RELEASED,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(store).heads,
     )
 
@@ -118,7 +119,7 @@ def test_a_done_line_forged_for_someone_else_does_not_make_an_action_executed(
         action="publish",
         target="post-1",
         status=ledger.DONE,
-        at=ledger.utcnow(),
+        at=when.utcnow(),
         prev=ledger_io.view(store).heads,
         evidence=URL,
     )
@@ -224,7 +225,7 @@ def test_a_line_a_merge_commit_adds_itself_counts_only_when_the_merge_is_by_its_
                 action="publish",
                 target=target,
                 status=ledger.DONE,
-                at=ledger.utcnow(),
+                at=when.utcnow(),
                 prev=heads,
                 evidence=URL,
             ),

@@ -241,16 +241,16 @@ def test_front_matter_reads_as_pyyaml_builds_it(head: str) -> None:
     """The loader's quick path for plain front matter gives PyYAML's values and errors."""
     import yaml
 
-    from memstore.model import memory
+    from memstore.model import memory_yaml
 
-    loader = memory._yaml()[0]  # pyright: ignore[reportPrivateUsage]
+    loader = memory_yaml._yaml()[0]  # pyright: ignore[reportPrivateUsage]
 
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Plain(base):
         pass
 
-    memory._without_timestamps(Plain)  # pyright: ignore[reportPrivateUsage]
+    memory_yaml._without_timestamps(Plain)  # pyright: ignore[reportPrivateUsage]
 
     def read(loader: type) -> tuple[str, str]:
         try:

@@ -143,6 +143,17 @@ def test_add_takes_a_relative_expiry_and_working_memories_expire_by_default(stor
         store.add("bad", type="fact", description="x", extra={"expires": "next week"})
 
 
+@pytest.mark.parametrize("setting", ["90m", "90", "soon"])
+def test_a_working_expiry_setting_takes_the_forms_an_expiry_takes(
+    store: Store, setting: str
+) -> None:
+    (store.root / "memstore.yaml").write_text(f"working_expires: '{setting}'\n", encoding="utf-8")
+    with pytest.raises(InvalidMemory, match="'working_expires' must be a time such as 30d"):
+        store.add("scratch", type="working", description="what I am trying now")
+    (store.root / "memstore.yaml").write_text("working_expires: 1.5d\n", encoding="utf-8")
+    assert len(store.add("scratch", type="working", description="x").extra["expires"]) == 10
+
+
 def test_add_refuses_links_to_missing_memories(store: Store) -> None:
     with pytest.raises(InvalidMemory, match="links name no memory: nope"):
         store.add("a", type="fact", description="x", links=["nope"])

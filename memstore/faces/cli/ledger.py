@@ -68,17 +68,16 @@ def ledger_check(
     Example:
       memstore ledger check publish post-1 && ./publish.sh post-1
     """
-    from memstore.workflow.ledger import lines as ledger
-    from memstore.workflow.ledger import sync
+    from memstore.workflow.ledger import claims, sync
 
     result = sync.check(store_of(ctx), action, target, remote=remote)
     if as_json:
         echo_json(asdict(result))
-    elif result.state == ledger.State.EXECUTED:
+    elif result.state == claims.State.EXECUTED:
         click.echo(
             f"EXECUTED {action} {target} — by {result.actor} at {result.at}: {result.evidence}"
         )
-    elif result.state == ledger.State.IN_PROGRESS:
+    elif result.state == claims.State.IN_PROGRESS:
         click.echo(
             f"IN_PROGRESS {action} {target} — claimed by {result.actor} at {result.at} "
             f"until {result.until}"

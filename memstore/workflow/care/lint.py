@@ -17,18 +17,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.git import indexfile, objects, repository
-from memstore.model.memory import (
-    FILE_MAX,
-    Memory,
+from memstore.model.fields import (
     check_body,
     check_description,
     check_expires,
     check_files,
     check_importance,
     check_tags,
-    parse,
-    same_identity,
 )
+from memstore.model.identity import same_identity
+from memstore.model.memory import FILE_MAX, Memory, parse
 from memstore.model.status import Status
 from memstore.search.index import racy_window
 from memstore.storage import secrets, transaction, trust

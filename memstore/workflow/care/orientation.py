@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from memstore.errors import MemstoreError
 from memstore.git import precommit, refs
-from memstore.model.memory import Memory, same_identity
+from memstore.model.identity import same_identity
+from memstore.model.memory import Memory
 from memstore.search import upkeep as search
 from memstore.storage.files import shown
 

@@ -17,18 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
 from memstore.limits import DEFAULT_SEVERITY
-from memstore.model.memory import (
-    FILE_MAX,
-    Memory,
-    check_body,
-    check_description,
-    check_name,
-    check_tags,
-    evolve,
-    now,
-    parse,
-    render,
-)
+from memstore.model.fields import check_body, check_description, check_name, check_tags
+from memstore.model.memory import FILE_MAX, Memory, evolve, now, parse, render
 from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query

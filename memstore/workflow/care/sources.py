@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from memstore.model.memory import BODY_MAX, DESCRIPTION_MAX, NAME_RE, RESERVED_NAMES
+from memstore.model.fields import BODY_MAX, DESCRIPTION_MAX, NAME_RE, RESERVED_NAMES
 from memstore.workflow.rules.rules import APPLIES_WHEN_MAX, PATTERN_MAX, words
 
 INSTRUCTION_FILES = (

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memstore.errors import GitError, MemstoreError
+from memstore.model import when
 from memstore.model.memory import Memory, evolve, expiry, links_in_body
 from memstore.model.status import Status
 from memstore.search import manifest
@@ -121,7 +122,7 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     if found is None:
         return []
     listed, changed = found
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = when.utcnow().strftime("%Y-%m-%d")
     candidates = [*listed, *_unindexed(store, changed, skip=f"{name}.md")]
     close = [
         Similar(n, type_, status, d, round(score, 2))
@@ -363,7 +364,7 @@ class Report:
 
 
 def _today() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d")
+    return when.utcnow().strftime("%Y-%m-%d")
 
 
 def checkup(
@@ -415,7 +416,7 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     names = {m.name for m in memories}
     today = _today()
     settings = settings.upkeep_settings(store.root)
-    stale_before = datetime.now(UTC) - timedelta(days=settings.stale_after_days)
+    stale_before = when.utcnow() - timedelta(days=settings.stale_after_days)
 
     broken: list[Finding] = []
     expired: list[Finding] = []
@@ -435,8 +436,8 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
             continue
         checked = drift.checked_at(m)
         if checked is not None and checked < stale_before.timestamp():
-            when = datetime.fromtimestamp(checked, UTC).strftime("%Y-%m-%d")
-            stale.append(Finding(m.name, f"last confirmed or verified {when}"))
+            on = datetime.fromtimestamp(checked, UTC).strftime("%Y-%m-%d")
+            stale.append(Finding(m.name, f"last confirmed or verified {on}"))
         if drift.files_of(m):
             confirmed_with_files.append(m)
 
@@ -524,7 +525,7 @@ def figures(store: Store) -> Figures:
     from memstore.search import upkeep as search
 
     memories = list(store.memories())
-    now = datetime.now(UTC)
+    now = when.utcnow()
     drafts = [m for m in memories if m.status == Status.DRAFT]
     ages = [d for m in drafts if (d := _days(m.created, now)) is not None]
     latencies: list[float] = []

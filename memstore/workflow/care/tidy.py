@@ -11,7 +11,9 @@ from pathlib import Path
 
 from memstore.errors import InvalidQuery, MemstoreError
 from memstore.model import when
-from memstore.model.memory import RULE_TYPES, Memory, check_line, links_in_body, now, same_identity
+from memstore.model.fields import check_line
+from memstore.model.identity import same_identity
+from memstore.model.memory import RULE_TYPES, Memory, links_in_body, now
 from memstore.model.status import Status, transition
 from memstore.storage import transaction
 from memstore.storage.store import Store, subject

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from memstore.git import gitlog
 from memstore.model import when
-from memstore.model.memory import Memory, check_name, content_hash, renamed
+from memstore.model.fields import check_name
+from memstore.model.memory import Memory, content_hash, renamed
 from memstore.model.status import Status
 from memstore.storage import trust
 

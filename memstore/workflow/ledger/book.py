@@ -1,8 +1,8 @@
 """The ledger of a store: its file read together with every line git committed (cached), and
 the journaled, committed appends of claims, releases and records.
 
-`ledger.py` holds the line format and the rules as pure functions; this module feeds them the
-store's bytes and git's lines, and writes their events under the store's lock.
+`lines`, `trust` and `claims` hold the line format and the rules as pure functions; this module
+feeds them the store's bytes and git's lines, and writes their events under the store's lock.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
 from memstore.git import gitlog, objects, refs, repository
+from memstore.model import when
 from memstore.storage import secrets, transaction
 from memstore.storage.files import atomic_write, read_regular, shown
+from memstore.workflow.ledger import claims, trust
 from memstore.workflow.ledger import lines as ledger
 
 if TYPE_CHECKING:
@@ -138,7 +140,7 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
     return seen, at_head.split("\n")
 
 
-def view(store: Store) -> ledger.View:
+def view(store: Store) -> trust.View:
     """The ledger as the file and git's committed lines show it together."""
     # git first, then the file: a line is committed only after it is written, so a
     # concurrent append can never look like a line the file lost.
@@ -148,7 +150,7 @@ def view(store: Store) -> ledger.View:
         data = read_regular(path) or b""
     except UnsafePath as e:
         raise LedgerCorrupt(f"{shown(path)}: the ledger must be a plain file ({e})") from e
-    return ledger.view(data, committed, at_head, repository.repo_path(store.repo, path))
+    return trust.view(data, committed, at_head, repository.repo_path(store.repo, path))
 
 
 def append(store: Store, event: ledger.Event) -> None:
@@ -165,7 +167,7 @@ def append(store: Store, event: ledger.Event) -> None:
         )
 
 
-def check(store: Store, action: str, target: str, *, now: datetime | None = None) -> ledger.Check:
+def check(store: Store, action: str, target: str, *, now: datetime | None = None) -> claims.Check:
     """Whether `action` on `target` is NOT_EXECUTED, IN_PROGRESS (claimed) or EXECUTED.
 
     Reads the working ledger and every ledger line git has committed, so a restored or
@@ -180,13 +182,13 @@ def check(store: Store, action: str, target: str, *, now: datetime | None = None
     """
     action = ledger.check_text(action, "action")
     target = ledger.check_text(target, "target")
-    moment = now or ledger.utcnow()
+    moment = now or when.utcnow()
     seen = view(store)
     if not seen.ends_with_newline or seen.uncommitted:
         # Maybe a write in flight, not yet committed: read again once no writer holds it.
         with transaction.locked(store):
             seen = view(store)
-    return ledger.check(seen, action, target, moment)
+    return claims.check(seen, action, target, moment)
 
 
 def _refuse_secrets(store: Store, fields: dict[str, str | None], allow_secret: bool) -> None:
@@ -220,8 +222,8 @@ def claim(
     actor = store.require_identity()
     with transaction.locked(store):
         seen = view(store)
-        ledger.require_intact(seen)
-        event = ledger.claim(seen, actor, action, target, seconds, now or ledger.utcnow())
+        trust.require_intact(seen)
+        event = claims.claim(seen, actor, action, target, seconds, now or when.utcnow())
         append(store, event)
     return event
 
@@ -246,8 +248,8 @@ def release(
     actor = store.require_identity()
     with transaction.locked(store):
         seen = view(store)
-        ledger.require_intact(seen)
-        event = ledger.release(seen, actor, action, target, now or ledger.utcnow())
+        trust.require_intact(seen)
+        event = claims.release(seen, actor, action, target, now or when.utcnow())
         append(store, event)
     return event
 
@@ -288,9 +290,9 @@ def record(
     actor = store.require_identity()
     with transaction.locked(store):
         seen = view(store)
-        ledger.require_intact(seen)
-        moment = now or ledger.utcnow()
-        event, warnings = ledger.record(seen, actor, action, target, moment, evidence, note, failed)
+        trust.require_intact(seen)
+        moment = now or when.utcnow()
+        event, warnings = claims.record(seen, actor, action, target, moment, evidence, note, failed)
         append(store, event)
     for warning in warnings:
         log.warning("%s", warning)
@@ -313,7 +315,7 @@ def events(
     Raises:
         InvalidLedgerEntry: for a bad filter.
     """
-    after = ledger.parse_since(since, now or ledger.utcnow()) if since else None
+    after = ledger.parse_since(since, now or when.utcnow()) if since else None
     seen = view(store)
     if seen.lost:
         log.warning(
@@ -341,20 +343,20 @@ def events(
     ]
 
 
-def open_claims(store: Store) -> list[ledger.Check]:
+def open_claims(store: Store) -> list[claims.Check]:
     """Ledger claims still valid and not yet recorded: someone is doing that now.
 
     Raises:
         LedgerCorrupt: when the ledger is not a plain file.
     """
     seen = view(store)
-    moment = ledger.utcnow()
+    moment = when.utcnow()
     pairs = dict.fromkeys((e.action, e.target) for e in seen.events if e.status == ledger.CLAIMED)
-    found = [ledger.check(seen, action, target, moment) for action, target in pairs]
-    return [c for c in found if c.state is ledger.State.IN_PROGRESS]
+    found = [claims.check(seen, action, target, moment) for action, target in pairs]
+    return [c for c in found if c.state is claims.State.IN_PROGRESS]
 
 
-def verify(store: Store) -> ledger.Verification:
+def verify(store: Store) -> trust.Verification:
     """Check every line's hash and link, and that the file holds every line git committed."""
     seen = view(store)
-    return ledger.verify(seen, repository.attribute(store.repo, store.ledger_path, "merge"))
+    return trust.verify(seen, repository.attribute(store.repo, store.ledger_path, "merge"))

@@ -31,14 +31,16 @@ from memstore.errors import (
 )
 from memstore.git import commit, gitlog, objects, refs, repository
 from memstore.git import remote as git_remote
-from memstore.model import memory
+from memstore.model import memory, when
 from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.storage import secrets, transaction
 from memstore.storage.files import LEDGER_FILE, OUTCOMES_FILE
 from memstore.storage.settings import sync_settings
 from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import claims
 from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.ledger import trust as ledger_trust
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store
@@ -594,8 +596,8 @@ def claim(
                 ) from e
             integrate(store, theirs, actor)
             seen = ledger_io.view(store)
-            ledger.require_intact(seen)
-            event = ledger.claim(seen, actor, action, target_text, seconds, now or ledger.utcnow())
+            ledger_trust.require_intact(seen)
+            event = claims.claim(seen, actor, action, target_text, seconds, now or when.utcnow())
             ours = refs.head(store.repo)
             assert ours is not None  # integrate refuses an empty repository
             line = ledger.render(event) + "\n"
@@ -626,7 +628,7 @@ def check(
     *,
     remote: bool | None = None,
     now: datetime | None = None,
-) -> ledger.Check:
+) -> claims.Check:
     """`ledger_io.check`, first fetching the remote when the store is remote-backed (or
     `remote`): the answer counts the remote's committed lines too. An unreachable remote
     gives this clone's answer with a warning saying so.
@@ -647,15 +649,15 @@ def check(
     if theirs is None or ours is None or refs.is_ancestor(store.repo, theirs, ours):
         return ledger_io.check(store, action, target_text, now=now)
     seen = _with_remote(store, ours, theirs)
-    return ledger.check(
+    return claims.check(
         seen,
         ledger.check_text(action, "action"),
         ledger.check_text(target_text, "target"),
-        now or ledger.utcnow(),
+        now or when.utcnow(),
     )
 
 
-def _with_remote(store: Store, ours: str, theirs: str) -> ledger.View:
+def _with_remote(store: Store, ours: str, theirs: str) -> ledger_trust.View:
     """The ledger view with the remote's committed lines merged in, as a sync would."""
     committed, at_head = ledger_io.committed_lines(store)
     base = git_remote.merge_base(store.repo, ours, theirs)
@@ -664,7 +666,9 @@ def _with_remote(store: Store, ours: str, theirs: str) -> ledger.View:
     data = path.read_bytes() if path.is_file() else b""
     remote_file = objects.blob(store.repo, theirs, path)
     data = _union(data, remote_file)
-    return ledger.view(data, [*committed, *extra], at_head, repository.repo_path(store.repo, path))
+    return ledger_trust.view(
+        data, [*committed, *extra], at_head, repository.repo_path(store.repo, path)
+    )
 
 
 class Every:

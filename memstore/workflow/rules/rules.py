@@ -16,11 +16,12 @@ from typing import Any
 
 from memstore.errors import InvalidMemory
 from memstore.limits import DEFAULT_SEVERITY, SEVERITIES
+from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES as RULE_TYPES
-from memstore.model.memory import Memory, same_identity
+from memstore.model.memory import Memory
 from memstore.model.render_text import Bullet, Fence, fence_for, kind, rule_status
 from memstore.model.status import Status
-from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.ledger import claims
 from memstore.workflow.rules import concepts, guards, intent
 
 RULE_KEYS = ("severity", "applies_when", "evidence")
@@ -392,15 +393,15 @@ def _plain(patterns: tuple[str, ...]) -> list[str]:
     return [p for p in patterns if not is_glob(p)]
 
 
-def ledger_reason(check: ledger.Check, identity: str | None) -> Reason:
+def ledger_reason(check: claims.Check, identity: str | None) -> Reason:
     """What the ledger's answer means before acting: executed, or claimed by another, blocks."""
     name = f"{check.action} {check.target}"
     warned = "".join(f" Warning: {w}." for w in check.warnings)
-    if check.state is ledger.State.EXECUTED:
+    if check.state is claims.State.EXECUTED:
         evidence = f" ({check.evidence})" if check.evidence else ""
         message = f"already executed by {check.actor} at {check.at}{evidence}; do not repeat it"
         return Reason("ledger", name, Verdict.BLOCK, message + warned)
-    if check.state is ledger.State.IN_PROGRESS:
+    if check.state is claims.State.IN_PROGRESS:
         if identity is not None and check.actor == identity:
             message = (
                 f"you hold the claim until {check.until}: act, then record it with "

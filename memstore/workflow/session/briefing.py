@@ -10,7 +10,6 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, MemstoreError
@@ -34,6 +33,7 @@ from memstore.search.query import Hit
 from memstore.storage.files import atomic_write
 from memstore.workflow.care import stats, steward
 from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.ledger import claims
 from memstore.workflow.ledger import lines as ledger
 from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
@@ -184,7 +184,7 @@ def brief(
     identity = store.identity
     start = refs.head(store.repo)
     memories = list(store.memories())
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = when.utcnow().strftime("%Y-%m-%d")
     expired = [m for m in memories if _expired(m, today)]
     memories = [m for m in memories if not _expired(m, today)]
     rules = session.rules(store, memories)
@@ -308,16 +308,16 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
     """Valid ledger claims with no record yet: someone is doing that right now."""
     try:
         view = ledger_io.view(store)
-        moment = ledger.utcnow()
+        moment = when.utcnow()
         pairs = dict.fromkeys(
             (e.action, e.target) for e in view.events if e.status == ledger.CLAIMED
         )
-        checks = [ledger.check(view, action, target, moment) for action, target in pairs]
+        checks = [claims.check(view, action, target, moment) for action, target in pairs]
     except MemstoreError as e:  # a damaged ledger: say so rather than list nothing
         return [Bullet("- the ledger cannot be read", str(e))]
     lines: list[Bullet] = []
     for c in checks:
-        if c.state is ledger.State.IN_PROGRESS:
+        if c.state is claims.State.IN_PROGRESS:
             who = "you" if identity is not None and c.actor == identity else c.actor
             lines.append(
                 Bullet(

@@ -15,7 +15,7 @@ from memstore.errors import InvalidMemory, MemstoreError
 from memstore.model.render_text import Bullet, fence_for, kind, stamp, word
 from memstore.workflow.care import porting, sources
 from memstore.workflow.ledger import book as ledger_io
-from memstore.workflow.ledger import lines as ledger
+from memstore.workflow.ledger.claims import Check
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
 
@@ -34,7 +34,7 @@ class Closing:
     """The drafts saved (or, with `dry_run`, proposed) and what was left out."""
     outcomes: tuple[workflow.Rule, ...] = ()
     """Corrections and warnings the session's text matches: record whether each was heeded."""
-    claims: tuple[ledger.Check, ...] = ()
+    claims: tuple[Check, ...] = ()
     """The caller's ledger claims still in progress: record or release each."""
     problems: tuple[str, ...] = field(default=())
     """What could not be looked at (a damaged ledger)."""
@@ -78,7 +78,7 @@ def close(store: Store, text: str, *, dry_run: bool = False) -> Closing:
     return Closing(saved, applied, claims, tuple(problems))
 
 
-def _open_claims(store: Store) -> list[ledger.Check]:
+def _open_claims(store: Store) -> list[Check]:
     """The acting identity's claims with no record yet."""
     identity = store.identity
     return [c for c in ledger_io.open_claims(store) if identity is not None and c.actor == identity]
