@@ -5,7 +5,12 @@ package root. Every import counts, including those under `TYPE_CHECKING` and ins
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+
+from memstore.storage.store import Store
 
 PACKAGE = Path(__file__).parent.parent / "memstore"
 
@@ -125,3 +130,67 @@ def test_there_is_no_import_circle() -> None:
         if start not in done:
             visit(start, [start])
     assert circles == []
+
+
+def calls(run: Callable[[], object]) -> set[tuple[str, str]]:
+    """The (caller, callee) module pairs of memstore's own calls while `run` runs."""
+    pairs: set[tuple[str, str]] = set()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_back is not None:
+            callee = frame.f_globals.get("__name__", "")
+            caller = frame.f_back.f_globals.get("__name__", "")
+            if (
+                callee != caller
+                and callee.startswith("memstore.")
+                and caller.startswith("memstore.")
+            ):
+                pairs.add((caller, callee))
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return pairs
+
+
+def below(module: str, edges: dict[str, set[str]]) -> set[str]:
+    """Every module `module` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for target in edges.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+SITE = ("memstore.storage.transaction", "memstore.storage.store")
+"""The one call back allowed: the transaction reads the store's `holder` and `signer` through
+its `Site` protocol (the store hands itself to the write path it is built on)."""
+
+
+def test_a_recall_and_a_write_only_call_down_the_import_order(store: Store) -> None:
+    from memstore.search import upkeep
+    from memstore.search.query import Query
+
+    for i in range(5):
+        store.add(f"deploy-note-{i}", type="fact", description=f"Deploys use the blue lane {i}")
+    upkeep.search(store, Query("blue lane"))  # the index built and the searcher open
+    edges = graph()
+    recall = calls(lambda: upkeep.search(store, Query("deploys blue")))
+    write = calls(lambda: store.add("one-more", type="fact", description="A fact about lanes"))
+    upward = sorted(
+        pair for pair in recall | write if pair[1] not in below(pair[0], edges) and pair != SITE
+    )
+    assert upward == []
+    assert "memstore.search.rank" in {callee for _, callee in recall}
+    # A handful of modules each: the recall stays inside search (and the store's record of its
+    # own writes); the write never loads the index or the history reader.
+    assert {m.split(".")[1] for pair in recall for m in pair} <= {"search", "storage", "model"}
+    assert not {m for pair in write for m in pair} & {
+        "memstore.search.index",
+        "memstore.git.gitlog",
+    }
