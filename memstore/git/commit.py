@@ -14,7 +14,7 @@ from memstore.errors import GitError
 from memstore.git.indexfile import sync_index
 from memstore.git.objects import blob_sha, commit_tree, tree_with, write_object
 from memstore.git.refs import head, move_head
-from memstore.git.repository import Repo, check_rel, check_sha, git, repo_path
+from memstore.git.repository import Repo, check_rel, check_sha, git
 from memstore.model.identity import same_identity
 
 if TYPE_CHECKING:
@@ -88,32 +88,6 @@ def _git_user(repo: Repo) -> tuple[str | None, str | None]:
     with _git_users_lock:
         _git_users[repo.top] = (stamp, user)
     return user
-
-
-def commit(
-    repo: Repo,
-    paths: list[Path],
-    message: str,
-    author: str,
-    lock_wait: float = 10.0,
-    keep: tuple[int, ...] = (),
-    sign: Signer | None = None,
-) -> str | None:
-    """Commit exactly `paths` (their working-tree content; a missing file is removed) and
-    return the new commit's sha, or None when HEAD already holds that content.
-
-    See `commit_files`, which this reads the files for.
-
-    Raises:
-        GitError: as `commit_files` does.
-    """
-    files: dict[str, bytes | None] = {}
-    for path in paths:
-        try:
-            files[repo_path(repo, path)] = path.read_bytes() if path.is_file() else None
-        except OSError as e:
-            raise GitError(f"cannot read {path} to commit it: {e}") from e
-    return commit_files(repo, files, message, author, lock_wait, keep, sign)
 
 
 def commit_files(
