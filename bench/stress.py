@@ -34,8 +34,9 @@ from memstore.errors import (
     Conflict,
     EditDeprecated,
     InvalidTransition,
+    MemoryNotFound,
 )
-from memstore.model.memory import parse
+from memstore.model.memory import Memory, parse
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage import transaction
@@ -79,6 +80,25 @@ def _one_op(store: Store, agent: str, prefix: str, rng: random.Random, i: int) -
             return {"op": "ledger", "name": target, "ok": False, "why": type(e).__name__}
         ledger_io.record(store, "publish", target, evidence=f"https://example.com/{target}")
         return {"op": "ledger", "name": target, "ok": True, "lines": 2}
+    # The listing reads the working tree without the lock: a memory a killed writer left
+    # uncommitted is listed, then gone once the next write's recovery undoes it. Acting on it
+    # is refused (MemoryNotFound), as for any memory removed since it was listed.
+    try:
+        return _act(store, agent, prefix, rng, i, kind, memories)
+    except MemoryNotFound:
+        return {"op": kind, "ok": False, "why": "MemoryNotFound"}
+
+
+def _act(
+    store: Store,
+    agent: str,
+    prefix: str,
+    rng: random.Random,
+    i: int,
+    kind: str,
+    memories: list[Memory],
+) -> dict[str, Any]:
+    """`_one_op`'s memory operations, on the memories it listed."""
     drafts = [m for m in memories if m.status == "draft" and m.owner != agent]
     mine = [m for m in memories if m.owner == agent and m.status != "deprecated"]
     live = [m for m in memories if m.status != "deprecated"]
