@@ -8,7 +8,9 @@ its signer, when the version before it required signatures) are one of the human
 before it named; the commit that first names humans must be by one of the humans it names. A
 store that names no humans has no one to defer to: its settings are judged by nobody. A merge
 that takes one side's version whole is judged by that side's commits; a merge whose result
-differs from every parent is judged as its committer's own change.
+differs from every parent is judged as its committer's own change. A change that is judged
+wrong is flagged while it is in force: until HEAD no longer holds what it set, or one of the
+humans changed that setting (or the allowed signers) since, e.g. by reverting it.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ class _Change:
 
 
 def problems(repo: repository.Repo, root: Path) -> list[str]:
-    """One message for each commit on HEAD's history that changed the trust settings and is
-    not by one of the store's humans (see the module's docstring). Costs one `git log` of the
-    two files and a few object reads per commit that changed them.
+    """One message for each commit on HEAD's history that changed the trust settings, is not
+    by one of the store's humans, and is still in force (see the module's docstring). Costs
+    one `git log` of the two files and a few object reads per commit that changed them.
 
     Raises:
         GitError: when git cannot read the history.
@@ -48,6 +50,8 @@ def problems(repo: repository.Repo, root: Path) -> list[str]:
     out = repository.git(
         repo,
         "log",
+        "--topo-order",
+        "--reverse",
         f"--format=%H{repository.SEP}%P{repository.SEP}%an{repository.SEP}%cn",
         head,
         "--",
@@ -58,41 +62,62 @@ def problems(repo: repository.Repo, root: Path) -> list[str]:
     for line in out.splitlines():
         sha, parents, author, committer = (line.split(repository.SEP) + ["", "", ""])[:4]
         changes.append(_Change(sha, tuple(parents.split()), author, committer))
-    judged: list[tuple[_Change, settings.Trusted, list[str]]] = []
-    for change in changes:
+    judged: list[_Judged] = []
+    for change in changes:  # oldest first
         after = _version(repo, change.sha, config, signers_rel)
-        befores = [_version(repo, p, config, signers_rel) for p in change.parents] or [
-            (settings.trusted_in(config, None), None)
-        ]
+        befores = [_version(repo, p, config, signers_rel) for p in change.parents] or [_NONE]
         if any(b == after for b in befores):
             continue  # unchanged, or taken whole from one side of a merge
-        before, before_signers = befores[0]
-        what = [
-            f"'{k}'" for k in settings.TRUSTED if before.values.get(k) != after[0].values.get(k)
+        before = befores[0]
+        keys = [
+            k
+            for k in settings.TRUSTED
+            if before.trusted.values.get(k) != after.trusted.values.get(k)
         ]
-        if before_signers != after[1]:
-            what.append("the allowed signers")
-        humans = before.humans or after[0].humans
-        if humans and what:
-            judged.append((change, before, what))
-    found: list[str] = []
-    signed = [c.sha for c, before, _ in judged if before.signing.required]
+        lines = before.lines ^ after.lines
+        humans = before.trusted.humans or after.trusted.humans
+        if humans and (keys or lines):
+            judged.append(_Judged(change, before, after, humans, keys, lines))
+    signed = [j.change.sha for j in judged if j.before.trusted.signing.required]
     signer_of: dict[str, str | None] = {}
     if signed:
         from memstore.git import signing  # only stores that sign
 
         signer_of = signing.signers(repo, signed, signers_file)
-    for change, before, what in judged:
-        after_humans = _version(repo, change.sha, config, signers_rel)[0].humans
-        humans = before.humans or after_humans
-        required = before.signing.required
-        signer = signer_of.get(change.sha)
-        if any(
-            same_identity(change.author, h)
-            and same_identity(change.committer, h)
+    at_head = _version(repo, head, config, signers_rel)
+    for item in judged:
+        required = item.before.trusted.signing.required
+        signer = signer_of.get(item.change.sha)
+        item.good = any(
+            same_identity(item.change.author, h)
+            and same_identity(item.change.committer, h)
             and (not required or same_identity(signer, h))
-            for h in humans
-        ):
+            for h in item.humans
+        )
+    found: list[str] = []
+    # Allowed-signers lines added by a commit judged wrong: taking one out again is no harm.
+    unvouched: set[str] = set()
+    for i, item in enumerate(judged):
+        if item.good:
+            unvouched -= item.after.lines
+            continue
+        change = item.change
+        required = item.before.trusted.signing.required
+        signer = signer_of.get(change.sha)
+        # Still in force: HEAD holds what it set, and no person changed that since.
+        later = [j for j in judged[i + 1 :] if j.good]
+        what = [
+            f"'{k}'"
+            for k in item.keys
+            if at_head.trusted.values.get(k) == item.after.trusted.values.get(k)
+            and not any(k in j.keys for j in later)
+        ]
+        added, removed = item.lines & item.after.lines, item.lines & item.before.lines
+        kept = (added & at_head.lines) | ((removed - unvouched) - at_head.lines)
+        unvouched |= added
+        if kept and not any(j.lines for j in later):
+            what.append("the allowed signers")
+        if not what:
             continue
         who = f"'{change.author}'" + (
             "" if same_identity(change.author, change.committer) else f", '{change.committer}'"
@@ -101,25 +126,49 @@ def problems(repo: repository.Repo, root: Path) -> list[str]:
             who += f", signed by '{signer}'" if signer else ", with no allowed signature"
         found.append(
             f"commit {change.sha[:10]} ({who}) changed {', '.join(what)}, but it is not by one "
-            f"of the store's humans ({', '.join(humans)}): who is trusted changes only by a "
-            "person the settings name; have one of them review the change and commit it"
+            f"of the store's humans ({', '.join(item.humans)}): who is trusted changes only by "
+            "a person the settings name; one of them reverts it (and may then make it as theirs)"
         )
     return found
 
 
-def _version(
-    repo: repository.Repo, commit: str, config: str, signers_rel: str
-) -> tuple[settings.Trusted, str | None]:
-    """The trust settings and the allowed-signers blob at `commit`; a version that is not
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """The trust settings and the allowed-signers lines of one commit."""
+
+    trusted: settings.Trusted
+    lines: frozenset[str]
+
+
+_NONE = _Version(settings.trusted_in(STORE_CONFIG, None), frozenset())
+
+
+@dataclass(slots=True)
+class _Judged:
+    change: _Change
+    before: _Version
+    after: _Version
+    humans: tuple[str, ...]
+    keys: list[str]
+    lines: frozenset[str]
+    """The allowed-signers lines the commit added or removed."""
+    good: bool = False
+    """Whether one of the humans made it."""
+
+
+def _version(repo: repository.Repo, commit: str, config: str, signers_rel: str) -> _Version:
+    """The trust settings and the allowed-signers lines at `commit`; a version that is not
     valid settings counts as naming none."""
     try:
         sha = objects.blob_at(repo, commit, config)
         data = objects.read_blob(repo, sha) if sha is not None else None
         trusted = settings.trusted_in(f"{STORE_CONFIG} at {commit[:10]}", data)
     except (GitError, InvalidMemory):
-        trusted = settings.trusted_in(config, None)
+        trusted = _NONE.trusted
     try:
-        signers = objects.blob_at(repo, commit, signers_rel)
+        sha = objects.blob_at(repo, commit, signers_rel)
+        text = objects.read_blob(repo, sha).decode("utf-8", "replace") if sha else ""
     except GitError:
-        signers = None
-    return trusted, signers
+        text = ""
+    lines = frozenset(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
+    return _Version(trusted, lines)

@@ -253,3 +253,32 @@ def test_a_merge_that_takes_an_agents_side_is_flagged_by_that_side(store: Store)
     git(store.root, "merge", "-q", "--no-edit", "side")
     found = settings_problems(store)
     assert len(found) == 1 and side[:10] in found[0] and "('coder')" in found[0], found
+
+
+def test_a_flagged_change_clears_once_a_person_reverts_it(store: Store) -> None:
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\n")
+    commit_as(store.root, "coder", "memstore.yaml", "humans: [human, coder]\n")
+    commit_as(store.root, "coder", "notes.txt", "unrelated\n")
+    assert len(settings_problems(store)) == 1
+    git(store.root, "revert", "--no-edit", "HEAD~1")  # as the person (GIT_ENV's 'human')
+    assert settings_problems(store) == []
+
+
+def test_a_flagged_change_clears_once_a_person_makes_it_theirs(store: Store) -> None:
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\nguards: true\n")
+    commit_as(store.root, "coder", "memstore.yaml", "humans: [human]\nguards: false\n")
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\n")
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\nguards: false\n")
+    assert settings_problems(store) == []
+
+
+def test_a_key_an_agent_added_is_flagged_while_it_is_allowed(store: Store) -> None:
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\n")
+    commit_as(store.root, "human", "allowed_signers", "alice ssh-ed25519 AAAA\n")
+    commit_as(
+        store.root, "coder", "allowed_signers", "alice ssh-ed25519 AAAA\nbob ssh-ed25519 BBBB\n"
+    )
+    found = settings_problems(store)
+    assert len(found) == 1 and "changed the allowed signers" in found[0]
+    commit_as(store.root, "coder", "allowed_signers", "alice ssh-ed25519 AAAA\n")  # gone again
+    assert settings_problems(store) == []
