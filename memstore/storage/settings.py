@@ -116,17 +116,30 @@ def _repo(root: Path) -> repository.Repo | None:
     return found
 
 
+_blob_ids: dict[tuple[Path, str, str], str | None] = {}
+"""(store, HEAD, file) → the file's blob at that commit: a commit never changes, so a command
+reads HEAD's ref files and nothing else once it has looked."""
+
+
 def committed_blob(root: Path, name: str) -> str | None:
     """The blob sha of file `name` (relative to the store's root) at HEAD, or None when HEAD
-    holds no such file (or there is no history yet). Reads git's objects in-process."""
+    holds no such file (or there is no history yet). Reads git's objects in-process, once
+    per HEAD."""
     repo = _repo(root)
     head = refs.head(repo) if repo is not None else None
     if repo is None or head is None:
         return None
+    key = (root, head, name)
+    if key in _blob_ids:
+        return _blob_ids[key]
     try:
-        return objects.blob_at(repo, head, repository.repo_path(repo, root / name))
+        found = objects.blob_at(repo, head, repository.repo_path(repo, root / name))
     except GitError:
         return None
+    if len(_blob_ids) > 256:
+        _blob_ids.clear()
+    _blob_ids[key] = found
+    return found
 
 
 def _committed(root: Path) -> tuple[str, dict[str, Any]]:
