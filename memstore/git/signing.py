@@ -187,8 +187,8 @@ def _allowed_only(
     raise SigningError(
         f"refused: this store requires signatures and the signing key ({fingerprint}) is not "
         f"an allowed signer for '{identity}': {why}; the commit would count for nobody. Sign "
-        f"with {identity}'s own key (MEMSTORE_SIGNING_KEY), or have it added first "
-        f"(`memstore signers add {identity} KEY.pub`, committed before it signs)"
+        f"with {identity}'s own allowed key (MEMSTORE_SIGNING_KEY), or have someone already "
+        f"allowed add it first (`memstore signers add {identity} KEY.pub`)"
     )
 
 

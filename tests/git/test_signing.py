@@ -572,3 +572,21 @@ def test_revoking_a_key_reaches_the_ledgers_cached_history(
     assert ledger_io.verify(Store(required.root, agent="carol")).ok  # the history is cached
     commit_file(required.root, "allowed_signers", allow(keys, "alice"), "revoke bob")
     assert not ledger_io.verify(Store(required.root, agent="carol")).ok
+
+
+@pytest.mark.anyio
+async def test_mcp_refuses_a_confirmation_signed_with_a_key_not_allowed(
+    required: Store, keys: dict[str, Path]
+) -> None:
+    from tests.mcp_client import serve, text
+
+    before = head(required)
+    env = {"MEMSTORE_SIGNING_KEY": str(keys["eve"])}
+    async with serve(required.root, "bob", env=env) as client:
+        result = await client.call_tool(
+            "memory_promote", {"name": "plan", "to": "confirmed", "reason": "read it"}
+        )
+    assert result.is_error and "is not an allowed signer for 'bob'" in text(result)
+    assert "[confirmed]" not in text(result)
+    assert head(required) == before
+    assert git(required.root, "status", "--porcelain") == ""
