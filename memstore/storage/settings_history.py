@@ -172,3 +172,40 @@ def _version(repo: repository.Repo, commit: str, config: str, signers_rel: str) 
         text = ""
     lines = frozenset(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
     return _Version(trusted, lines)
+
+
+def pending_problems(
+    repo: repository.Repo, root: Path, identity: str, config: bytes | None, signers: bytes | None
+) -> list[str]:
+    """The change that `config` and `signers` (the bytes `memstore.yaml` and the allowed-signers
+    file would have in the next commit; None: no such file) make to HEAD's, judged as a commit
+    by `identity` (a pre-commit check of what is staged): one message when it changes who is
+    trusted and `identity` is not one of the store's humans.
+
+    Raises:
+        InvalidMemory: for staged settings that are not valid settings.
+    """
+    head = refs.head(repo)
+    config_rel = repository.repo_path(repo, root / STORE_CONFIG)
+    signers_rel = repository.repo_path(repo, root / settings.signing_settings(root).allowed_signers)
+    before = _version(repo, head, config_rel, signers_rel) if head is not None else _NONE
+    text = (signers or b"").decode("utf-8", "replace")
+    after = _Version(
+        settings.trusted_in(f"{STORE_CONFIG} (staged)", config),
+        frozenset(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#")),
+    )
+    what = [
+        f"'{k}'"
+        for k in settings.TRUSTED
+        if before.trusted.values.get(k) != after.trusted.values.get(k)
+    ]
+    if before.lines != after.lines:
+        what.append("the allowed signers")
+    humans = before.trusted.humans or after.trusted.humans
+    if not what or not humans or any(same_identity(identity, h) for h in humans):
+        return []
+    return [
+        f"the staged change of {', '.join(what)} would be committed by '{identity}', who is not "
+        f"one of the store's humans ({', '.join(humans)}): who is trusted changes only by a "
+        "person the settings name"
+    ]

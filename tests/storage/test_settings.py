@@ -282,3 +282,18 @@ def test_a_key_an_agent_added_is_flagged_while_it_is_allowed(store: Store) -> No
     assert len(found) == 1 and "changed the allowed signers" in found[0]
     commit_as(store.root, "coder", "allowed_signers", "alice ssh-ed25519 AAAA\n")  # gone again
     assert settings_problems(store) == []
+
+
+def test_a_staged_change_of_who_is_trusted_is_refused_before_an_agent_commits_it(
+    store: Store,
+) -> None:
+    commit_as(store.root, "human", "memstore.yaml", "humans: [human]\n")
+    (store.root / "memstore.yaml").write_text("humans: [human, coder]\n", encoding="utf-8")
+    git(store.root, "add", "memstore.yaml")
+    found = [str(p) for p in lint.lint_store(as_agent(store, "coder"), staged=True)]
+    assert len(found) == 1 and "staged change of 'humans' would be committed by 'coder'" in found[0]
+    assert lint.lint_store(as_agent(store, "human"), staged=True) == []
+    (store.root / "allowed_signers").write_text("coder ssh-ed25519 AAAA\n", encoding="utf-8")
+    git(store.root, "add", "allowed_signers")
+    found = [str(p) for p in lint.lint_store(as_agent(store, "coder"), staged=True)]
+    assert len(found) == 1 and "'humans', the allowed signers would be" in found[0], found

@@ -293,6 +293,19 @@ def _settings_problems(store: Store, staged: bool) -> list[Problem]:
     found = [] if staged else [Problem(r, m) for r, m in settings.uncommitted(store.root)]
     try:
         history = settings_history.problems(store.repo, store.root)
+        identity = store.identity
+        if staged and identity:  # judge the commit about to be made, as for memories
+            rel = store.signing.allowed_signers
+            files = {
+                e.path: e.data
+                for name in (STORE_CONFIG, rel)
+                for e in indexfile.staged(store.repo, store.root / name)
+            }
+            config = files.get(repository.repo_path(store.repo, store.root / STORE_CONFIG))
+            signers = files.get(repository.repo_path(store.repo, store.root / rel))
+            history += settings_history.pending_problems(
+                store.repo, store.root, identity, config, signers
+            )
     except MemstoreError as e:
         return [*found, Problem(STORE_CONFIG, f"cannot read the settings' history: {e}")]
     return [*found, *(Problem(STORE_CONFIG, m) for m in history)]
