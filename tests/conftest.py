@@ -76,3 +76,11 @@ def name_humans(root: Path, *names: str) -> None:
     (root / "memstore.yaml").write_text(f"humans: [{', '.join(names)}]\n", encoding="utf-8")
     git(root, "add", "memstore.yaml")
     git(root, "commit", "-q", "-m", "name the store's humans")
+
+
+def commit_settings(root: Path, text: str) -> None:
+    """Write `memstore.yaml` and commit it, as a person would (trust settings count only once
+    committed)."""
+    (root / "memstore.yaml").write_text(text, encoding="utf-8")
+    git(root, "add", "memstore.yaml")
+    git(root, "commit", "-q", "-m", "settings")

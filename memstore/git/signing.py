@@ -25,7 +25,7 @@ from pathlib import Path
 from memstore import config
 from memstore.errors import GitError, InvalidMemory, SigningError
 from memstore.git import commit, objects, repository
-from memstore.model.identity import check_identity, identity_key
+from memstore.model.identity import check_identity, identity_key, same_identity
 
 NAMESPACE = "git"
 """The namespace git signs commits in (`ssh-keygen -Y sign -n git`)."""
@@ -39,14 +39,26 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # -- signing ----------------------------------------------------------------------------------
 
 
-def signer(repo: repository.Repo, required: bool) -> commit.Signer | None:
+def signer(repo: repository.Repo, required: bool, allowed_signers: Path) -> commit.Signer | None:
     """How memstore signs its commits in `repo`: with `MEMSTORE_SIGNING_KEY` when set, else,
     when signatures are `required`, with git's `user.signingkey` (if `gpg.format` is ssh).
     None when there is no key and none is required.
 
+    When signatures are `required`, each signature is checked before the commit exists: the
+    key must be allowed for the commit's committer in `allowed_signers` (the file's path in
+    the working tree) as the commit's parent holds it and as the commit itself does, which is
+    when `signers` will count it; otherwise the write is refused with the reason.
+
     Raises:
         SigningError: signatures are required and no key is set, or the key is not a file.
     """
+    sign = _signer(repo, required)
+    if sign is None or not required:
+        return sign
+    return functools.partial(_allowed_only, repo, repository.repo_path(repo, allowed_signers), sign)
+
+
+def _signer(repo: repository.Repo, required: bool) -> commit.Signer | None:
     key = config.signing_key()
     source = config.SIGNING_KEY_VAR
     if key is None and required:
@@ -117,6 +129,110 @@ def _sign_with_agent(public_key: str, payload: bytes) -> bytes:
         path = Path(folder) / "key.pub"
         path.write_text(public_key.strip() + "\n", encoding="utf-8")
         return _sign(path, payload)
+
+
+_COMMITTER = re.compile(rb"^committer (.*) <[^<>]*> -?\d+ [+-]\d{4}$", re.MULTILINE)
+
+
+def _allowed_only(
+    repo: repository.Repo, allowed_rel: str, sign: commit.Signer, payload: bytes
+) -> bytes:
+    """`sign(payload)`, refused unless the key that made the signature is allowed for the
+    commit's committer both in its parent's allowed-signers file and in its own tree's.
+
+    Raises:
+        SigningError: naming the key, the identity and why the signature would not count.
+    """
+    signature = sign(payload)
+    head, _, _ = payload.partition(b"\n\n")
+    lines = head.split(b"\n")
+    tree = next((x[5:] for x in lines if x.startswith(b"tree ")), b"").decode("ascii", "replace")
+    parent = next((x[7:] for x in lines if x.startswith(b"parent ")), b"")  # the first
+    found = _COMMITTER.search(head)
+    identity = found.group(1).decode("utf-8", "replace") if found else ""
+    fingerprint = signature_fingerprint(signature)
+    where = f"{allowed_rel} as committed"
+    versions: list[list[AllowedKey]] = []
+    for data in (
+        _blob_in(repo, parent.decode("ascii", "replace"), allowed_rel, commit_sha=True)
+        if parent
+        else None,
+        _blob_in(repo, tree, allowed_rel),
+    ):
+        versions.append(read_allowed(data.decode("utf-8", "replace"))[0] if data else [])
+    mine = [
+        k
+        for k in versions[0]
+        if k.fingerprint == fingerprint and same_identity(k.identity, identity)
+    ]
+    still = {(identity_key(k.identity), k.fingerprint) for k in versions[1]}
+    if any((identity_key(k.identity), k.fingerprint) in still for k in mine):
+        return signature
+    others = sorted(
+        {
+            k.identity
+            for v in versions
+            for k in v
+            if k.fingerprint == fingerprint and not same_identity(k.identity, identity)
+        }
+    )
+    if not parent:
+        why = "nothing is committed yet, so no key is allowed"
+    elif mine:
+        why = f"this commit removes it from {allowed_rel}"
+    elif others:
+        why = f"that key is allowed for {', '.join(others)}, not for '{identity}'"
+    else:
+        why = f"{where} does not list it for '{identity}'"
+    raise SigningError(
+        f"refused: this store requires signatures and the signing key ({fingerprint}) is not "
+        f"an allowed signer for '{identity}': {why}; the commit would count for nobody. Sign "
+        f"with {identity}'s own allowed key (MEMSTORE_SIGNING_KEY), or have someone already "
+        f"allowed add it first (`memstore signers add {identity} KEY.pub`)"
+    )
+
+
+def _blob_in(
+    repo: repository.Repo, sha: str, rel: str, *, commit_sha: bool = False
+) -> bytes | None:
+    """The bytes of `rel` in a commit (`commit_sha`) or a tree, or None; read in-process."""
+    try:
+        tree: str | None = objects.commit_tree(repo, sha) if commit_sha else sha
+        parts = rel.split("/")
+        for i, name in enumerate(parts):
+            entry = objects.tree_entries(repo, tree).get(name.encode("utf-8"))
+            if entry is None:
+                return None
+            mode, binsha = entry
+            if i == len(parts) - 1:
+                return None if mode == objects.TREE_MODE else objects.read_blob(repo, binsha.hex())
+            if mode != objects.TREE_MODE:
+                return None
+            tree = binsha.hex()
+    except GitError:
+        return None
+    return None
+
+
+def signature_fingerprint(signature: bytes) -> str:
+    """The `SHA256:…` fingerprint of the public key inside an armored SSH signature (as
+    `ssh-keygen -Y sign` makes it: `SSHSIG`, a version, then the key), or "" when it holds
+    none."""
+    body = b"".join(
+        line.strip() for line in signature.splitlines() if line and not line.startswith(b"-----")
+    )
+    try:
+        blob = base64.b64decode(body, validate=True)
+    except binascii.Error:
+        return ""
+    if not blob.startswith(b"SSHSIG") or len(blob) < 14:
+        return ""
+    size = int.from_bytes(blob[10:14], "big")
+    key = blob[14 : 14 + size]
+    if len(key) != size:
+        return ""
+    digest = base64.b64encode(hashlib.sha256(key).digest()).decode("ascii").rstrip("=")
+    return f"SHA256:{digest}"
 
 
 # -- the allowed-signers file -----------------------------------------------------------------

@@ -99,7 +99,12 @@ def _verdicts(
     """What the history up to `commit` supports, and whether it was read from beside that
     commit's index (else replayed: `_keep` it there once the index is built)."""
     file = store.cache / FOLDER / commit / trust.CACHE_FILE
-    found = trust.load(file, store.trust.signers is not None, gitlog.shallow_commits(store.repo))
+    found = trust.load(
+        file,
+        store.trust.signers is not None,
+        gitlog.shallow_commits(store.repo),
+        store.trust.basis(),
+    )
     if found is not None and found.head == commit:
         return found, True
     return trust.full(store.repo, store.root, store.trust.signers, commit, parsed), False
@@ -111,7 +116,8 @@ def _keep(store: Store, commit: str, verdicts: trust.Trust) -> None:
     with _held(store.cache):
         if file.parent.is_dir():  # pruned meanwhile: nothing to keep it beside
             signed = store.trust.signers is not None
-            trust.save(file, verdicts, signed, gitlog.shallow_commits(store.repo))
+            cut = gitlog.shallow_commits(store.repo)
+            trust.save(file, verdicts, signed, cut, store.trust.basis())
 
 
 def _shown(hit: Hit, verdicts: trust.Trust, path: str, blob: str | None) -> Hit:

@@ -77,17 +77,26 @@ class Reader:
         self.cache = self.root / CACHE_DIR
         self._agent = check_identity(agent) if agent else None
         self._git_name: str | None = None
-        self.signed = False
-        """Whether the store requires signed commits (then the history verifies each one)."""
         self._trust: trust.Cache | None = None
         self._trust_lock = threading.Lock()
         self.types = settings.store_types(self.root)
         self.secrets_allowed, self._secret_extra = settings.secret_settings(self.root)
         self._secret_patterns: Patterns | None = None
-        self.signing = settings.signing_settings(self.root)
-        if self.signing.required:
-            # A commit is then by an identity only when that identity's allowed key signed it.
-            self.signed = True
+        settings.signing_settings(self.root)
+        # Trust settings count as committed: one changed only in the working tree is named.
+        settings.warn_uncommitted(self.root)
+
+    @property
+    def signing(self) -> settings.Signing:
+        """The signature settings as committed at HEAD (read again only when HEAD's
+        `memstore.yaml` changes)."""
+        return settings.signing_settings(self.root)
+
+    @property
+    def signed(self) -> bool:
+        """Whether the store requires signed commits: then a commit is by an identity only
+        when that identity's allowed key signed it, and the history verifies each one."""
+        return self.signing.required
 
     @property
     def trust(self) -> trust.Cache:
@@ -98,14 +107,20 @@ class Reader:
                 from memstore.storage import trust
 
                 self._trust = trust.Cache(self.repo, self.root, self.cache)
-                if self.signed:
-                    from memstore.git import signing  # only stores that sign
-
-                    # A commit is by an identity only when that identity's allowed key signed it.
-                    self._trust.signers = partial(
-                        signing.signers, self.repo, allowed_signers=self.allowed_signers
-                    )
+                self._trust.settings = self._trust_settings
             return self._trust
+
+    def _trust_settings(self) -> tuple[str, trust.Signers | None]:
+        """What the verdicts depend on besides the history (a digest of the committed trust
+        settings and allowed signers), and how commits' signers are found (None when the
+        store does not require signatures)."""
+        basis = settings.basis(self.root)
+        if not self.signed:
+            return basis, None
+        from memstore.git import signing  # only stores that sign
+
+        # A commit is by an identity only when that identity's allowed key signed it.
+        return basis, partial(signing.signers, self.repo, allowed_signers=self.allowed_signers)
 
     # -- identity -----------------------------------------------------------------------------
 

@@ -213,7 +213,7 @@ class Store(Reader):
         if self._signer is None and (self.signing.required or config.signing_key() is not None):
             from memstore.git import signing  # only stores that sign
 
-            self._signer = signing.signer(self.repo, self.signing.required)
+            self._signer = signing.signer(self.repo, self.signing.required, self.allowed_signers)
         return self._signer
 
     def commit_memories(

@@ -509,7 +509,12 @@ class Cache:
         self.file = cache / CACHE_FILE
         self.prefix = prefix_of(repo, root)
         self.trust: Trust | None = None
-        self.signers: Signers | None = None
+        self.settings: Callable[[], tuple[str, Signers | None]] | None = None
+        """What the verdicts depend on besides the history (a digest of the committed trust
+        settings and allowed signers) and how signers are found; verdicts made under another
+        digest are never served (a revoked key, a changed `humans` or signature setting)."""
+        self._signers: Signers | None = None
+        self._basis = ""
         self._lock = threading.Lock()
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
@@ -545,6 +550,19 @@ class Cache:
     def _watched(self) -> list[str]:
         return [*self._fixed, *self._ref_files]
 
+    @property
+    def signers(self) -> Signers | None:
+        """How a commit's signer is found, as the committed settings say (None: unsigned)."""
+        return self.settings()[1] if self.settings is not None else self._signers
+
+    @signers.setter
+    def signers(self, value: Signers | None) -> None:
+        self._signers = value
+
+    def basis(self) -> str:
+        """The digest of what the verdicts depend on besides the history ("" when unknown)."""
+        return self.settings()[0] if self.settings is not None else ""
+
     def current(self) -> Trust:
         """The verdicts at HEAD.
 
@@ -568,6 +586,9 @@ class Cache:
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history
             self.trust, self._cut = None, cut
             self.file.unlink(missing_ok=True)
+        basis, signers = self.settings() if self.settings is not None else ("", self._signers)
+        if basis != self._basis:  # a trust setting or the allowed signers changed at HEAD
+            self.trust, self._basis = None, basis
         trust = self.trust if self.trust is not None else self._load()
         if trust.head == head:
             self.trust = trust
@@ -576,21 +597,21 @@ class Cache:
             # A few memstore commits on top: read in-process, no git runs.
             linear = gitlog.linear_commits(self.repo, self.root, trust.head, head)
             if linear is not None:
-                replay(trust, self.repo, self.prefix, linear, self.signers)
+                replay(trust, self.repo, self.prefix, linear, signers)
                 trust.head = head
                 self.trust = trust
                 return trust
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
                     commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
-                    replay(trust, self.repo, self.prefix, commits, self.signers)
+                    replay(trust, self.repo, self.prefix, commits, signers)
                     trust.head = head
                     self.trust = trust
                     self._save(trust)
                     return trust
             except GitError as e:
                 log.info("replaying the whole history: %s", e)
-        trust = full(self.repo, self.root, self.signers)
+        trust = full(self.repo, self.root, signers)
         self.trust = trust
         self._save(trust)
         return trust
@@ -631,21 +652,23 @@ class Cache:
             trust.head = sha
 
     def _load(self) -> Trust:
-        return load(self.file, self.signers is not None, self._cut) or Trust()
+        return load(self.file, self.signers is not None, self._cut, self._basis) or Trust()
 
     def _save(self, trust: Trust) -> None:
-        save(self.file, trust, self.signers is not None, self._cut)
+        save(self.file, trust, self.signers is not None, self._cut, self._basis)
 
 
-def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
+def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> Trust | None:
     """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
-    under other settings (signatures required or not, a shallow clone's cut)."""
+    under other settings (signatures required or not, a shallow clone's cut, another `basis`:
+    see `Cache.settings`)."""
     try:
         data: Any = json.loads(file.read_text(encoding="utf-8"))
         if (
             data.get("format") != _FORMAT
             or data.get("signed") != signed
             or data.get("shallow") != sorted(cut)
+            or data.get("basis", "") != basis
         ):
             return None
         verdicts = {
@@ -662,12 +685,14 @@ def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
         return None
 
 
-def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
-    """Keep `trust` in `file` (a cache under `.memstore/`); a failure is only logged."""
+def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str], basis: str = "") -> None:
+    """Keep `trust` in `file` (a cache under `.memstore/`) for `basis`; a failure is only
+    logged."""
     data = {
         "format": _FORMAT,
         "signed": signed,
         "shallow": sorted(cut),
+        "basis": basis,
         "head": trust.head,
         "blobs": trust.blobs,
         "owners": trust.owners,

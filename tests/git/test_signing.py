@@ -482,3 +482,111 @@ def test_with_signatures_required_a_ledger_line_counts_only_when_its_actor_signe
     fresh = Store(required.root, agent="carol")
     assert ledger_io.check(fresh, "deploy", "v1").state == "IN_PROGRESS"
     assert not ledger_io.verify(fresh).ok
+
+
+# -- a key that is not allowed is refused before the commit exists -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("eve", "allowed_signers as committed does not list it for 'bob'"),
+        ("alice", "that key is allowed for alice, not for 'bob'"),
+    ],
+)
+def test_a_confirmation_signed_with_a_key_not_allowed_for_its_confirmer_is_refused(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch, key: str, why: str
+) -> None:
+    before = head(required)
+    path = required.root / "fact" / "plan.md"
+    text = path.read_bytes()
+    bob = as_signer(required, "bob", keys[key], monkeypatch)
+    with pytest.raises(SigningError, match="is not an allowed signer for 'bob'") as caught:
+        bob.confirm("plan", "read it")
+    assert why in str(caught.value)
+    assert head(required) == before and path.read_bytes() == text
+    assert git(required.root, "status", "--porcelain") == ""
+    code, out = cli("confirm", "plan", "--reason", "read it", agent="bob")
+    assert code == 1 and out.startswith("Error: refused: ") and out.count("\n") == 1, out
+    assert "[confirmed]" not in out and head(required) == before
+
+
+def test_a_key_revoked_at_head_refuses_the_next_write_of_a_running_process(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bob = as_signer(required, "bob", keys["bob"], monkeypatch)
+    bob.add("first", type="fact", description="bob's key is allowed")
+    commit_file(required.root, "allowed_signers", allow(keys, "alice"), "revoke bob")
+    with pytest.raises(SigningError, match="does not list it for 'bob'"):
+        bob.add("second", type="fact", description="bob's key is no longer allowed")
+
+
+def test_an_allowed_signer_may_add_another_identitys_key_in_a_signing_store(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTORE_SIGNING_KEY", str(keys["alice"]))
+    assert cli("signers", "add", "eve", f"{keys['eve']}.pub", agent="alice")[0] == 0
+    eve = as_signer(required, "eve", keys["eve"], monkeypatch)
+    eve.confirm("plan", "read it")
+    assert whose(eve, head(eve)) == ["eve"]
+
+
+# -- what the verdicts depend on: a change of it reaches cached reads ---------------------------
+
+
+def test_revoking_a_key_reaches_the_cached_reads(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_signer(required, "bob", keys["bob"], monkeypatch).confirm("plan", "read it")
+    monkeypatch.delenv("MEMSTORE_SIGNING_KEY")
+    carol = Store(required.root, agent="carol")  # a running server's store
+    assert carol.get("plan").status == "confirmed"
+    assert Store(required.root, agent="carol").get("plan").status == "confirmed"  # kept on disk
+    commit_file(required.root, "allowed_signers", allow(keys, "alice"), "revoke bob")
+    assert carol.get("plan").status == "unverified"
+    assert Store(required.root, agent="carol").get("plan").status == "unverified"
+    code, out = cli("list", agent="carol")
+    assert code == 0 and "unverified" in out and "confirmed" not in out.replace("unverified", "")
+
+
+def test_requiring_signatures_reaches_the_cached_reads_of_a_running_process(
+    store: Store, keys: dict[str, Path]
+) -> None:
+    commit_file(store.root, "allowed_signers", allow(keys, "alice", "bob"))
+    store.add("plan", type="fact", description="The plan")
+    as_agent(store, "bob").confirm("plan", "read it")  # unsigned
+    carol = Store(store.root, agent="carol")
+    assert carol.get("plan").status == "confirmed"
+    commit_file(store.root, "memstore.yaml", "require_signatures: true\n")
+    assert carol.get("plan").status == "unverified"
+    assert carol.signed
+
+
+def test_revoking_a_key_reaches_the_ledgers_cached_history(
+    required: Store, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.workflow.ledger import book as ledger_io
+
+    ledger_io.claim(as_signer(required, "bob", keys["bob"], monkeypatch), "deploy", "v1")
+    monkeypatch.delenv("MEMSTORE_SIGNING_KEY")
+    assert ledger_io.verify(Store(required.root, agent="carol")).ok  # the history is cached
+    commit_file(required.root, "allowed_signers", allow(keys, "alice"), "revoke bob")
+    assert not ledger_io.verify(Store(required.root, agent="carol")).ok
+
+
+@pytest.mark.anyio
+async def test_mcp_refuses_a_confirmation_signed_with_a_key_not_allowed(
+    required: Store, keys: dict[str, Path]
+) -> None:
+    from tests.mcp_client import serve, text
+
+    before = head(required)
+    env = {"MEMSTORE_SIGNING_KEY": str(keys["eve"])}
+    async with serve(required.root, "bob", env=env) as client:
+        result = await client.call_tool(
+            "memory_promote", {"name": "plan", "to": "confirmed", "reason": "read it"}
+        )
+    assert result.is_error and "is not an allowed signer for 'bob'" in text(result)
+    assert "[confirmed]" not in text(result)
+    assert head(required) == before
+    assert git(required.root, "status", "--porcelain") == ""

@@ -22,7 +22,7 @@ from memstore.storage.store import Store
 from memstore.workflow.care import lint
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.session import agent as session
-from tests.conftest import as_agent, git
+from tests.conftest import as_agent, commit_settings, git
 from tests.mcp_client import call, serve, text
 from tests.state import snapshot
 
@@ -146,7 +146,7 @@ def test_a_store_can_allow_secrets_or_add_its_own_patterns(tmp_path: Path) -> No
     store = Store(root, agent="alice")
     with pytest.raises(SecretFound, match="internal token"):
         store.add("x", type="fact", description="uses itk_abcdef123456")
-    (root / "memstore.yaml").write_text("secrets: allow\n", encoding="utf-8")
+    commit_settings(root, "secrets: allow\n")
     Store(root, agent="alice").add("x", type="fact", description="key " + "ghp_" + "c" * 36)
 
 
@@ -379,7 +379,7 @@ def test_lint_reports_a_credential_in_a_confirmation_reason(store: Store) -> Non
     as_agent(store, "bob").confirm("db-notes", "checked with " + DOLLAR, allow_secret=True)
     found = [str(p) for p in lint.lint_store(store)]
     assert any("confirmed_reason looks like it holds a credential" in p for p in found), found
-    (store.root / "memstore.yaml").write_text("secrets: allow\n", encoding="utf-8")
+    commit_settings(store.root, "secrets: allow\n")
     assert not any("credential" in str(p) for p in lint.lint_store(Store(store.root, "alice")))
 
 

@@ -11,7 +11,7 @@ import yaml
 from memstore.storage.store import Store
 from memstore.workflow.rules.rules import Verdict
 from memstore.workflow.session import agent as session
-from tests.conftest import DATA, as_agent
+from tests.conftest import DATA, as_agent, commit_settings
 
 BANKS: dict[str, dict[str, Any]] = {
     path.name: yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -69,6 +69,6 @@ def test_at_most_5_percent_of_benign_look_alikes_warn_or_block(
 
 
 def test_with_guards_off_only_the_rules_act(bank_store: Store) -> None:
-    (bank_store.root / "memstore.yaml").write_text("guards: false\n", encoding="utf-8")
+    commit_settings(bank_store.root, "guards: false\n")
     assert session.check(bank_store, "terraform destroy -auto-approve").verdict is Verdict.ALLOW
     assert session.check(bank_store, "ship 1.4.1 to the npm registry").verdict is Verdict.BLOCK

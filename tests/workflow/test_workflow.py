@@ -23,7 +23,7 @@ from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.rules.rules import Verdict, match
 from memstore.workflow.session import agent as session
-from tests.conftest import REPO, as_agent, git, name_humans
+from tests.conftest import REPO, as_agent, commit_settings, git, name_humans
 from tests.fences import inside, outside
 
 ROOT = REPO
@@ -325,7 +325,7 @@ def test_an_action_asked_for_beside_a_report_or_as_a_question_still_warns(
 def test_memstore_yaml_turns_guards_off_all_or_by_name(
     store: Store, setting: str, allowed: list[str], warned: list[str]
 ) -> None:
-    (store.root / "memstore.yaml").write_text(setting, encoding="utf-8")
+    commit_settings(store.root, setting)
     for text in allowed:
         assert session.check(store, text).verdict is Verdict.ALLOW, text
     for text in warned:
@@ -739,7 +739,7 @@ def test_humans_of_the_wrong_shape_is_a_one_line_error_and_nothing_changes(
 
 def test_humans_may_be_one_name_or_absent(store: Store) -> None:
     assert store_settings.store_humans(store.root) == ()
-    (store.root / "memstore.yaml").write_text("humans: alice\n", encoding="utf-8")
+    commit_settings(store.root, "humans: alice\n")
     assert store_settings.store_humans(store.root) == ("alice",)
 
 

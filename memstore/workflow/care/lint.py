@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from memstore.config import STORE_CONFIG
 from memstore.errors import InvalidMemory, InvalidName, MemstoreError
 from memstore.git import indexfile, objects, repository
 from memstore.model.fields import (
@@ -29,7 +30,7 @@ from memstore.model.identity import same_identity
 from memstore.model.memory import FILE_MAX, Memory, parse
 from memstore.model.status import Status
 from memstore.search.index import racy_window
-from memstore.storage import secrets, transaction, trust
+from memstore.storage import secrets, settings, settings_history, transaction, trust
 from memstore.storage.files import LEDGER_FILE, FullStamp, Kind, atomic_write, read_regular, walk
 from memstore.workflow.care.stats import OUTCOMES_FILE, outcome_problems
 from memstore.workflow.rules.rules import rule_problems
@@ -200,6 +201,7 @@ def lint_store(
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(rel, message))
     problems.extend(_history_problems(store, memories, staged, memo))
+    problems.extend(_settings_problems(store, staged))
     problems.extend(
         Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root, outcomes, staged)
     )
@@ -282,6 +284,31 @@ def _signers(store: Store) -> trust.Signers | None:
     from memstore.git import signing  # only stores that sign
 
     return partial(signing.signers, store.repo, allowed_signers=store.allowed_signers)
+
+
+def _settings_problems(store: Store, staged: bool) -> list[Problem]:
+    """Trust settings changed but not committed (not in force; a pre-commit check of the
+    staged files skips this), and committed changes to them not made by one of the store's
+    humans (see `settings_history`)."""
+    found = [] if staged else [Problem(r, m) for r, m in settings.uncommitted(store.root)]
+    try:
+        history = settings_history.problems(store.repo, store.root)
+        identity = store.identity
+        if staged and identity:  # judge the commit about to be made, as for memories
+            rel = store.signing.allowed_signers
+            files = {
+                e.path: e.data
+                for name in (STORE_CONFIG, rel)
+                for e in indexfile.staged(store.repo, store.root / name)
+            }
+            config = files.get(repository.repo_path(store.repo, store.root / STORE_CONFIG))
+            signers = files.get(repository.repo_path(store.repo, store.root / rel))
+            history += settings_history.pending_problems(
+                store.repo, store.root, identity, config, signers
+            )
+    except MemstoreError as e:
+        return [*found, Problem(STORE_CONFIG, f"cannot read the settings' history: {e}")]
+    return [*found, *(Problem(STORE_CONFIG, m) for m in history)]
 
 
 def _history_problems(

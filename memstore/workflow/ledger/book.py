@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.errors import InvalidLedgerEntry, LedgerCorrupt, UnsafePath
 from memstore.git import gitlog, objects, refs, repository
 from memstore.model import when
-from memstore.storage import secrets, transaction
+from memstore.storage import secrets, settings, transaction
 from memstore.storage.files import atomic_write, read_regular, shown
 from memstore.workflow.ledger import claims, trust
 from memstore.workflow.ledger import lines as ledger
@@ -36,9 +36,12 @@ _CACHE_VERSION = 3
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
-def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, list[gitlog.Added]]:
+def read_history_cache(
+    path: Path, signed: bool = False, basis: str = ""
+) -> tuple[str | None, list[gitlog.Added]]:
     """The commit and the committed ledger lines a history cache holds; (None, []) if unusable
-    (or made with signatures required when they are not, or the other way round)."""
+    (or made with signatures required when they are not, or the other way round, or under
+    other committed trust settings or allowed signers: `basis`, see `settings.basis`)."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -50,6 +53,7 @@ def read_history_cache(path: Path, signed: bool = False) -> tuple[str | None, li
     if (
         fields.get("version") != _CACHE_VERSION
         or fields.get("signed", False) != signed
+        or fields.get("basis", "") != basis
         or not isinstance(head, str)
         or not _SHA_RE.match(head)
         or not isinstance(commits, dict)
@@ -78,7 +82,7 @@ def _strings(value: Any, count: int) -> bool:
 
 
 def _write_history_cache(
-    path: Path, head: str, added: list[gitlog.Added], signed: bool = False
+    path: Path, head: str, added: list[gitlog.Added], signed: bool = False, basis: str = ""
 ) -> None:
     commits = {
         a.commit.sha: [a.commit.author, a.commit.committer, a.commit.signer or ""] for a in added
@@ -88,6 +92,7 @@ def _write_history_cache(
         {
             "version": _CACHE_VERSION,
             "signed": signed,
+            "basis": basis,
             "head": head,
             "commits": commits,
             "lines": lines,
@@ -108,7 +113,9 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
     if head is None:
         return [], []
     cache = store.cache / HISTORY_CACHE
-    seen_at, seen = read_history_cache(cache, store.signed)
+    # A key revoked (or signatures turned on) at HEAD withdraws the signers kept for old lines.
+    basis = settings.basis(store.root) if store.signed else ""
+    seen_at, seen = read_history_cache(cache, store.signed, basis)
     if seen_at == head:
         new: list[gitlog.Added] = []
     elif seen_at is not None and refs.is_ancestor(store.repo, seen_at, head):
@@ -133,7 +140,7 @@ def committed_lines(store: Store) -> tuple[list[gitlog.Added], list[str]]:
         seen = seen + [a for a in dict.fromkeys(new) if a not in known and a.text.strip()]
         try:
             store.cache.mkdir(exist_ok=True)
-            _write_history_cache(cache, head, seen, store.signed)
+            _write_history_cache(cache, head, seen, store.signed, basis)
         except OSError as e:  # only a cache: the next read rebuilds it
             log.warning("could not write %s: %s", cache, e)
     at_head = (objects.blob(store.repo, head, store.ledger_path) or b"").decode("utf-8", "replace")
