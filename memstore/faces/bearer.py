@@ -17,7 +17,7 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from filelock import FileLock, Timeout
 
@@ -63,11 +63,12 @@ def read(cache: Path) -> dict[str, Token]:
     except OSError as e:
         raise TokenError(f"cannot read the token file {file}: {e}") from e
     try:
-        data: Any = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), dict):
+        data: object = json.loads(text)
+        top = cast("dict[str, object]", data) if isinstance(data, dict) else {}
+        entries = top.get("tokens")
+        if not isinstance(entries, dict):
             raise ValueError('it holds no "tokens" mapping')
-        entries: dict[str, Any] = data["tokens"]
-        return {name: _entry(name, e) for name, e in entries.items()}
+        return {str(n): _entry(n, e) for n, e in cast("dict[object, object]", entries).items()}
     except (ValueError, KeyError, TypeError, AttributeError, InvalidMemory) as e:
         raise TokenError(
             f"the token file {file} is damaged ({e}); move it away and add the tokens again"

@@ -34,6 +34,7 @@ from memstore.faces import bearer, console
 from memstore.faces.server import build_server
 from memstore.limits import HTTP_HOST
 from memstore.search.watch import Watcher
+from memstore.storage import identities
 from memstore.storage.store import Store
 
 if TYPE_CHECKING:
@@ -270,6 +271,8 @@ def serve(
         UnsafeBind: for a non-loopback host with no bearer tokens, an address that cannot be
             bound, or a store that requires signed commits.
         TokenError: for a damaged token file.
+        InvalidMemory: for a token naming an identity that looks like a credential or like
+            another identity of the store.
     """
     import uvicorn
 
@@ -279,8 +282,9 @@ def serve(
             "commits with its one MEMSTORE_SIGNING_KEY; give each agent its own `memstore "
             "serve` (stdio) with its own key"
         )
+    for name in bearer.read(store.cache):  # a damaged token file: refused before "serving"
+        identities.admit(store.repo, store.cache, name, store.secret_patterns)
     keeper = bearer.Keeper(store.cache)
-    keeper.current()  # a damaged token file: refused before anything says "serving"
     check_bind(host, keeper)
     sock = listen(host, port)
     bound = sock.getsockname()[1]
