@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import unicodedata
-from importlib import resources
 
 from memstore.errors import InvalidMemory
 from memstore.model.fields import control
@@ -101,6 +100,8 @@ def _prototypes() -> dict[str, str]:
     every source mapped to it (so a source has exactly one entry). A pair listed only with each
     other keeps no direction: both map to the smaller, so they still share a skeleton.
     """
+    from importlib import resources  # only a non-ASCII name needs it
+
     text = (resources.files("confusable_homoglyphs") / "confusables.json").read_text("utf-8")
     table: dict[str, list[dict[str, str]]] = json.loads(text)
     found: dict[str, str] = {}
