@@ -231,3 +231,25 @@ def test_the_ascii_table_is_the_confusables_table_restricted_to_ascii() -> None:
     assert ascii_part == identity._ASCII_PROTOTYPES  # pyright: ignore[reportPrivateUsage]
     assert identity.same_identity("bob", "bοb") and identity.same_identity("Ian", "lan")
     assert not identity.same_identity("bob", "rob") and not identity.same_identity("José", "Jose")
+
+
+def test_a_blank_git_user_name_is_no_identity_not_the_global_one(
+    store: Store, tmp_path: Path
+) -> None:
+    glob = tmp_path / "global.gitconfig"
+    glob.write_text("[user]\n\tname = global-person\n\temail = g@example.com\n", encoding="utf-8")
+    git(store.root, "config", "user.name", "   ")
+    before = commits(store)
+    done = cli(
+        store.root,
+        "add",
+        "x",
+        "--type",
+        "fact",
+        "--description",
+        "d",
+        env={"GIT_CONFIG_GLOBAL": str(glob)},
+    )
+    assert "no identity" in one_line_error(done)
+    assert commits(store) == before
+    assert "global-person" not in git(store.root, "log", "--format=%an")
