@@ -283,7 +283,7 @@ def serve(
             "serve` (stdio) with its own key"
         )
     for name in bearer.read(store.cache):  # a damaged token file: refused before "serving"
-        identities.admit(store.repo, store.cache, name, store.secret_patterns)
+        identities.admit(store.repo, name, store.secret_patterns)
     keeper = bearer.Keeper(store.cache)
     check_bind(host, keeper)
     sock = listen(host, port)

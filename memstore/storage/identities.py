@@ -2,15 +2,16 @@
 credential, and no look-alike of an identity the store knew first.
 
 A store knows every author and committer of HEAD's history, in the order they first appear,
-kept in `.memstore/identities.json` with HEAD and each name's skeletons: a write reads that
-small file, and git runs only when the acting identity is new to it, over the commits since
-the HEAD it was kept for.
+kept with HEAD and each name's skeletons in git's own folder (`.git/memstore/identities.json`:
+derived from git's history, and outside the work tree, so a refused write leaves no new file
+there and a symlinked `.memstore/` is never written through): a write reads that small file,
+and git runs only when the acting identity is new to it, over the commits since the HEAD it
+was kept for.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import unicodedata
 from pathlib import Path
 from typing import Any, cast
@@ -22,8 +23,6 @@ from memstore.model.identity import check_identity, identity_key, skeleton, skel
 from memstore.storage import secrets
 from memstore.storage.files import atomic_write, read_regular
 
-log = logging.getLogger(__name__)
-
 CACHE_FILE = "identities.json"
 _FORMAT = 1
 
@@ -31,7 +30,12 @@ Known = list[tuple[str, frozenset[str]]]
 """Names in the order they first appear, each with its skeletons."""
 
 
-def known(repo: Repo, cache: Path) -> Known:
+def cache_file(repo: Repo) -> Path:
+    """Where the known identities are kept: in the repository's git folder."""
+    return repo.common_dir / "memstore" / CACHE_FILE
+
+
+def known(repo: Repo) -> Known:
     """Every author and committer name of HEAD's history, oldest first, with its skeletons;
     brought up to HEAD from the cached list (one `git log` over the new commits).
 
@@ -39,7 +43,7 @@ def known(repo: Repo, cache: Path) -> Known:
         GitError: when git cannot read HEAD's history.
     """
     head = refs.head(repo)
-    kept_head, names = _read(cache / CACHE_FILE)
+    kept_head, names = _read(cache_file(repo))
     if head is None or kept_head == head:
         return names
     new = authors.names(repo, head, kept_head) if kept_head else None
@@ -47,11 +51,11 @@ def known(repo: Repo, cache: Path) -> Known:
         names, new = [], authors.names(repo, head) or []
     seen = {n for n, _ in names}
     names = names + [(n, skeletons(n)) for n in new if n not in seen]
-    _save(cache / CACHE_FILE, head, names)
+    _save(cache_file(repo), head, names)
     return names
 
 
-def admit(repo: Repo, cache: Path, identity: str, patterns: secrets.Patterns | None) -> str:
+def admit(repo: Repo, identity: str, patterns: secrets.Patterns | None) -> str:
     """`identity`, checked (`check_identity`), if it may act on this store.
 
     Raises:
@@ -68,9 +72,9 @@ def admit(repo: Repo, cache: Path, identity: str, patterns: secrets.Patterns | N
             "NAME, MEMSTORE_AGENT) and keep the credential out of the store"
         )
     key = identity_key(name)
-    names = _read(cache / CACHE_FILE)[1]
+    names = _read(cache_file(repo))[1]
     if not any(identity_key(n) == key for n, _ in names):
-        names = known(repo, cache)  # new to the cache: bring it up to HEAD first
+        names = known(repo)  # new to the cache: bring it up to HEAD first
     mine = next((s for n, s in names if identity_key(n) == key), None) or skeletons(name)
     for other, theirs in names:
         if identity_key(other) == key:
@@ -114,4 +118,6 @@ def _save(file: Path, head: str, names: Known) -> None:
         file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(file, json.dumps(data, ensure_ascii=False))
     except OSError as e:  # a cache: the next call asks git again
-        log.info("cannot keep the known identities in %s: %s", file, e)
+        import logging  # only on a failure: a plain write loads no logging
+
+        logging.getLogger(__name__).info("cannot keep the known identities in %s: %s", file, e)

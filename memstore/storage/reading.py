@@ -137,7 +137,7 @@ class Reader:
         if identity != self._admitted:
             from memstore.storage import identities  # only a process that writes
 
-            identities.admit(self.repo, self.cache, identity, self.secret_patterns)
+            identities.admit(self.repo, identity, self.secret_patterns)
             self._admitted = identity
         return identity
 

@@ -209,20 +209,20 @@ def test_a_hand_confirmation_by_a_look_alike_of_the_owner_is_self_approval(bobs:
 def test_known_identities_are_cached_by_head_and_brought_up_to_date(store: Store) -> None:
     repo = find_repo(store.root)
     assert repo is not None
-    first = [n for n, _ in identities.known(repo, store.cache)]
+    first = [n for n, _ in identities.known(repo)]
     assert "alice" in first
-    kept = json.loads((store.cache / identities.CACHE_FILE).read_text("utf-8"))
+    kept = json.loads(identities.cache_file(repo).read_text("utf-8"))
     assert kept["head"] == git(store.root, "rev-parse", "HEAD").strip()
     (store.root / "a.txt").write_text("a\n", encoding="utf-8")
     env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_NAME": "dora", "GIT_COMMITTER_NAME": "dora"}
     subprocess.run(["git", "add", "-A"], cwd=store.root, env=env, check=True)
     subprocess.run(["git", "commit", "-qm", "a"], cwd=store.root, env=env, check=True)
-    assert [n for n, _ in identities.known(repo, store.cache)] == [*first, "dora"]
+    assert [n for n, _ in identities.known(repo)] == [*first, "dora"]
     # A cached HEAD that is no longer a commit here: the whole history is read again.
     kept["head"] = "f" * 40
     kept["names"] = []
-    (store.cache / identities.CACHE_FILE).write_text(json.dumps(kept), encoding="utf-8")
-    assert [n for n, _ in identities.known(repo, store.cache)] == [*first, "dora"]
+    identities.cache_file(repo).write_text(json.dumps(kept), encoding="utf-8")
+    assert [n for n, _ in identities.known(repo)] == [*first, "dora"]
 
 
 def test_the_ascii_table_is_the_confusables_table_restricted_to_ascii() -> None:

@@ -176,7 +176,7 @@ def token_add(ctx: click.Context, name: str, human: bool) -> None:
     from memstore.storage import identities
 
     store = store_of(ctx)
-    name = identities.admit(store.repo, store.cache, name, store.secret_patterns)
+    name = identities.admit(store.repo, name, store.secret_patterns)
     token = bearer.add(store.cache, name, human=human, timeout=store.lock_timeout)
     click.echo(token)
     kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"
