@@ -49,7 +49,7 @@ async def serve(
 ) -> AsyncIterator[Client]:
     """A `memstore serve` process on `store` acting as `agent`, as a client's config starts it."""
     server_env = {
-        "MEMSTORE_AGENT": agent,
+        **({"MEMSTORE_AGENT": agent} if agent else {}),  # none: git's user.name acts
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
         "PYTHONPATH": str(Path(__file__).resolve().parent.parent),

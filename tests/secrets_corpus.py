@@ -50,8 +50,9 @@ def _jwt() -> str:
     return f"{head}.{payload}.{fake(43, URLSAFE)}"
 
 
-# The issue's own examples (AWS's documented example secret, split over two literals).
+# AWS's documented example keys (split over two literals): public, never valid, so they pass.
 AWS_DOC_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+AWS_DOC_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 
 _gh = "ghp_" + fake(36)
 _gh_classic = fake(40, HEX)
@@ -59,7 +60,7 @@ _split_at = 18
 
 CREDENTIALS: list[tuple[str, str]] = [
     # -- issue #11 item 15, verbatim shapes
-    ("aws secret in ini", f"aws_secret_access_key = {AWS_DOC_SECRET}"),
+    ("aws secret in ini", "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "ZQ3KE8"),
     ("env password", "DB_PASSWORD=" + "Xk9vTq2LmP"),
     ("redis url, empty user", "cache at redis://:" + "p4ss@h"),
     ("yaml password starting with $", "password: " + "$uperS3cret!x"),
@@ -119,7 +120,6 @@ CREDENTIALS: list[tuple[str, str]] = [
     # -- cloud and platform tokens
     ("aws access key id", "AKIA" + fake(16, UPPER_ALNUM)),
     ("aws session token", f"AWS_SESSION_TOKEN={'IQoJb3JpZ2luX2Vj' + fake(200, B64)}"),
-    ("aws docs example key id", "AKIA" + "IOSFODNN7EXAMPLE"),
     ("google api key", "AIza" + fake(35, URLSAFE)),
     ("google oauth client secret", "GOCSPX-" + fake(28, URLSAFE)),
     ("google oauth access token", "ya29." + fake(80, URLSAFE)),
@@ -252,6 +252,25 @@ def _benign() -> list[tuple[str, str]]:
     add(("ipfs cid", "pinned QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG on the gateway"))
     add(("gpg fingerprint", "signed with key 4AEE18F83AFDEB23 (fingerprint 5DE3 E050 9C47 EA3C)"))
     add(("sentry dsn public key", "error events go to o123456.ingest.sentry.io project 7"))
+    add(
+        (
+            "sentry dsn",
+            "SENTRY_DSN=https://"
+            + "5f29c18e311df83288e014373007f47a"
+            + "@o4504.ingest.sentry.io/4504123",
+        )
+    )
+    add(("aws docs example key id", f"aws_access_key_id = {AWS_DOC_KEY_ID}"))
+    add(("aws docs example secret", f"aws_secret_access_key = {AWS_DOC_SECRET}"))
+    add(
+        (
+            "allow-listed line",
+            "GH_TOKEN="
+            + "ghp_"
+            + "Q" * 4
+            + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1d  # pragma: allowlist secret",
+        )
+    )
     # Base64 that is not a credential: images, fonts, encoded prose.
     png = b"\x89PNG\r\n\x1a\n" + bytes(_rng.randrange(256) for _ in range(300))
     for i in range(10):

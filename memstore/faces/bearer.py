@@ -10,16 +10,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
+import re
 import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from filelock import FileLock, Timeout
 
-from memstore.errors import StoreLocked, TokenError
+from memstore.errors import InvalidMemory, StoreLocked, TokenError
 from memstore.model.identity import check_identity
 from memstore.model.memory import now
 
@@ -61,16 +63,35 @@ def read(cache: Path) -> dict[str, Token]:
     except OSError as e:
         raise TokenError(f"cannot read the token file {file}: {e}") from e
     try:
-        data: Any = json.loads(text)
-        entries: dict[str, Any] = data["tokens"]
-        return {
-            name: Token(name, bool(e["human"]), str(e["created"]), str(e["sha256"]))
-            for name, e in entries.items()
-        }
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        data: object = json.loads(text)
+        top = cast("dict[str, object]", data) if isinstance(data, dict) else {}
+        entries = top.get("tokens")
+        if not isinstance(entries, dict):
+            raise ValueError('it holds no "tokens" mapping')
+        return {str(n): _entry(n, e) for n, e in cast("dict[object, object]", entries).items()}
+    except (ValueError, KeyError, TypeError, AttributeError, InvalidMemory) as e:
         raise TokenError(
             f"the token file {file} is damaged ({e}); move it away and add the tokens again"
         ) from e
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _entry(name: object, e: object) -> Token:
+    """One entry of the file, checked: a damaged entry must never match a token or name an
+    identity that could not author a commit."""
+    if not isinstance(e, dict):
+        raise ValueError(f"the entry for {name!r} is not a mapping")
+    entry = cast("dict[str, object]", e)
+    human, created, sha = entry.get("human"), entry.get("created"), entry.get("sha256")
+    if not isinstance(human, bool) or not isinstance(created, str):
+        raise ValueError(f"the entry for {name!r} lacks 'human' (true/false) or 'created'")
+    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        raise ValueError(f"the entry for {name!r} has no SHA-256 ('sha256')")
+    if check_identity(name) != name:
+        raise ValueError(f"{name!r} is not an identity as written")
+    return Token(str(name), human, created, sha)
 
 
 def add(cache: Path, name: str, human: bool = False, timeout: float = 10.0) -> str:
@@ -121,28 +142,51 @@ def verify(tokens: dict[str, Token], token: str) -> Token | None:
 
 
 class Keeper:
-    """The token file as last read, read again when it changes (a revoke applies at once)."""
+    """The token file as last read, read again when it changes (a revoke applies at once).
+
+    A file damaged while a server runs fails closed: `current` raises, no token matches, and
+    the damage is logged once (one line) per change of the file."""
 
     def __init__(self, cache: Path) -> None:
         self.cache = cache
         self._stamp: tuple[int, int, int] | None = None
         self._tokens: dict[str, Token] = {}
+        self._damage: TokenError | None = None
 
     def current(self) -> dict[str, Token]:
-        """The tokens now in the file."""
+        """The tokens now in the file.
+
+        Raises:
+            TokenError: for a damaged or unreadable file (until it changes again).
+        """
         try:
             st = path(self.cache).stat()
             stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         except FileNotFoundError:
             stamp = None
         if stamp != self._stamp:
-            self._tokens = read(self.cache) if stamp is not None else {}
+            self._tokens, self._damage = {}, None
+            try:
+                self._tokens = read(self.cache) if stamp is not None else {}
+            except TokenError as e:
+                self._damage = e
+                _log().error("memstore: %s; every request is refused until then", e)
             self._stamp = stamp
+        if self._damage is not None:
+            raise self._damage
         return self._tokens
 
     def identify(self, token: str) -> Token | None:
-        """Who `token` belongs to, or None."""
+        """Who `token` belongs to, or None.
+
+        Raises:
+            TokenError: when the token file is damaged (nobody is let in).
+        """
         return verify(self.current(), token)
+
+
+def _log() -> logging.Logger:
+    return logging.getLogger(__name__)
 
 
 class _locked:

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from memstore.errors import MemoryNotFound, MemstoreError
+from memstore.errors import MemoryNotFound, MemstoreError, TokenError
 from memstore.faces import bearer
 from memstore.git import gitlog, refs
 from memstore.model.memory import RULE_TYPES, Memory, now
@@ -168,7 +168,10 @@ class _Pages:
         token = request.cookies.get(COOKIE)
         if not token:
             return None
-        found = self.keeper.identify(token)
+        try:
+            found = self.keeper.identify(token)
+        except TokenError:  # fail closed: the keeper logs it
+            return None
         return found if found is not None and found.human else None
 
     def csrf(self, token: bearer.Token) -> str:
@@ -186,7 +189,10 @@ class _Pages:
             return _render("login.html", next=_local(request.query_params.get("next")))
         form = await _form(request)
         token = form.get("token", "").strip()
-        found = await run_in_threadpool(self.keeper.identify, token) if token else None
+        try:
+            found = await run_in_threadpool(self.keeper.identify, token) if token else None
+        except TokenError as e:
+            return _render("login.html", 503, error=str(e), next=_local(form.get("next")))
         if found is None or not found.human:
             why = (
                 "that token is an agent's: sign in with a person's token "

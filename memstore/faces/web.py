@@ -29,11 +29,12 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memstore.errors import UnsafeBind
+from memstore.errors import TokenError, UnsafeBind
 from memstore.faces import bearer, console
 from memstore.faces.server import build_server
 from memstore.limits import HTTP_HOST
 from memstore.search.watch import Watcher
+from memstore.storage import identities
 from memstore.storage.store import Store
 
 if TYPE_CHECKING:
@@ -183,6 +184,13 @@ def unauthorized(message: str) -> Response:
     )
 
 
+def unavailable(message: str) -> Response:
+    """503: the server cannot tell who anyone is (its token file is damaged)."""
+    return JSONResponse(
+        {"error": "token_file_damaged", "error_description": message}, status_code=503
+    )
+
+
 class McpGate:
     """The `/mcp` endpoint: checks the bearer token, then hands the request to that identity's
     MCP server. A request without a valid token gets 401 and reaches no tool."""
@@ -196,7 +204,11 @@ class McpGate:
         if token is None:
             await unauthorized("send Authorization: Bearer <token>")(scope, receive, send)
             return
-        found = self.agents.keeper.identify(token)  # a stat and a hash: no thread needed
+        try:
+            found = self.agents.keeper.identify(token)  # a stat and a hash: no thread needed
+        except TokenError as e:  # fail closed: logged once by the keeper
+            await unavailable(str(e))(scope, receive, send)
+            return
         if found is None:
             await unauthorized("unknown or revoked token")(scope, receive, send)
             return
@@ -258,6 +270,9 @@ def serve(
     Raises:
         UnsafeBind: for a non-loopback host with no bearer tokens, an address that cannot be
             bound, or a store that requires signed commits.
+        TokenError: for a damaged token file.
+        InvalidMemory: for a token naming an identity that looks like a credential or like
+            another identity of the store.
     """
     import uvicorn
 
@@ -267,6 +282,8 @@ def serve(
             "commits with its one MEMSTORE_SIGNING_KEY; give each agent its own `memstore "
             "serve` (stdio) with its own key"
         )
+    for name in bearer.read(store.cache):  # a damaged token file: refused before "serving"
+        identities.admit(store.repo, name, store.secret_patterns)
     keeper = bearer.Keeper(store.cache)
     check_bind(host, keeper)
     sock = listen(host, port)

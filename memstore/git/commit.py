@@ -82,9 +82,11 @@ def _git_user(repo: Repo) -> tuple[str | None, str | None]:
     found: dict[str, str] = {}
     for line in out.splitlines():
         key, _, value = line.partition(" ")
-        if value.strip() and not re.search(r"[<>\n\0]", value):
+        if not value.strip():
+            found[key.lower()] = ""  # blank: no identity (refused), not the level below's
+        elif not re.search(r"[<>\n\0]", value):
             found[key.lower()] = value.strip()  # the last one wins, as in `git config --get`
-    user = (found.get("user.name"), found.get("user.email"))
+    user = (found.get("user.name") or None, found.get("user.email") or None)
     with _git_users_lock:
         _git_users[repo.top] = (stamp, user)
     return user

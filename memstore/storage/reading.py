@@ -77,6 +77,8 @@ class Reader:
         self.cache = self.root / CACHE_DIR
         self._agent = check_identity(agent) if agent else None
         self._git_name: str | None = None
+        self._admitted: str | None = None
+        """The identity `identities.admit` let act (checked once per store object)."""
         self._trust: trust.Cache | None = None
         self._trust_lock = threading.Lock()
         self.types = settings.store_types(self.root)
@@ -134,10 +136,12 @@ class Reader:
         return check_identity(self._git_name) if self._git_name else None
 
     def require_identity(self) -> str:
-        """The acting identity.
+        """The acting identity, once it passed `identities.admit`.
 
         Raises:
             NoIdentity: saying how to set one.
+            InvalidMemory: for an identity that looks like a credential or like another
+                identity of the store.
         """
         identity = self.identity
         if not identity:
@@ -145,6 +149,11 @@ class Reader:
                 "no identity to record this change under: pass --agent NAME, set "
                 "MEMSTORE_AGENT=NAME, or set `git config user.name`"
             )
+        if identity != self._admitted:
+            from memstore.storage import identities  # only a process that writes
+
+            identities.admit(self.repo, identity, self.secret_patterns)
+            self._admitted = identity
         return identity
 
     # -- reading ------------------------------------------------------------------------------

@@ -3,9 +3,11 @@ and shared, so none may hold one.
 
 Two detectors run on every field: memstore's own patterns below (each with a check on what it
 matched, so placeholders and prose pass), then the regex plugins of Yelp's detect-secrets,
-imported on the first scan only (`memstore --help` and reads never load it). Each field is
-scanned as written, with tokens split over lines joined up again, and with base64 runs that
-decode to text decoded, so a wrapped or folded key is still found.
+imported on the first scan only (`memstore --help` and reads never load it), with the few
+shapes it lacks written as its plugins are (`_more_plugins`). Each field is scanned as
+written, with tokens split over lines joined up again, URL-decoded, and with base64 runs that
+decode to text decoded, so a wrapped, encoded or folded key is still found. A line that
+detect-secrets' allow-list comment marks (`# pragma: allowlist secret`) is not scanned.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import dataclasses
 import functools
 import re
 import string
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -48,13 +51,14 @@ _WORDISH = re.compile(r"(?:[a-z]+|[A-Z]+|[A-Z][a-z]+)")
 
 def is_placeholder(value: str) -> bool:
     """Whether `value` stands for a secret: `${TOKEN}`, `<your key>`, `xxxx`, `***`,
-    `YOUR_API_KEY`, `password`, `example-token`; a lower-case value naming itself an example.
-
-    A value with a generated look is not a placeholder even when it says EXAMPLE in capitals
-    inside it: AWS's documented example key has a real key's shape, and is refused.
+    `YOUR_API_KEY`, `password`, `example-token`; a lower-case value naming itself an example;
+    a key ending `EXAMPLE` or `EXAMPLEKEY`, as AWS's documentation writes its example keys
+    (`AKIAIOSFODNN7EXAMPLE`): public and never valid, and a random key ends so once in 36^7.
     """
     value = value.strip("\"'`")
     if not value or _PLACEHOLDER_RUN.search(value) or _VAR_REF.match(value):
+        return True
+    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
         return True
     low = value.lower()
     if low in _PLACEHOLDER_EXACT:
@@ -110,6 +114,19 @@ def _mixed_token(m: re.Match[str]) -> bool:
     value = m.group("value")
     has_digit = any(c.isdigit() for c in value)
     return has_digit and any(c.isalpha() for c in value) and not is_placeholder(value)
+
+
+# A Sentry DSN, `https://<32 hex>@o1.ingest.sentry.io/42`: its key is public by design (it
+# ships in every web page that reports errors); a DSN with a secret (`key:secret@`) is still
+# a password in a URL.
+_DSN_KEY = re.compile(r"[0-9a-f]{32}")
+_DSN_REST = re.compile(r"[\w.-]+(?::\d+)?/(?:[\w.-]+/)*\d+(?![\w/.-])")
+
+
+def _url_token(m: re.Match[str]) -> bool:
+    if _DSN_KEY.fullmatch(m.group("value")) and _DSN_REST.match(m.string, m.end()):
+        return False
+    return _mixed_token(m)
 
 
 def _b64_pair(m: re.Match[str]) -> bool:
@@ -254,7 +271,6 @@ BUILTIN: tuple[Pattern, ...] = (
         r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END,
         ("shpat_", "shpss_", "shpca_", "shppa_"),
     ),
-    _p("Hugging Face token", r"hf_[A-Za-z]{34}" + _END, "hf_"),
     _p("DigitalOcean token", r"do[por]_v1_[a-f0-9]{64}", "_v1_"),
     _p("Databricks token", r"dapi[a-f0-9]{32}", "dapi"),
     _p("Linear API key", r"lin_api_[A-Za-z0-9]{40}", "lin_api_"),
@@ -309,7 +325,7 @@ BUILTIN: tuple[Pattern, ...] = (
         "token in a URL",
         r"(?i)[a-z][a-z0-9+.-]*://(?P<value>[\w-]{30,})@",
         "://",
-        _mixed_token,
+        _url_token,
     ),
     _p(
         "password on a command line",
@@ -453,12 +469,21 @@ def _b64_text(run: str) -> str | None:
     return text if text and printable >= 0.95 * len(text) else None
 
 
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
 def _views(text: str) -> Iterator[str]:
-    """`text`, then with tokens folded over lines joined, then any base64 in it decoded."""
+    """`text`, then with tokens folded over lines joined, then URL-decoded (`ghp%5F…`,
+    `token%3Dghp_…`), then any base64 in it decoded."""
     yield text
     folded = _fold(text) if "\n" in text else text
     if folded != text:
         yield folded
+    if "%" in folded and _PERCENT.search(folded):
+        decoded = urllib.parse.unquote(folded)
+        if decoded != folded:
+            yield decoded
+            folded = decoded
     for n, m in enumerate(_B64_RUN.finditer(folded)):
         if n >= _B64_MAX_RUNS:
             break
@@ -506,6 +531,9 @@ _PLUGIN_NEEDLES: dict[str, tuple[str, ...]] = {
     + ("slapi",),
     "SquareOAuthDetector": ("sq0csp-",),
     "StripeDetector": ("k_live_",),
+    "HuggingFaceTokenDetector": ("hf_", "api_org_"),
+    "DiscordWebhookDetector": ("discord",),
+    "StripeTestKeyDetector": ("k_test_",),
 }
 # Plugins whose every match is a run of 24+ token characters: tried on such lines only.
 _LONG_TOKEN_PLUGINS = frozenset(
@@ -540,7 +568,7 @@ def _detect_secrets() -> list[_Plugin]:
         from detect_secrets import plugins as package
         from detect_secrets.plugins.base import RegexBasedDetector
 
-        found: list[_Plugin] = []
+        classes: list[tuple[str, type[Any]]] = []
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             for name, cls in inspect.getmembers(module, inspect.isclass):
@@ -550,12 +578,40 @@ def _detect_secrets() -> list[_Plugin]:
                     and cls.__module__ == module.__name__
                     and name not in _SKIPPED_PLUGINS
                 ):
-                    needles = _PLUGIN_NEEDLES.get(name, ())
-                    long_run = name in _LONG_TOKEN_PLUGINS
-                    plugin = _Plugin(str(cls.secret_type), needles, long_run, _plugin_scan(cls()))
-                    found.append(plugin)
+                    classes.append((name, cls))
+        classes += [(cls.__name__, cls) for cls in _more_plugins(RegexBasedDetector)]
+        found: list[_Plugin] = []
+        for name, cls in classes:
+            needles = _PLUGIN_NEEDLES.get(name, ())
+            long_run = name in _LONG_TOKEN_PLUGINS
+            found.append(_Plugin(str(cls.secret_type), needles, long_run, _plugin_scan(cls())))
         _plugins = found
     return _plugins
+
+
+def _more_plugins(base: type[Any]) -> list[type[Any]]:
+    """Credential shapes detect-secrets 1.5 has no plugin for, written as its plugins are (a
+    `RegexBasedDetector` with a `secret_type` and a `denylist`), so they run, and are
+    checked for placeholders, exactly as its own do."""
+
+    class HuggingFaceTokenDetector(base):
+        secret_type = "Hugging Face Token"
+        denylist = [re.compile(r"(?<![A-Za-z0-9_])(?:hf|api_org)_[A-Za-z0-9]{34}(?![A-Za-z0-9])")]
+
+    class DiscordWebhookDetector(base):
+        secret_type = "Discord Webhook"
+        denylist = [
+            re.compile(
+                r"(?i)https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v\d+)?/webhooks/"
+                r"\d{17,20}/[\w-]{60,80}"
+            )
+        ]
+
+    class StripeTestKeyDetector(base):
+        secret_type = "Stripe Test Key"
+        denylist = [re.compile(r"(?<![A-Za-z0-9])[rs]k_test_[0-9a-zA-Z]{24,}")]
+
+    return [HuggingFaceTokenDetector, DiscordWebhookDetector, StripeTestKeyDetector]
 
 
 def _plugin_scan(plugin: Any) -> Callable[[str], Iterator[re.Match[str]]]:
@@ -648,9 +704,26 @@ def _own(
                 break
 
 
+def _allowed_out(text: str) -> str:
+    """`text` with the lines detect-secrets' allow-list comments mark left out: a line ending
+    `# pragma: allowlist secret` (or `//`, `/* */`, `--`, `<!-- -->`), and the line after a
+    line that is only `# pragma: allowlist nextline secret`."""
+    from detect_secrets.filters.allowlist import is_line_allowlisted
+    from detect_secrets.util.code_snippet import CodeSnippet
+
+    lines = text.split("\n")
+    kept = [
+        "" if is_line_allowlisted("", line, CodeSnippet(lines, 0, i)) else line
+        for i, line in enumerate(lines)
+    ]
+    return "\n".join(kept)
+
+
 def _scan_text(text: str, patterns: Patterns) -> list[tuple[str, str]]:
     """(pattern, excerpt) for each kind of credential in `text`."""
     found: dict[str, str] = {}
+    if "pragma" in text and "allowlist" in text:
+        text = _allowed_out(text)
     for view in _views(text):
         present = _present(view.lower())
         spans: list[tuple[int, int]] = []

@@ -194,3 +194,57 @@ def test_a_store_that_requires_signatures_is_not_served_over_http(store: Store) 
     )
     assert done.returncode == 1
     assert "requires signed commits" in done.stderr and "Traceback" not in done.stderr
+
+
+DAMAGED_TOKEN_FILES = [
+    "{not json",
+    "[]",
+    '{"tokens": []}',
+    '{"tokens": {"bob": {"human": false, "created": "x"}}}',
+    '{"tokens": {"bob": {"human": "no", "created": "x", "sha256": "' + "0" * 64 + '"}}}',
+    '{"tokens": {"<bob>": {"human": false, "created": "x", "sha256": "' + "0" * 64 + '"}}}',
+]
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_TOKEN_FILES)
+def test_a_server_refuses_to_start_on_a_damaged_token_file(store: Store, damaged: str) -> None:
+    store.cache.mkdir(parents=True, exist_ok=True)
+    bearer.path(store.cache).write_text(damaged, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore", "--store", str(store.root), "serve", "--http"]
+        + ["--port", "0"],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "serving" not in done.stderr and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "token file" in lines[0] and "damaged" in lines[0], lines
+
+
+async def test_a_token_file_damaged_while_serving_fails_closed(store: Store) -> None:
+    secret = add_token(store.root, "qa")
+    with http_server(store.root) as server:
+        async with mcp_client(server, secret) as client:
+            assert not (await client.call_tool("memory_recall", {"query": "x"})).is_error
+        bearer.path(store.cache).write_text('{"tokens": {"qa": ', encoding="utf-8")
+        async with httpx2.AsyncClient() as http:
+            answers = [
+                await http.post(
+                    server.mcp, json=STORE_CALL, headers={"Authorization": f"Bearer {secret}"}
+                )
+                for _ in range(2)
+            ]
+            console = await http.post(
+                f"{server.url}/console/login", data={"token": secret}, follow_redirects=False
+            )
+        assert [a.status_code for a in answers] == [503, 503]
+        body = answers[0].json()
+        assert body["error"] == "token_file_damaged" and "damaged" in body["error_description"]
+        assert console.status_code == 503
+    logged = "".join(server.lines)
+    assert "Traceback" not in logged
+    damage = [line for line in server.lines if "is damaged" in line]
+    assert len(damage) == 1, damage  # one line, not one per request

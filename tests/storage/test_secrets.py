@@ -33,7 +33,7 @@ KEY_BLOCK = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END R
 SAMPLES = {
     "private key block": KEY_BLOCK,
     "private key block (openssh)": "-----BEGIN " + "OPENSSH PRIVATE KEY-----",
-    "AWS access key id": "aws key " + "AKIA" + "IOSFODNN7EXAMPLE",
+    "AWS access key id": "aws key " + "AKIA" + "Z7Q3KX2M4WBN5PLD",
     "Google API key": "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
     "GitHub token": "token " + "ghp_" + "a" * 36,
     "GitHub fine-grained token": "github_pat_" + "A1" * 30,
@@ -99,7 +99,7 @@ def test_add_refuses_a_credential_in_any_field_and_changes_nothing(
     args: dict[str, object] = {"type": "fact", "description": "deploy notes", "body": "text"}
     name = "deploy-notes"
     if field == "tags":
-        args["tags"] = ["AKIA" + "IOSFODNN7EXAMPLE"]
+        args["tags"] = ["AKIA" + "Z7Q3KX2M4WBN5PLD"]
     elif field == "name":
         # Names are slugs, so only the lower-case patterns can appear: a password assignment
         # cannot; a name is scanned all the same, with the other fields.
@@ -131,7 +131,7 @@ def test_allow_secret_per_call_saves_it(store: Store) -> None:
         "example-key",
         type="fact",
         description="AWS's documented example key",
-        body="AKIA" + "IOSFODNN7EXAMPLE",
+        body="AKIA" + "Z7Q3KX2M4WBN5PLD",
         allow_secret=True,
     )
     assert "AKIA" in store.get("example-key").body
@@ -236,7 +236,7 @@ def test_a_refused_ledger_record_leaves_file_and_commit_count_unchanged(store: S
 
 
 def test_allow_secret_writes_a_credential_looking_ledger_note(store: Store) -> None:
-    note = "rotated the key: " + "AKIA" + "IOSFODNN7EXAMPLE" + " (AWS's documented example)"
+    note = "rotated the key: " + "AKIA" + "Z7Q3KX2M4WBN5PLD" + " (a made-up one of the real shape)"
     event = ledger_io.record(store, "rotate", "aws-key", note=note, failed=True, allow_secret=True)
     assert event.note == note and "AKIA" in store.ledger_path.read_text(encoding="utf-8")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memstore.storage import secrets
-from tests.secrets_corpus import AWS_DOC_SECRET, BENIGN, CREDENTIALS
+from tests.secrets_corpus import BENIGN, CREDENTIALS
 
 PATTERNS = secrets.compile_patterns()
 
@@ -29,7 +29,7 @@ def test_recall_and_false_positive_rate_meet_their_targets() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        f"aws_secret_access_key = {AWS_DOC_SECRET}",
+        "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "ZQ3KE8",
         "DB_PASSWORD=" + "Xk9vTq2LmP",
         "redis://:" + "p4ss@h",
         "password: " + "$uperS3cret!x",

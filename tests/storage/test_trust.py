@@ -263,7 +263,7 @@ async def test_changing_git_config_mid_session_does_not_change_who_approves(
 ) -> None:
     as_agent(store, "bob").add("bobs", type="fact", description="bob's note")
     git(store.root, "config", "user.name", "alice")
-    async with serve(store.root, "", env={"MEMSTORE_AGENT": ""}) as client:
+    async with serve(store.root, "") as client:  # no MEMSTORE_AGENT: git's user.name acts
         git(store.root, "config", "user.name", "bob")  # mid-session
         result = await client.call_tool(
             "memory_promote", {"name": "bobs", "to": "confirmed", "reason": "checked"}

@@ -106,7 +106,7 @@ def test_close_lists_only_the_callers_open_claims(store: Store) -> None:
 
 
 def test_a_line_holding_a_credential_is_left_out_and_the_rest_saved(store: Store) -> None:
-    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    key = "AKIA" + "Z7Q3KX2M4WBN5PLD"
     result = closing.close(store, f"- Always use the key {key} for staging.\n- Never skip CI.\n")
     assert result.saved.created == ("correction/never-skip-ci",)
     assert "credential" in result.saved.skipped[0][1]

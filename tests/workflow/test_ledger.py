@@ -286,7 +286,8 @@ def test_release_and_failure_end_your_claim_but_not_someone_elses(store: Store) 
     bob = as_agent(store, "bob")
     with pytest.raises(InvalidLedgerEntry, match="bob holds no valid claim"):
         ledger_io.release(bob, "deploy", "api", now=T0)
-    ledger_io.record(bob, "deploy", "api", note="tried anyway", failed=True, now=T0)
+    with pytest.raises(ClaimHeld, match="claimed by alice since .* until .*only they may record"):
+        ledger_io.record(bob, "deploy", "api", note="tried anyway", failed=True, now=T0)
     assert ledger_io.check(store, "deploy", "api", now=T0).state == State.IN_PROGRESS
     ledger_io.release(store, "deploy", "api", now=T0 + timedelta(seconds=1))
     assert ledger_io.check(store, "deploy", "api", now=T0).state == State.NOT_EXECUTED
@@ -390,9 +391,11 @@ def test_a_line_nobody_committed_does_not_count_and_no_append_commits_it(store: 
         with pytest.raises(LedgerCorrupt, match=r"line 2 \(released deploy api by alice\) is not"):
             append()
     assert (store.ledger_path.read_bytes(), commit_count(store)) == (before, commits)
-    result = ledger_io.verify(store)
-    assert result.ok and result.events == 1
-    assert any("not committed" in w for w in result.warnings)
+    result = ledger_io.verify(store)  # what the appends refuse on, verify reports
+    assert not result.ok and result.events == 1
+    assert any(
+        "line 2 (released deploy api by alice) is not committed" in p for p in result.problems
+    )
 
 
 # -- restores and tampering, with git ----------------------------------------------------------

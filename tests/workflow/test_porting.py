@@ -169,7 +169,7 @@ def test_a_dry_run_lists_the_drafts_and_writes_nothing(store: Store, project: Pa
 
 def test_an_import_holding_a_credential_is_refused_whole(store: Store, tmp_path: Path) -> None:
     agents = tmp_path / "AGENTS.md"
-    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    key = "AKIA" + "Z7Q3KX2M4WBN5PLD"
     agents.write_text(f"- Always use the staging key {key}\n- Never push to main\n")
     before = commits(store)
     with pytest.raises(SecretFound, match=r"AGENTS.md:1"):

@@ -183,18 +183,25 @@ def ledger_record(
 ) -> None:
     """Record that you did ACTION on TARGET, with evidence, or that it failed.
 
-    A record is always written (it happened), with a warning if it was already recorded done.
+    A record needs no claim and is written with a warning if it was already recorded done;
+    while someone else's claim is live only they may record it (refused, exit 3, naming who
+    holds it until when).
 
     \b
     Example:
       memstore ledger record publish post-1 --evidence https://blog.example.com/post-1
       memstore ledger record publish post-1 --failed --note "CMS returned 503"
     """
+    from memstore.errors import ClaimHeld
     from memstore.workflow.ledger import book as ledger_io
 
-    event = ledger_io.record(
-        store_of(ctx), action, target, evidence, note, failed, allow_secret=allow_secret
-    )
+    try:
+        event = ledger_io.record(
+            store_of(ctx), action, target, evidence, note, failed, allow_secret=allow_secret
+        )
+    except ClaimHeld as e:
+        click.echo(f"Error: {e}", err=True)
+        ctx.exit(3)
     detail = event.evidence or event.note or ""
     click.echo(f"recorded {event.status} {action} {target} — {detail} (event {event.id})")
 
@@ -240,8 +247,9 @@ def ledger_list(
 def ledger_verify(ctx: click.Context) -> None:
     """Check every line's hash and link, and that the file holds every line git committed.
 
-    Prints each problem (an edited line, a deleted line, a line git has that the file lost)
-    and exits 1 if there is any; a union merge of two branches verifies.
+    Prints each problem (an edited line, a deleted line, a line git has that the file lost, a
+    line no commit has, on which claim and record refuse too) and exits 1 if there is any; a
+    union merge of two branches verifies.
 
     \b
     Example:

@@ -58,7 +58,8 @@ class _Group(click.Group):
     "--agent",
     metavar="NAME",
     help="Who is acting (commit author, owner of new memories). Default: $MEMSTORE_AGENT, "
-    "else git's user.name.",
+    "else git's user.name. Refused: empty, credential-like, or looking like another identity "
+    "of the store.",
 )
 @click.version_option(__version__, prog_name="memstore")
 @click.pass_context

@@ -86,6 +86,8 @@ def serve(
         # are answered at once (see handshake.py).
         wire = handshake.begin(config_of(ctx).store, grouped)
     store = store_of(ctx)
+    if not over_http and store.identity:
+        store.require_identity()  # a look-alike or a credential is refused before serving
     if over_http:
         from memstore.faces import web  # only `serve --http` pays for the web stack
 
@@ -171,8 +173,10 @@ def token_add(ctx: click.Context, name: str, human: bool) -> None:
       memstore token add qa-agent
     """
     from memstore.faces import bearer
+    from memstore.storage import identities
 
     store = store_of(ctx)
+    name = identities.admit(store.repo, name, store.secret_patterns)
     token = bearer.add(store.cache, name, human=human, timeout=store.lock_timeout)
     click.echo(token)
     kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"

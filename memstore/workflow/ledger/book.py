@@ -364,6 +364,15 @@ def open_claims(store: Store) -> list[claims.Check]:
 
 
 def verify(store: Store) -> trust.Verification:
-    """Check every line's hash and link, and that the file holds every line git committed."""
+    """Check every line's hash and link, that the file holds every line git committed, and
+    whatever an append would refuse on. Reads again under the lock when the file has lines
+    git has not committed (a write in flight?), as `check` does.
+
+    Raises:
+        StoreLocked: when the re-read under the lock cannot take it in time.
+    """
     seen = view(store)
+    if not seen.ends_with_newline or seen.uncommitted:
+        with transaction.locked(store):
+            seen = view(store)
     return trust.verify(seen, repository.attribute(store.repo, store.ledger_path, "merge"))

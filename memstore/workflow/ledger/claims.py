@@ -192,9 +192,13 @@ def record(
     note: str | None,
     failed: bool,
 ) -> tuple[Event, list[str]]:
-    """A `done` (or `failed`) event, and warnings when it was already done or claimed by another.
+    """A `done` (or `failed`) event, and a warning when it was already recorded done.
 
-    A record is always accepted: the action happened, so the ledger must say so.
+    A record needs no claim, but while someone else's claim is live only they may record:
+    they are acting on it now, and a second record would say it ran twice.
+
+    Raises:
+        ClaimHeld: naming the holder and until when their claim holds.
     """
     warnings: list[str] = []
     state = check(view, action, target, now)
@@ -204,7 +208,11 @@ def record(
             f"({state.evidence}): it may have run twice"
         )
     if state.state == State.IN_PROGRESS and state.actor != actor:
-        warnings.append(f"'{action} {target}' is claimed by {state.actor} until {state.until}")
+        raise ClaimHeld(
+            f"'{action} {target}' is claimed by {state.actor} since {state.at} until "
+            f"{state.until}: only they may record it while the claim holds; nothing was "
+            "written. Wait for them to record or release it, or for the claim to expire"
+        )
     event = new_event(
         actor=actor,
         action=action,

@@ -243,20 +243,28 @@ def lost_warning(view: View) -> str:
     )
 
 
+def unsafe_to_append(view: View) -> list[str]:
+    """What makes an append unsafe: damaged lines, committed lines the file lost, and sound
+    lines no commit has (the append would commit them as the appender's). `require_intact`
+    refuses on these and `verify` reports each: one check for both."""
+    problems = [*view.damage, *([_lost(view)] if view.lost else [])]
+    problems += [
+        f"line {item.line} ({item.event.status} {item.event.action} {item.event.target} by "
+        f"{item.event.actor}) is not committed to git, and the next append would commit it as "
+        f"the appender's: commit it yourself (`git commit -- {view.name}`) or remove it"
+        for item in view.ignored
+        if not item.committed
+    ]
+    return problems
+
+
 def require_intact(view: View) -> None:
-    """Refuse to append to a ledger that is damaged or lost committed lines.
+    """Refuse to append to a ledger that `unsafe_to_append` finds fault with.
 
     Raises:
         LedgerCorrupt: naming the first problem; nothing has been written.
     """
-    problems = [*view.damage, *([_lost(view)] if view.lost else [])]
-    problems += [
-        f"line {item.line} ({item.event.status} {item.event.action} {item.event.target} by "
-        f"{item.event.actor}) is not committed to git, and the append would commit it as the "
-        f"appender's: commit it yourself (`git commit -- {view.name}`) or remove it"
-        for item in view.ignored
-        if not item.committed
-    ]
+    problems = unsafe_to_append(view)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise LedgerCorrupt(
@@ -266,7 +274,8 @@ def require_intact(view: View) -> None:
 
 
 def verify(view: View, merge_attribute: str | None) -> Verification:
-    """Check every line's hash, every link, and that the file holds every line git committed."""
+    """Check every line's hash, every link, and that the file holds every line git committed;
+    its problems include everything an append refuses on (`unsafe_to_append`)."""
     problems = list(view.damage)
     dropped = {e.hash for e in view.dropped}
     for event in view.lost:
@@ -281,13 +290,11 @@ def verify(view: View, merge_attribute: str | None) -> Verification:
                 f"--full-history -p -S {event.id} -- {view.name}` shows it) and commit"
             )
         problems.append(problem)
+    # The damage and the lost lines are named above, one by one; the rest is added here.
+    summary = _lost(view) if view.lost else None
+    problems += [p for p in unsafe_to_append(view) if p not in problems and p != summary]
     problems += [ignored_text(item) for item in view.ignored if item.committed]
     warnings = list(view.history_notes)
-    if view.uncommitted:
-        warnings.append(
-            f"{view.uncommitted} line(s) are not committed to git yet: a line counts only once "
-            "a commit by its actor adds it"
-        )
     if view.duplicates:
         warnings.append(f"{view.duplicates} line(s) repeat an earlier line exactly")
     if not view.ends_with_newline:
