@@ -15,6 +15,7 @@ from memstore.faces.cli.common import (
     label,
     store_of,
 )
+from memstore.model.render_text import proposal
 
 
 @click.command()
@@ -95,6 +96,10 @@ def deprecate(
         if as_json:
             echo_json(json_object(memory))
             return
+        pending = proposal(memory)
+        if pending:  # a rule that binds you: it stays in force until someone agrees
+            click.echo(f"proposed deprecating {label(memory)}: {pending}")
+            return
         click.echo(f"deprecated {label(memory)}")
         return
     if names and selecting:
@@ -172,8 +177,10 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         for m in queue:
+            pending = proposal(m)
             click.echo(
                 f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
+                + (f" [{pending}: {m.deprecation_proposed_reason}]" if pending else "")
             )
         return
     store.require_identity()
@@ -189,6 +196,8 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
             f"updated {m.updated[:10]}"
         )
         click.echo(f"  {m.description}")
+        if proposal(m):
+            click.echo(f"  {proposal(m)}: {m.deprecation_proposed_reason}")
         for line in m.body.strip().splitlines()[:20]:
             click.echo(f"  | {line}")
         choice = click.prompt(
@@ -210,7 +219,10 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         except MemstoreError as e:
             click.echo(f"Error: {e}{e.cli_hint}", err=True)
             continue
-        click.echo(f"{'confirmed' if choice == 'c' else 'deprecated'} {label(done)}")
+        verb = "confirmed" if choice == "c" else "deprecated"
+        if choice == "d" and proposal(done):
+            verb = "proposed deprecating"
+        click.echo(f"{verb} {label(done)}")
 
 
 @click.command()
