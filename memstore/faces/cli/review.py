@@ -79,6 +79,10 @@ def deprecate(
     given), are deprecated in one commit; a memory that cannot be (already deprecated,
     uncommitted hand edits) is reported and the others still go. --dry-run shows the batch.
 
+    A rule that binds you (a person's rule, or a confirmed p0, and you are not in `humans:`)
+    is not deprecated but proposed for deprecation: it stays in force until a person, or for
+    an agent's p0 another identity, deprecates it in turn.
+
     \b
     Example:
       memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod

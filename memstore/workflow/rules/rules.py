@@ -3,7 +3,8 @@
 A rule is a `correction` or `warning` memory that is not deprecated. It acts from the moment it
 is recorded and shows its status wherever it appears. It binds (a p0 blocks) when it is
 confirmed or its owner is one of the store's humans; an agent's draft only warns until another
-identity confirms it, so no agent can stop every `check` on its own say-so.
+identity confirms it, so no agent can stop every `check` on its own say-so. Nor can an agent
+lift, alone, a rule that binds it (a person's, or a confirmed p0): see `storage.binding`.
 """
 
 from __future__ import annotations
