@@ -430,9 +430,13 @@ def _bind(
     read: Callable[[str | None], Memory | None],
 ) -> None:
     """Keep the rules that bind the agents in force past this commit (see `binding`)."""
-    moved = {c.path: gone[Path(c.path).name][0] for c in changes if Path(c.path).name in gone}
-    moved |= {path: was[0] for path, was in names.moved.items()}
-    moved = {new: old for new, old in moved.items() if new != old}
+    moved: dict[str, str] = {}
+    if gone:  # a move keeps the file's name (see `_apply`)
+        for c in changes:
+            was = gone.get(c.path.rpartition("/")[2])
+            if was is not None and was[0] != c.path:
+                moved[c.path] = was[0]
+    moved |= {path: was[0] for path, was in names.moved.items() if was[0] != path}
     advance(
         trust.binding,
         [(c.path, (c.before or (None,))[0], c.after) for c in changes],
@@ -607,6 +611,9 @@ class Cache:
             return trust
 
     def _current(self) -> Trust:
+        humans = _humans(self.root)  # HEAD moved: a commit may have changed the people
+        if humans != self.humans:
+            self.humans, self.trust = humans, None
         head = refs.head(self.repo)
         cut = gitlog.shallow_commits(self.repo)
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history

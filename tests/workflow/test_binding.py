@@ -317,3 +317,36 @@ def test_the_cli_keeps_a_persons_rule_in_force_against_the_agent_it_blocks(store
     code, out = cli(root, "alice", "deprecate", RULE, "--reason", "agreed")
     assert code == 0 and "deprecated correction/no-prod-deploy" in out, out
     assert cli(root, "coder", "check", "deploy prod")[0] == 0
+
+
+def test_a_supersede_by_the_agents_own_rule_is_a_proposal_too(store: Store) -> None:
+    coder = person_rule(store)
+    session.correct(
+        coder, "deploy-prod-any-day", description="Deploy prod any day", applies_when=["deploy"]
+    )
+    proposed = coder.deprecate(RULE, "mine is better", superseded_by="deploy-prod-any-day")
+    assert proposed.status == "draft"
+    assert proposed.deprecation_proposed_successor == "deploy-prod-any-day"
+    assert coder.get("deploy-prod-any-day").supersedes == ()
+    assert verdict(store) is Verdict.BLOCK
+    done = as_agent(store, "alice").deprecate(RULE, "agreed")
+    assert done.superseded_by == "deploy-prod-any-day"  # the successor proposed
+    assert coder.get("deploy-prod-any-day").supersedes == (RULE,)
+
+
+def test_naming_a_person_later_reaches_a_process_that_read_the_rules_before(
+    store: Store,
+) -> None:
+    coder = as_agent(store, "coder")
+    session.correct(
+        as_agent(store, "alice"),
+        RULE,
+        description="Never deploy prod on a Friday",
+        severity="p0",
+        applies_when=["deploy prod"],
+    )
+    assert session.check(coder, "deploy prod").verdict is Verdict.WARN  # an agent's draft
+    name_humans(store.root, "alice")  # committed while `coder` stays open
+    assert session.check(coder, "deploy prod").verdict is Verdict.BLOCK
+    assert coder.deprecate(RULE, "not relevant").status == "draft"
+    assert session.check(coder, "deploy prod").verdict is Verdict.BLOCK
