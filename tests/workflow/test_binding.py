@@ -350,3 +350,11 @@ def test_naming_a_person_later_reaches_a_process_that_read_the_rules_before(
     assert session.check(coder, "deploy prod").verdict is Verdict.BLOCK
     assert coder.deprecate(RULE, "not relevant").status == "draft"
     assert session.check(coder, "deploy prod").verdict is Verdict.BLOCK
+
+
+def test_lint_flags_an_agents_uncommitted_weakening_before_it_is_committed(store: Store) -> None:
+    person_rule(store)
+    _replace("severity: p0", "severity: p2")(store.root)
+    problems = lift_problems(as_agent(store, "coder"))
+    assert problems and problems[0].startswith(f"{PATH}: not committed:"), problems
+    assert lift_problems(as_agent(store, "alice")) == []  # the person may
