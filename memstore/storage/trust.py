@@ -16,6 +16,8 @@ judges each version of each memory file:
 - a verification (a new `verified_by`) counts when committed by the identity it names, who is
   not the owner; a forged or self-made one is a problem, as a forged confirmation is;
 - a deprecation or restore must be committed by the identity it names.
+- a rule that binds the agents (a person's, or a confirmed p0) keeps its version in force
+  against a change an agent committed alone (see `binding`, which keeps that version).
 
 A merge's own changes (where its result differs from every parent) are judged as a commit by
 the merge's committer; a version taken whole from one side keeps that side's verdict.
