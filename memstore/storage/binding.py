@@ -116,6 +116,17 @@ def _confirmation(memory: Memory | None) -> tuple[str | None, str | None]:
     return memory.confirmed_by, memory.confirmed_at
 
 
+def _same_say(previous: Memory | None, new: Memory | None) -> bool:
+    """Whether `new` says what `previous` said: the same content, status and confirmation."""
+    if previous is None or new is None:
+        return False
+    return (
+        content_hash(previous) == content_hash(new)
+        and previous.status == new.status
+        and _confirmation(previous) == _confirmation(new)
+    )
+
+
 def _judge(
     force: Force,
     base: Memory | None,
@@ -131,6 +142,8 @@ def _judge(
     `ok`; None when it is lifted."""
     now_protected = protected(new, force.owner, humans, ok)
     if any(by.names(h) for h in humans):  # a person's change is in effect
+        if force.held_by is not None and _same_say(previous, new):
+            return force  # a person's pin or tag does not accept an agent's change unseen
         return Force(blob, force.owner, force.proposer) if now_protected else None
     proposer = force.proposer
     if new is not None and new.deprecation_proposed_by and _proposal(new) != _proposal(previous):

@@ -358,3 +358,18 @@ def test_lint_flags_an_agents_uncommitted_weakening_before_it_is_committed(store
     problems = lift_problems(as_agent(store, "coder"))
     assert problems and problems[0].startswith(f"{PATH}: not committed:"), problems
     assert lift_problems(as_agent(store, "alice")) == []  # the person may
+
+
+def test_a_persons_pin_does_not_accept_an_agents_change_unseen(store: Store) -> None:
+    person_rule(store)
+    _replace("severity: p0", "severity: p3")(store.root)
+    commit_as(store.root, "coder", "p3 is plenty")
+    code, out = cli(store.root, "alice", "show", RULE)
+    assert "NOT IN EFFECT: coder's change in commit" in out, out
+    as_agent(store, "alice").pin(RULE)  # commits the file as it is, coder's p3 in it
+    assert verdict(store) is Verdict.BLOCK
+    assert lift_problems(store)
+    # A change of her own to the rule is her say: then it is in effect.
+    as_agent(store, "alice").edit(RULE, body="p3 is right: it only warns now.")
+    assert verdict(store) is Verdict.WARN  # a p3 only warns
+    assert lift_problems(store) == []

@@ -19,6 +19,7 @@ from memstore.faces.cli.common import (
     stdin_text,
     store_of,
 )
+from memstore.model.memory import RULE_TYPES
 from memstore.model.render_text import proposal
 
 
@@ -168,6 +169,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         echo_json({**json_object(current.memory), "version": current.version})
         return
     m = current.memory
+    force = store_of(ctx).force(current) if m.type in RULE_TYPES else None
     click.echo(f"{m.name} — {m.description}")
     click.echo(
         f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}"
@@ -196,6 +198,11 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"superseded by: {m.superseded_by}")
     if m.supersedes:
         click.echo(f"supersedes: {', '.join(m.supersedes)}")
+    if force is not None and force.held_by is not None:
+        click.echo(
+            f"NOT IN EFFECT: {force.held_by}'s change in commit {force.commit[:10]} (a rule "
+            "that binds the agents keeps the version before it: see `memstore lint`)"
+        )
     if m.body:
         click.echo("")
         click.echo(m.body)
