@@ -48,6 +48,10 @@ class SelfApproval(InvalidTransition):
     """An identity tried to confirm its own memory."""
 
 
+class RuleBinds(InvalidTransition):
+    """An agent tried to change or remove, alone, a rule that binds it (see `storage.binding`)."""
+
+
 class NoIdentity(MemstoreError):
     """A write was attempted with no acting identity."""
 

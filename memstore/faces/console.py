@@ -147,6 +147,12 @@ def trail(memory: Memory) -> list[tuple[str, str, str, str]]:
         ("created", memory.owner, memory.created, ""),
         ("confirmed", memory.confirmed_by, memory.confirmed_at, memory.confirmed_reason),
         ("deprecated", memory.deprecated_by, memory.deprecated_at, memory.deprecated_reason),
+        (
+            "deprecation proposed",
+            memory.deprecation_proposed_by,
+            memory.deprecation_proposed_at,
+            memory.deprecation_proposed_reason,
+        ),
         ("restored", memory.restored_by, memory.restored_at, memory.restored_reason),
     ]
     done = [(what, who or "", when or "", why or "") for what, who, when, why in moves if who]
@@ -332,7 +338,7 @@ class _Pages:
         if verb not in MOVES:
             return self.memory(request, f"unknown action {verb!r}", 400)
         try:
-            self.store_for(user.name).move(
+            moved = self.store_for(user.name).move(
                 name,
                 MOVES[verb],
                 form.get("reason", "").strip(),
@@ -341,7 +347,10 @@ class _Pages:
             )
         except MemstoreError as e:
             return self.memory(request, str(e), 409)
-        return RedirectResponse(f"/console/memory/{name}?done={PAST[verb]}", status_code=303)
+        # A rule that binds the signed-in identity: the deprecation is only proposed.
+        proposed = verb == "deprecate" and moved.status != Status.DEPRECATED
+        done = "proposed" if proposed else PAST[verb]
+        return RedirectResponse(f"/console/memory/{name}?done={done}", status_code=303)
 
     def ledger(self, request: Request) -> Response:
         user = self.who(request)

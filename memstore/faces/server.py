@@ -313,6 +313,9 @@ def build_server(
         """Confirm someone else's draft after checking it (never your own), deprecate a wrong or
         stale memory (kept, with the reason), or restore a deprecated one to draft."""
         memory = store.move(name, Status(to), reason, superseded_by, expected_version=version)
+        if Status(to) == Status.DEPRECATED and memory.status != Status.DEPRECATED:
+            # A rule that binds you: your deprecation is a proposal, and it stays in force.
+            return _written("proposed deprecating", memory)
         return _written(PAST[Status(to)], memory)
 
     @tool(READ)

@@ -65,6 +65,13 @@ class Memory:
     deprecated_reason: str | None = None
     superseded_by: str | None = None
     supersedes: tuple[str, ...] = ()
+    deprecation_proposed_by: str | None = None
+    """Who proposed deprecating a rule that binds them (see `storage.binding`): it stays in force
+    until a person, or for an agent's rule another identity, agrees. When and why, and the
+    successor proposed, follow."""
+    deprecation_proposed_at: str | None = None
+    deprecation_proposed_reason: str | None = None
+    deprecation_proposed_successor: str | None = None
     restored_by: str | None = None
     restored_at: str | None = None
     restored_reason: str | None = None
@@ -164,6 +171,20 @@ def parse(text: str) -> Memory:
             else None
         ),
         supersedes=_names(data.get("supersedes"), "supersedes"),
+        deprecation_proposed_by=_optional_text(
+            data.get("deprecation_proposed_by"), "deprecation_proposed_by"
+        ),
+        deprecation_proposed_at=_optional_text(
+            data.get("deprecation_proposed_at"), "deprecation_proposed_at"
+        ),
+        deprecation_proposed_reason=_optional_text(
+            data.get("deprecation_proposed_reason"), "deprecation_proposed_reason"
+        ),
+        deprecation_proposed_successor=(
+            check_name(data["deprecation_proposed_successor"], "deprecation_proposed_successor")
+            if data.get("deprecation_proposed_successor") is not None
+            else None
+        ),
         restored_by=_optional_text(data.get("restored_by"), "restored_by"),
         restored_at=_optional_text(data.get("restored_at"), "restored_at"),
         restored_reason=_optional_text(data.get("restored_reason"), "restored_reason"),

@@ -171,6 +171,8 @@ def _agent_text(memory: Memory) -> list[str]:
             memory.confirmed_reason,
             memory.deprecated_by,
             memory.deprecated_reason,
+            memory.deprecation_proposed_by,
+            memory.deprecation_proposed_reason,
             memory.restored_reason,
         )
     ]
@@ -194,8 +196,25 @@ DOC = "doc"
 """The status (and type) of a project document's section in search results (`index.DOC`)."""
 
 
+def proposal(memory: Memory) -> str:
+    """The deprecation an agent proposed for a rule that binds it, in memstore's words ('' when
+    none is pending): the rule keeps its force until someone agrees (see `storage.binding`)."""
+    if not memory.deprecation_proposed_by or memory.status in ("deprecated", "unverified"):
+        return ""
+    return (
+        f"deprecation proposed by {word(memory.deprecation_proposed_by)}, awaiting a person or "
+        "another identity; in force until then"
+    )
+
+
 def status_line(memory: Memory) -> str:
     """What the status means for a reader, in memstore's own words."""
+    pending = proposal(memory)
+    line = _status_line(memory)
+    return f"{line}; {pending}" if pending else line
+
+
+def _status_line(memory: Memory) -> str:
     owner = word(memory.owner)
     if memory.status == "draft":
         return f"DRAFT by {owner}: unreviewed, a hypothesis, not established fact"
@@ -249,6 +268,8 @@ def memory_text(memory: Memory, fence: Fence, version: str | None = None) -> str
         lines.append(f"confirmed_reason: {one_line(memory.confirmed_reason)}")
     if memory.deprecated_reason:
         lines.append(f"deprecated_reason: {one_line(memory.deprecated_reason)}")
+    if memory.deprecation_proposed_reason:
+        lines.append(f"deprecation_proposed_reason: {one_line(memory.deprecation_proposed_reason)}")
     if memory.supersedes:
         lines.append(f"supersedes: {', '.join(memory.supersedes)}")
     for key, value in memory.extra.items():

@@ -25,6 +25,14 @@ MOVES: dict[Status, tuple[Status, ...]] = {
 _UNVERIFIED: dict[str, None] = {"verified_by": None, "verified_at": None, "verified_reason": None}
 """A new confirmation, a restore or a content change ends the last verification."""
 
+_UNPROPOSED: dict[str, None] = {
+    "deprecation_proposed_by": None,
+    "deprecation_proposed_at": None,
+    "deprecation_proposed_reason": None,
+    "deprecation_proposed_successor": None,
+}
+"""A restore ends a proposed deprecation along with the deprecation."""
+
 VERBS = {Status.CONFIRMED: "confirm", Status.DEPRECATED: "deprecate", Status.DRAFT: "restore"}
 
 
@@ -119,9 +127,37 @@ def transition(
         deprecated_at=None,
         deprecated_reason=None,
         superseded_by=None,
+        **_UNPROPOSED,
         restored_by=actor,
         restored_at=at,
         restored_reason=reason,
+    )
+
+
+def propose_deprecation(
+    memory: Memory, *, actor: str, reason: str, at: str, successor: str | None = None
+) -> Memory:
+    """Return `memory` with a proposal to deprecate it by `actor` recorded in its trail: its
+    status stays (see `storage.binding` for who may agree).
+
+    Raises:
+        InvalidTransition: for a memory that cannot be deprecated, or an empty reason.
+    """
+    check_move(memory, Status.DEPRECATED)
+    reason = reason.strip()
+    if not reason or "\n" in reason:
+        raise InvalidTransition(
+            f"to propose deprecating '{memory.name}' give a one-line reason (why it is wrong)"
+        )
+    if successor == memory.name:
+        raise InvalidTransition(f"'{memory.name}' cannot be superseded by itself")
+    return evolve(
+        memory,
+        updated=at,
+        deprecation_proposed_by=actor,
+        deprecation_proposed_at=at,
+        deprecation_proposed_reason=reason,
+        deprecation_proposed_successor=successor,
     )
 
 

@@ -16,6 +16,7 @@ from memstore.errors import (
     InvalidMemory,
     InvalidTransition,
     MemoryExists,
+    RuleBinds,
     SelfApproval,
 )
 from memstore.git import commit, objects, repository
@@ -33,6 +34,7 @@ from memstore.model.fields import (
 )
 from memstore.model.identity import same_identity
 from memstore.model.memory import (
+    RULE_TYPES,
     Memory,
     content_hash,
     evolve,
@@ -40,9 +42,9 @@ from memstore.model.memory import (
     renamed,
     render,
 )
-from memstore.model.status import Status, transition, unconfirm
+from memstore.model.status import Status, propose_deprecation, transition, unconfirm
 from memstore.model.status import verify as verify_memory
-from memstore.storage import settings, transaction
+from memstore.storage import binding, settings, transaction
 from memstore.storage.files import atomic_write, memory_files, read_regular, shown, version_of
 from memstore.storage.reading import CACHE_DIR, Reader, Versioned
 from memstore.storage.written import Written
@@ -135,6 +137,12 @@ def _rehashed(before: Memory, after: Memory) -> Memory:
     if before.confirmed_hash and before.confirmed_hash == content_hash(before):
         return evolve(after, confirmed_hash=content_hash(after))
     return after
+
+
+def _bound_why(force: binding.Force, store: Store) -> str:
+    if binding.is_person(force.owner, settings.store_humans(store.root)):
+        return f"{force.owner}'s, a person's"
+    return "confirmed, p0"
 
 
 class Store(Reader):
@@ -382,6 +390,8 @@ class Store(Reader):
             new = evolve(old, **updates)
             at = now()
             content_changed = bool({"description", "body"} & set(changed))
+            if content_changed:
+                self.refuse_lift(current, actor, "change the text of")
             new = unconfirm(new, at=at) if content_changed else evolve(new, updated=at)
             note = " (back to draft)" if old.status != new.status else ""
             message = f"memory: edit {old.type}/{name} — {', '.join(changed)}{note}"
@@ -411,6 +421,11 @@ class Store(Reader):
             check_version(self, name, current, expected_version)
             old = self._as_history_says(current, actor, to)
             at = now()
+            if str(to) == Status.DEPRECATED:
+                proposal = self._proposal(current, old, actor, reason, at, superseded_by)
+                if proposal is not None:
+                    return proposal
+                superseded_by = superseded_by or old.deprecation_proposed_successor
             new = transition(
                 old, to, actor=actor, reason=reason, at=at, superseded_by=superseded_by
             )
@@ -499,6 +514,7 @@ class Store(Reader):
             old = current.memory
             if old.type == type:
                 raise InvalidMemory(f"'{name}' is a {type} already")
+            self.refuse_lift(current, actor, "retype")
             at = now()
             new = unconfirm(evolve(old, type=type), at=at)
             target = transaction.check_path(self, self.root / type / f"{name}.md")
@@ -526,6 +542,7 @@ class Store(Reader):
         with transaction.locked(self):
             current = self.read(name, raw=True)
             old = current.memory
+            self.refuse_lift(current, actor, "forget")
             self.commit_memories(
                 [],
                 subject(f"memory: forget {old.type}/{name}", reason),
@@ -533,6 +550,88 @@ class Store(Reader):
                 removed=[self.root / current.path],
             )
         return old
+
+    # -- the rules that bind the agents (see `binding`) ------------------------------------------
+
+    def force(self, current: Versioned) -> binding.Force | None:
+        """The version in force of `current` when it is a rule that binds the agents, else None
+        (also when git cannot read the history: the replay still judges what is committed)."""
+        try:
+            key = repository.repo_path(self.repo, self.root / current.path)
+            return self.trust.current().binding.get(key)
+        except GitError:
+            return None
+
+    def bound(self, actor: str, current: Versioned) -> binding.Force | None:
+        """The force of `current` when it binds `actor` (an agent: anyone not among the
+        store's people), else None."""
+        if current.memory.type not in RULE_TYPES:  # only a rule binds: no history read
+            return None
+        if binding.is_person(actor, settings.store_humans(self.root)):
+            return None
+        return self.force(current)
+
+    def refuse_lift(self, current: Versioned, actor: str, verb: str) -> None:
+        """Refuse a change by `actor` that would lift, alone, a rule that binds it.
+
+        Raises:
+            RuleBinds: naming who can make the change, and the proposal an agent can make.
+        """
+        force = self.bound(actor, current)
+        if force is None:
+            return
+        who = binding.who_agrees(force, settings.store_humans(self.root))
+        name = current.memory.name
+        raise RuleBinds(
+            f"cannot {verb} '{name}': it is a rule that binds you ({_bound_why(force, self)}), "
+            f"and no agent lifts such a rule alone; propose its deprecation instead "
+            f"(`memstore deprecate {name} --reason WHY`, with --superseded-by NEW for a "
+            f"rewritten rule), which {who} must agree to"
+        )
+
+    def _proposal(
+        self,
+        current: Versioned,
+        old: Memory,
+        actor: str,
+        reason: str,
+        at: str,
+        successor: str | None,
+    ) -> Memory | None:
+        """For a deprecation of a rule that binds `actor`: commit a proposal and return it,
+        or None when `actor` completes another identity's proposal (the caller deprecates).
+
+        Raises:
+            SelfApproval: `actor` proposed it already.
+            RuleBinds: a person's rule, which another agent's proposal awaits.
+        """
+        force = self.bound(actor, current)
+        if force is None:
+            return None
+        humans = settings.store_humans(self.root)
+        who = binding.who_agrees(force, humans)
+        name = old.name
+        if force.proposer is not None:
+            if same_identity(force.proposer, actor):
+                raise SelfApproval(
+                    f"you ({actor}) proposed deprecating '{name}' already; it stays in force "
+                    f"until {who} agrees, and nobody agrees to their own proposal"
+                )
+            if not binding.is_person(force.owner, humans):
+                return None  # another identity agrees: the deprecation goes ahead
+            raise RuleBinds(
+                f"cannot deprecate '{name}': it is a person's rule, and {force.proposer}'s "
+                f"proposal to deprecate it awaits {who}; only a person lifts it"
+            )
+        if successor is not None:
+            self.read(successor, raw=True)  # it must exist
+        new = propose_deprecation(old, actor=actor, reason=reason, at=at, successor=successor)
+        self.commit_memories(
+            [(self.root / current.path, new)],
+            subject(f"memory: propose deprecating {old.type}/{name}", reason.strip()),
+            actor,
+        )
+        return new
 
     def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.
@@ -566,6 +665,10 @@ class Store(Reader):
 
             data = read_regular(path) or b""
             if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+                return evolve(memory, status=Status.DRAFT.value)
+            force = self.force(current) if memory.type in RULE_TYPES else None
+            if force is not None and force.held_by is not None:
+                # A change not in effect (see `binding`): another identity confirms it afresh.
                 return evolve(memory, status=Status.DRAFT.value)
         return memory
 

@@ -16,6 +16,8 @@ judges each version of each memory file:
 - a verification (a new `verified_by`) counts when committed by the identity it names, who is
   not the owner; a forged or self-made one is a problem, as a forged confirmation is;
 - a deprecation or restore must be committed by the identity it names.
+- a rule that binds the agents (a person's, or a confirmed p0) keeps its version in force
+  against a change an agent committed alone (see `binding`, which keeps that version).
 
 A merge's own changes (where its result differs from every parent) are judged as a commit by
 the merge's committer; a version taken whole from one side keeps that side's verdict.
@@ -34,7 +36,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from memstore.git import gitlog, objects, refs, repository
 from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES, Memory, content_hash, evolve, parse, renamed, render
 from memstore.model.status import MOVES, Status
+from memstore.storage.binding import Force, advance
 from memstore.storage.files import atomic_write, read_regular
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "unverified"
 """The status shown for a memory whose file says confirmed but whose history does not."""
 CACHE_FILE = "trust.json"
-_FORMAT = 2  # 2: verifications are judged
+_FORMAT = 3  # 2: verifications are judged; 3: the rules that bind the agents
 _MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
 
 
@@ -111,6 +114,10 @@ class Trust:
     """Each memory file's owner: who committed its creation."""
     verdicts: dict[str, Verdict] = field(default_factory=dict[str, Verdict])
     """`path NUL blob` → verdict, for the versions that are confirmed or have a problem."""
+    humans: tuple[str, ...] = ()
+    """The store's people the verdicts were made for (see `binding`)."""
+    binding: dict[str, Force] = field(default_factory=dict[str, Force])
+    """Each file of a rule that binds the agents → its version in force (see `binding`)."""
 
     def verdict(self, path: str, blob: str | None) -> Verdict:
         if blob is None:
@@ -413,6 +420,36 @@ def _apply(
             trust.verdicts.pop(key, None)
         else:
             trust.verdicts[key] = best
+    _bind(trust, changes, gone, names, by, read)
+
+
+def _bind(
+    trust: Trust,
+    changes: list[gitlog.PathChange],
+    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    names: _Renames,
+    by: By,
+    read: Callable[[str | None], Memory | None],
+) -> None:
+    """Keep the rules that bind the agents in force past this commit (see `binding`)."""
+    moved: dict[str, str] = {}
+    if gone:  # a move keeps the file's name (see `_apply`)
+        for c in changes:
+            was = gone.get(c.path.rpartition("/")[2])
+            if was is not None and was[0] != c.path:
+                moved[c.path] = was[0]
+    moved |= {path: was[0] for path, was in names.moved.items() if was[0] != path}
+    advance(
+        trust.binding,
+        [(c.path, (c.before or (None,))[0], c.after) for c in changes],
+        moved,
+        by,
+        read,
+        trust.owners.get,
+        lambda path, blob: trust.verdict(path, blob).ok,
+        trust.humans,
+        names.renamed,
+    )
 
 
 @dataclass(slots=True)
@@ -477,20 +514,32 @@ def full(
     signers: Signers | None = None,
     until: str | None = None,
     parsed_memo: dict[str, Memory | None] | None = None,
+    humans: tuple[str, ...] | None = None,
 ) -> Trust:
     """Replay the store's whole history (what `lint` does), up to HEAD or commit `until`
-    (`parsed_memo`: see `replay`).
+    (`parsed_memo`: see `replay`; `humans`: the store's people, by default its setting's).
 
     Raises:
         GitError: when git cannot read the history.
     """
-    trust = Trust()
+    trust = Trust(humans=_humans(root) if humans is None else humans)
     head = until or refs.head(repo)  # read first: the replay goes exactly this far
     if head is not None:
         commits = gitlog.store_commits(repo, root, until=head)
         replay(trust, repo, prefix_of(repo, root), commits, signers, parsed_memo)
     trust.head = head
     return trust
+
+
+def _humans(root: Path) -> tuple[str, ...]:
+    """The store's people (`humans:`); none when the setting cannot be read (then `check`
+    reports it)."""
+    from memstore.storage import settings
+
+    try:
+        return settings.store_humans(root)
+    except InvalidMemory:
+        return ()
 
 
 # -- the cached verdicts reads use -------------------------------------------------------------
@@ -515,6 +564,7 @@ class Cache:
         digest are never served (a revoked key, a changed `humans` or signature setting)."""
         self._signers: Signers | None = None
         self._basis = ""
+        self.humans = _humans(root)
         self._lock = threading.Lock()
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
@@ -581,6 +631,9 @@ class Cache:
             return trust
 
     def _current(self) -> Trust:
+        humans = _humans(self.root)  # HEAD moved: a commit may have changed the people
+        if humans != self.humans:
+            self.humans, self.trust = humans, None
         head = refs.head(self.repo)
         cut = gitlog.shallow_commits(self.repo)
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history
@@ -611,7 +664,7 @@ class Cache:
                     return trust
             except GitError as e:
                 log.info("replaying the whole history: %s", e)
-        trust = full(self.repo, self.root, signers)
+        trust = full(self.repo, self.root, signers, humans=self.humans)
         self.trust = trust
         self._save(trust)
         return trust
@@ -652,7 +705,10 @@ class Cache:
             trust.head = sha
 
     def _load(self) -> Trust:
-        return load(self.file, self.signers is not None, self._cut, self._basis) or Trust()
+        found = load(self.file, self.signers is not None, self._cut, self._basis)
+        if found is None or found.humans != self.humans:
+            return Trust(humans=self.humans)
+        return found
 
     def _save(self, trust: Trust) -> None:
         save(self.file, trust, self.signers is not None, self._cut, self._basis)
@@ -680,6 +736,8 @@ def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> Trus
             blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
             owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
             verdicts=verdicts,
+            humans=tuple(str(h) for h in data["humans"]),
+            binding={str(k): Force(*v) for k, v in dict(data["binding"]).items()},
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
@@ -697,6 +755,8 @@ def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str], basis: str
         "blobs": trust.blobs,
         "owners": trust.owners,
         "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+        "humans": list(trust.humans),
+        "binding": {k: list(astuple(v)) for k, v in trust.binding.items()},
     }
     try:
         atomic_write(file, json.dumps(data, ensure_ascii=False))

@@ -180,6 +180,9 @@ def test_lint_reports_a_bad_rule_field_from_a_hand_edit(store: Store) -> None:
     )
     problems = [str(p) for p in lint.lint_store(store)]
     assert any("invalid severity 'urgent'" in p for p in problems)
+    # Uncommitted, the edit is not obeyed: the person's rule keeps its committed force.
+    assert session.check(store, "npm publish").verdict is Verdict.BLOCK
+    git(store.root, "commit", "-qam", "severity by hand")  # committed by the person
     # A broken field falls back to the type's default severity rather than hiding the rule.
     assert session.check(store, "npm publish").verdict is Verdict.WARN
 
@@ -390,7 +393,8 @@ def test_lower_severities_warn_and_unrelated_actions_are_allowed(store: Store) -
 
 def test_a_deprecated_correction_no_longer_acts(store: Store) -> None:
     add_p0(store)
-    store.deprecate("no-publish-on-bump", "we publish by hand again")
+    # A person's rule: its person deprecates it (an agent's deprecation is only a proposal).
+    as_agent(store, "human").deprecate("no-publish-on-bump", "we publish by hand again")
     assert session.check(store, "npm publish").verdict is Verdict.ALLOW
 
 

@@ -19,6 +19,8 @@ from memstore.faces.cli.common import (
     stdin_text,
     store_of,
 )
+from memstore.model.memory import RULE_TYPES
+from memstore.model.render_text import proposal
 
 
 @click.command()
@@ -167,6 +169,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         echo_json({**json_object(current.memory), "version": current.version})
         return
     m = current.memory
+    force = store_of(ctx).force(current) if m.type in RULE_TYPES else None
     click.echo(f"{m.name} — {m.description}")
     click.echo(
         f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}"
@@ -180,10 +183,26 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"confirmed by {m.confirmed_by} at {m.confirmed_at}: {m.confirmed_reason}")
     if m.deprecated_by:
         click.echo(f"deprecated by {m.deprecated_by} at {m.deprecated_at}: {m.deprecated_reason}")
+    if m.deprecation_proposed_by:
+        pending = proposal(m) or "deprecation proposed"
+        click.echo(
+            f"{pending} — proposed by {m.deprecation_proposed_by} at "
+            f"{m.deprecation_proposed_at}: {m.deprecation_proposed_reason}"
+            + (
+                f" (successor {m.deprecation_proposed_successor})"
+                if m.deprecation_proposed_successor
+                else ""
+            )
+        )
     if m.superseded_by:
         click.echo(f"superseded by: {m.superseded_by}")
     if m.supersedes:
         click.echo(f"supersedes: {', '.join(m.supersedes)}")
+    if force is not None and force.held_by is not None:
+        click.echo(
+            f"NOT IN EFFECT: {force.held_by}'s change in commit {force.commit[:10]} (a rule "
+            "that binds the agents keeps the version before it: see `memstore lint`)"
+        )
     if m.body:
         click.echo("")
         click.echo(m.body)
@@ -213,9 +232,10 @@ def list_(
     type_w = max((len(m.type) for m in found), default=0)
     status_w = max((len(m.status) for m in found), default=0)
     for m in found:
+        pending = proposal(m)
         click.echo(
             f"{m.name:{name_w}} {m.type:{type_w}} {m.status:{status_w}} {m.updated[:10]}  "
-            f"{m.description}"
+            f"{m.description}" + (f"  [{pending}]" if pending else "")
         )
     if not found:
         click.echo("no memories match", err=True)

@@ -15,6 +15,7 @@ from memstore.faces.cli.common import (
     label,
     store_of,
 )
+from memstore.model.render_text import proposal
 
 
 @click.command()
@@ -78,6 +79,10 @@ def deprecate(
     given), are deprecated in one commit; a memory that cannot be (already deprecated,
     uncommitted hand edits) is reported and the others still go. --dry-run shows the batch.
 
+    A rule that binds you (a person's rule, or a confirmed p0, and you are not in `humans:`)
+    is not deprecated but proposed for deprecation: it stays in force until a person, or for
+    an agent's p0 another identity, deprecates it in turn.
+
     \b
     Example:
       memstore deprecate use-joi --reason "replaced by zod" --superseded-by use-zod
@@ -94,6 +99,10 @@ def deprecate(
         )
         if as_json:
             echo_json(json_object(memory))
+            return
+        pending = proposal(memory)
+        if pending:  # a rule that binds you: it stays in force until someone agrees
+            click.echo(f"proposed deprecating {label(memory)}: {pending}")
             return
         click.echo(f"deprecated {label(memory)}")
         return
@@ -172,8 +181,10 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         for m in queue:
+            pending = proposal(m)
             click.echo(
                 f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
+                + (f" [{pending}: {m.deprecation_proposed_reason}]" if pending else "")
             )
         return
     store.require_identity()
@@ -189,6 +200,8 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
             f"updated {m.updated[:10]}"
         )
         click.echo(f"  {m.description}")
+        if proposal(m):
+            click.echo(f"  {proposal(m)}: {m.deprecation_proposed_reason}")
         for line in m.body.strip().splitlines()[:20]:
             click.echo(f"  | {line}")
         choice = click.prompt(
@@ -210,7 +223,10 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         except MemstoreError as e:
             click.echo(f"Error: {e}{e.cli_hint}", err=True)
             continue
-        click.echo(f"{'confirmed' if choice == 'c' else 'deprecated'} {label(done)}")
+        verb = "confirmed" if choice == "c" else "deprecated"
+        if choice == "d" and proposal(done):
+            verb = "proposed deprecating"
+        click.echo(f"{verb} {label(done)}")
 
 
 @click.command()

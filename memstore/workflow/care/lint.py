@@ -371,9 +371,53 @@ def _history_problems(
             owner = found.owners.get(key) or identity
             before = found.verdict(key, committed)
             verdict = trust.judge(old, before, memory, by, owner, created=committed is None)
+            lifted = _lift_problem(store, found, key, committed, blob, memory, by)
+            if lifted is not None:
+                problems.append(Problem(rel, lifted))
         if not verdict.ok and verdict.problem:
             problems.append(Problem(rel, verdict.problem))
+    problems += [
+        Problem(path[len(store.trust.prefix) :], force.problem)
+        for path, force in sorted(found.binding.items())
+        if force.problem and path.startswith(store.trust.prefix)
+    ]
     return problems
+
+
+def _lift_problem(
+    store: Store,
+    found: trust.Trust,
+    key: str,
+    committed: str | None,
+    blob: str,
+    memory: Memory,
+    by: trust.By,
+) -> str | None:
+    """Why the uncommitted (or staged) change of a rule that binds the agents would not be in
+    effect once the current identity commits it (see `binding`), or None."""
+    if key not in found.binding:
+        return None
+    from memstore.storage import binding
+
+    after = {key: found.binding[key]}
+    binding.advance(
+        after,
+        [(key, committed, blob)],
+        {},
+        by,
+        lambda b: memory if b == blob else trust.parse_blob(store.repo, b),
+        lambda _: found.owners.get(key),
+        lambda _p, _b: True,
+        found.humans,
+    )
+    force = after.get(key)
+    if force is None or force.held_by is None or force == found.binding[key]:
+        return None
+    return (
+        f"not committed: {force.problem}".replace(f"in commit {by.commit[:10]} ", "")
+        if force.problem
+        else None
+    )
 
 
 MEMO_FILE = "lint-files.bin"

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memstore.errors import InvalidQuery, MemstoreError
+from memstore.errors import InvalidMemory, InvalidQuery, MemstoreError
 from memstore.model import when
 from memstore.model.fields import check_line
 from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES, Memory, links_in_body, now
+from memstore.model.render_text import proposal
 from memstore.model.status import Status, transition
-from memstore.storage import transaction
+from memstore.storage import binding, settings, transaction
 from memstore.storage.store import Store, subject
 from memstore.storage.trust import UNVERIFIED
 
@@ -122,6 +123,9 @@ def deprecate_many(
                 current = store.read(name, raw=True)
                 path = store.root / current.path
                 transaction.refuse_uncommitted(store, [path])
+                # A rule that binds the acting agent is deprecated only by a proposal that
+                # another identity agrees to: one at a time (`memstore deprecate NAME`).
+                store.refuse_lift(current, actor, "deprecate in a batch")
                 new = transition(
                     current.memory, Status.DEPRECATED, actor=actor, reason=reason, at=at
                 )
@@ -136,17 +140,31 @@ def deprecate_many(
     return [m for _, m in done], refused
 
 
+def _awaits(memory: Memory, me: str | None, humans: tuple[str, ...]) -> bool:
+    """Whether `me` can agree to the deprecation an agent proposed for `memory` (a rule that
+    binds it): not its proposer, and a person for a person's rule (see `binding`)."""
+    if not proposal(memory) or not me or same_identity(memory.deprecation_proposed_by, me):
+        return False
+    return binding.is_person(me, humans) or not binding.is_person(memory.owner, humans)
+
+
 def review_queue(store: Store) -> list[Memory]:
     """The drafts awaiting the acting identity's review (never its own; the owner as history
-    says), and confirmations the history does not back: most relevant first — rules (they
-    act already), then the most linked to, then the longest waiting."""
+    says), confirmations the history does not back, and the deprecations proposed for rules
+    that bind the agents which the acting identity can agree to: most relevant first — rules
+    (they act already), then the most linked to, then the longest waiting."""
     me = store.identity
     everything = list(store.memories())
     linked = Counter(target for m in everything for target in {*m.links, *links_in_body(m.body)})
+    try:
+        humans = settings.store_humans(store.root)
+    except InvalidMemory:
+        humans = ()
     waiting = [
         m
         for m in everything
-        if m.status in (Status.DRAFT, UNVERIFIED) and not (me and same_identity(m.owner, me))
+        if (m.status in (Status.DRAFT, UNVERIFIED) and not (me and same_identity(m.owner, me)))
+        or _awaits(m, me, humans)
     ]
     return sorted(
         waiting,

@@ -3,7 +3,8 @@
 A rule is a `correction` or `warning` memory that is not deprecated. It acts from the moment it
 is recorded and shows its status wherever it appears. It binds (a p0 blocks) when it is
 confirmed or its owner is one of the store's humans; an agent's draft only warns until another
-identity confirms it, so no agent can stop every `check` on its own say-so.
+identity confirms it, so no agent can stop every `check` on its own say-so. Nor can an agent
+lift, alone, a rule that binds it (a person's, or a confirmed p0): see `storage.binding`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from memstore.limits import DEFAULT_SEVERITY, SEVERITIES
 from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES as RULE_TYPES
 from memstore.model.memory import Memory
-from memstore.model.render_text import Bullet, Fence, fence_for, kind, rule_status
+from memstore.model.render_text import Bullet, Fence, fence_for, kind, proposal, rule_status
 from memstore.model.status import Status
 from memstore.workflow.ledger import claims
 from memstore.workflow.rules import concepts, guards, intent
@@ -55,6 +56,11 @@ class Rule:
     owner: str = ""
     binding: bool = False
     """Confirmed, or made by one of the store's humans: a p0 blocks. Otherwise it only warns."""
+    proposal: str = ""
+    """The deprecation an agent proposed and nobody agreed to yet, in memstore's words."""
+    held: str | None = None
+    """Why this version is the one in force though its file says otherwise (a change an agent
+    made alone to a rule that binds it: see `storage.binding`), or None."""
 
     @property
     def rank(self) -> tuple[int, int, int, str]:
@@ -260,6 +266,7 @@ def rule_of(memory: Memory, humans: tuple[str, ...] = ()) -> Rule | None:
         evidence=evidence,
         owner=memory.owner,
         binding=binds(memory, humans),
+        proposal=proposal(memory),
     )
 
 
@@ -335,7 +342,8 @@ def rule_reason(rule: Rule, matched: str) -> Reason:
     """The reason a matching rule gives: a binding p0 blocks; anything else warns."""
     verdict = Verdict.BLOCK if rule.severity == "p0" and rule.binding else Verdict.WARN
     said = f' (the human said: "{_one_line(rule.evidence)}")' if rule.evidence else ""
-    message = f"{rule.description}{said}"
+    held = f" [{rule.held}]" if rule.held else ""
+    message = f"{rule.description}{said}{held}"
     return Reason(
         kind=rule.type,
         name=rule.name,
@@ -547,6 +555,7 @@ def rule_line(rule: Rule, rewrite: bool = False, short: bool = False) -> Bullet:
     when = f" — applies when: {', '.join(rule.applies_when)}" if rule.applies_when else ""
     said = f' — the human said: "{_one_line(rule.evidence)}"' if rule.evidence else ""
     flag = " — RECURRED after confirmation: rewrite it" if rewrite else ""
+    flag += f" — {rule.proposal}" if rule.proposal else ""
     own = f"- **{rule.severity}** {kind(rule.type)} `{rule.name}` [{rule.shown_status}]"
     data = _one_line(rule.description, 100) if short else f"{rule.description}{when}{said}"
     return Bullet(f"{own}{flag}", data, plain=f"{own}: {data}{flag}")

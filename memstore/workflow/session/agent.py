@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
@@ -18,7 +19,7 @@ from memstore.model.memory import Memory, now
 from memstore.model.status import Status
 from memstore.search.query import QUERY_MAX, Hit
 from memstore.search.upkeep import Query, search, upkeep
-from memstore.storage import settings, transaction
+from memstore.storage import binding, settings, transaction
 from memstore.storage.files import read_regular
 from memstore.workflow.care import stats
 from memstore.workflow.ledger import book as ledger_io
@@ -162,8 +163,35 @@ def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.R
     # Only the rule types' folders: a check reads a few folders, not the whole store.
     pool = list(store.memories(workflow.RULE_TYPES)) if memories is None else memories
     humans = settings.store_humans(store.root)
-    found = [r for m in pool if (r := workflow.rule_of(m, humans)) is not None]
+    found: list[workflow.Rule] = []
+    for item in _in_force(store, pool):
+        if isinstance(item, binding.Held):
+            rule = workflow.rule_of(item.memory, humans)
+            if rule is not None:
+                found.append(replace(rule, held=item.why))
+        elif (rule := workflow.rule_of(item, humans)) is not None:
+            found.append(rule)
     return sorted(found, key=lambda r: r.rank)
+
+
+def _in_force(store: Store, pool: list[Memory]) -> list[Memory | binding.Held]:
+    """`pool` with each rule that binds the agents in the version in force (see `binding`):
+    a change an agent made alone, or an uncommitted one, is not obeyed."""
+    from memstore.git import objects
+    from memstore.storage import trust
+
+    snapshot = trust.snapshot(store.trust)
+    if snapshot is None or not snapshot.binding:
+        return list(pool)
+    return binding.in_force(
+        snapshot.binding,
+        store.trust.prefix,
+        store.root,
+        pool,
+        read_regular,
+        lambda blob: trust.parse_blob(store.repo, blob),
+        objects.blob_sha,
+    )
 
 
 def check(
