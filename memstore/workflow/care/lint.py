@@ -174,7 +174,7 @@ def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) ->
         try:
             places, outcomes = _staged_places(store)
         except MemstoreError as e:
-            return [Problem(".", f"cannot read what is staged: {e}")]
+            return Linted([Problem(".", f"cannot read what is staged: {e}")], 0)
     elif memo is not None:
         places = memo.places()
     else:
