@@ -486,11 +486,23 @@ def git_row(top: Path) -> str:
     return f"{kib / 1024:.1f} MB, {int(fields.get('count', '0')):,} loose objects"
 
 
+class Logged(dict[str, str]):
+    """A row's figures, each also said on stderr as it is measured (a long run shows them)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: str, value: str) -> None:
+        log(f"[{self.size:,}]   {key}: {value}")
+        super().__setitem__(key, value)
+
+
 def measure(source: Path, size: int, rows: set[str], runs: int, timeout: float) -> dict[str, str]:
     """Every wanted row on a fresh clone of the repository at `source`."""
     import tempfile
 
-    out: dict[str, str] = {}
+    out: dict[str, str] = Logged(size)
     with tempfile.TemporaryDirectory(prefix=f"scale-{size}-") as tmp:
         top = Path(tmp) / "repo"
         log(f"[{size:,}] clone {source}")
@@ -536,7 +548,8 @@ def measure(source: Path, size: int, rows: set[str], runs: int, timeout: float) 
             import anyio
 
             log(f"[{size:,}] MCP rows")
-            out.update(anyio.run(mcp_rows, bench, rows, size))
+            for key, value in anyio.run(mcp_rows, bench, rows, size).items():
+                out[key] = value
         if "lint" in rows:
             log(f"[{size:,}] lint with no cache, then warm")
             bench.forget_caches()
