@@ -94,6 +94,9 @@ def racy_window(mtime_ns: int) -> int:
 Progress = Callable[[int, int], None]
 _MP_BATCH = 100
 """Documents per batch handed to each process of a parallel rebuild (Whoosh's default)."""
+_MP_FROM = 5000
+"""The fewest documents a rebuild hands to several processes: below it, starting them and
+merging their segments costs more than it saves."""
 """Called with (done, total) while a rebuild indexes files."""
 
 
@@ -259,9 +262,9 @@ class Index:
         """Write documents and the manifest between the DIRTY marker's creation and removal.
         `settled` racy files and `restamped` ones (their new stamps) change no document.
 
-        With `procs` > 1 and enough documents for each process to get a batch, Whoosh's
-        multiprocessing writer analyses them in that many processes, each writing its own
-        segment (the searcher reads several segments as one index)."""
+        With `procs` > 1 and enough documents (`_MP_FROM`), Whoosh's multiprocessing writer
+        analyses them in that many processes, and this one merges what they wrote into one
+        segment (so scores keep one segment's statistics, as a one-process rebuild's do)."""
         settled = set(settled)
         files.racy -= settled
         now = time.time_ns()
@@ -277,7 +280,7 @@ class Index:
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
-        if procs > 1 and len(updates) >= procs * _MP_BATCH:
+        if procs > 1 and len(updates) >= max(_MP_FROM, procs * _MP_BATCH):
             writer = ix.writer(procs=procs, batchsize=_MP_BATCH, limitmb=64)
         else:
             writer = ix.writer(limitmb=128)
