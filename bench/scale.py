@@ -6,7 +6,7 @@
 
 The store is built the way a team's store grows: each memory's file is committed by its owner
 (a person or an agent, in batches of 1-60 memories per commit, as sessions save them), 40% are
-confirmed later by another identity in that identity's own commits, about 2% are deprecated by
+confirmed later by another identity in that identity's own commits, about 1% are deprecated by
 their owner, nine types (16% rules, `correction`/`warning` with `severity` and
 `applies_when`), 10% name code files, a third link to older memories, most carry tags. The
 history is written with `git fast-import` (one pack, real commits by the identities the trust
@@ -155,6 +155,7 @@ def generate(top: Path, n: int, seed: int = 7) -> int:
     created = 0
     weights = [3] * len(PEOPLE) + [5] * len(AGENTS)  # agents save more than people
     last_code_change = 0
+    next_log = max(1000, n // 20)
     while created < n:
         owner = rng.choices(IDENTITIES, weights)[0]
         batch = min(n - created, rng.choice((1, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60)))
@@ -235,9 +236,10 @@ def generate(top: Path, n: int, seed: int = 7) -> int:
                 "code moves on",
                 {rel: f"v{created}\n" for rel in rng.sample(CODE, 10)},
             )
-        if stream.commits % 500 == 0:
+        if created >= next_log:
+            next_log += max(1000, n // 20)
             log(f"  generate: {created:,}/{n:,} memories, {stream.commits:,} commits")
-    for item in to_deprecate:  # the rest, so about 2% end deprecated
+    for item in to_deprecate:  # the rest: about 1% end deprecated
         t += 1
         item.memory = transition(
             item.memory,
