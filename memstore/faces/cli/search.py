@@ -196,7 +196,9 @@ def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @click.command()
 @click.pass_context
 def reindex(ctx: click.Context) -> None:
-    """Rebuild the search index from the memory files (progress on stderr).
+    """Rebuild the search index from the memory files (progress and time left on stderr).
+
+    A large store's documents are analysed on every core, up to four.
 
     Searches catch up with changed files on their own; use this after the cache folder was
     copied around, or to be sure.
