@@ -259,7 +259,9 @@ def mixed(conversations: list[Conversation], sources: list[Path], tmp: Path) -> 
     """Recall with the conversations' turns mixed into large stores of other memories: each
     source (a repository `bench/scale.py` generated, its store in `memory/`) is cloned, every
     turn of every conversation written into it, the index rebuilt, and each question asked
-    of the whole store (not scoped to its conversation: the other memories are the point)."""
+    of the whole store (not scoped to its conversation: the other memories are the point).
+    A row with all the conversations' turns in one store and nothing else tells what the
+    other conversations take away, and what the generated memories do."""
     import subprocess
 
     print("\n## LoCoMo dev mixed into larger stores\n")
@@ -280,17 +282,30 @@ def mixed(conversations: list[Conversation], sources: list[Path], tmp: Path) -> 
     print(
         alone.row(f"each conversation alone | {turns} in {len(conversations)} | {len(alone.r10)}")
     )
+    # The conversations' turns together, no other memories: what the mixed stores add to.
+    together = Store.init(tmp / "together", agent="bench")
+    (together.root / "fact").mkdir(exist_ok=True)
+    for conv in conversations:
+        turns_of = build_store(tmp / "turns" / conv.sample_id, conv, links=False, captions=False)
+        for path in turns_of.root.glob("fact/*.md"):
+            (together.root / "fact" / path.name).write_bytes(path.read_bytes())
+    search.reindex(together)
+    joint = Scores()
+    for conv in conversations:
+        for question, relevant, _ in conv.queries:
+            t0 = time.perf_counter()
+            hits = search.search(together, Query(question, limit=10))
+            joint.add([h.name for h in hits], relevant, time.perf_counter() - t0)
+    search.close(together)
+    print(joint.row(f"all conversations in one store | {turns} | {len(joint.r10)}"))
     for source in sources:
         top = tmp / f"mixed-{source.name}"
         print(f"# cloning {source}", file=sys.stderr, flush=True)
         subprocess.run(["git", "clone", "-q", str(source), str(top)], check=True)
         root = top / "memory"
         others = sum(1 for _ in root.glob("*/*.md"))
-        for conv in conversations:
-            for path in build_store(
-                tmp / "turns" / conv.sample_id, conv, links=False, captions=False
-            ).root.glob("fact/*.md"):
-                (root / "fact" / path.name).write_bytes(path.read_bytes())
+        for path in (together.root / "fact").glob("*.md"):
+            (root / "fact" / path.name).write_bytes(path.read_bytes())
         store = Store(root, agent="reader")
         print(f"# reindexing {others + turns} memories", file=sys.stderr, flush=True)
         search.reindex(store, procs=2)
@@ -306,7 +321,9 @@ def mixed(conversations: list[Conversation], sources: list[Path], tmp: Path) -> 
         print(among.row(f"{label} | {others + turns:,} | {len(among.r10)}"), flush=True)
         print(
             f"# Recall@10 among {others:,} others - alone: "
-            f"{statistics.fmean(among.r10) - statistics.fmean(alone.r10):+.3f}",
+            f"{statistics.fmean(among.r10) - statistics.fmean(alone.r10):+.3f}; "
+            "- all conversations in one store: "
+            f"{statistics.fmean(among.r10) - statistics.fmean(joint.r10):+.3f}",
             flush=True,
         )
 
