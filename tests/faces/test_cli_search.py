@@ -175,7 +175,7 @@ def test_reindex_progress_says_the_time_left_once_a_run_is_long(
     pace(2000, 2000)
     assert capsys.readouterr().err.splitlines() == [
         "indexed 500/2000 files",
-        "indexed 1000/2000 files, about 10 s left",
-        "indexed 1500/2000 files, about 2 min left",
-        "indexed 2000/2000 files",
+        "indexed 1000/2000 files, about 10 s left to add, then the index is written",
+        "indexed 1500/2000 files, about 2 min left to add, then the index is written",
+        "indexed 2000/2000 files, writing the index",
     ]

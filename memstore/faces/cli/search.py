@@ -221,7 +221,9 @@ def reindex(ctx: click.Context) -> None:
 
 class Pace:
     """`reindex`'s progress on stderr, "indexed N/M files", with an estimate of the time left
-    once the run has lasted long enough for its rate to say something (`LONG` seconds)."""
+    to add the documents once the run has lasted long enough for its rate to say something
+    (`LONG` seconds); writing the index after them (merging the processes' work) is said, not
+    estimated."""
 
     LONG = 2.0
 
@@ -234,7 +236,9 @@ class Pace:
         took = self.clock() - self.start
         if 0 < done < total and took >= self.LONG:
             left = took / done * (total - done)
-            line += f", about {_duration(left)} left"
+            line += f", about {_duration(left)} left to add, then the index is written"
+        elif done == total and took >= self.LONG:
+            line += ", writing the index"
         click.echo(line, err=True)
 
 
