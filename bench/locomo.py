@@ -6,10 +6,15 @@ question's conversation; metrics Hit@5, Recall@5, Recall@10, MRR@10.
 
     .venv/bin/python bench/locomo.py [--data ../shared/eval/locomo-dev.json] [--mcp]
     .venv/bin/python bench/locomo.py --embedding-model bench/.models/minilm-static
+    .venv/bin/python bench/locomo.py --mixed ../stores/scale-10000 --mixed ../stores/scale-100000
 
 With `--embedding-model FOLDER` (a model2vec model; `bench/distill.py` makes one), semantic
 recall is measured instead of the other variants: memstore's default search with and without
 `embedding_model:` in each store's memstore.yaml.
+
+With `--mixed REPO` (a repository `bench/scale.py --out` generated), quality as a store grows:
+Recall@10 of each conversation alone against all the conversations' turns written into a copy
+of REPO's store among its other memories, each question asked of the whole store.
 
 Every figure is given for the whole split and for its two parts: the conversations ranking
 choices were tuned on (TUNE) and those held out from tuning (the rest), see
@@ -250,16 +255,101 @@ async def recall_mcp(root: Path, questions: list[str]) -> list[tuple[list[str], 
     return found
 
 
+def mixed(conversations: list[Conversation], sources: list[Path], tmp: Path) -> None:
+    """Recall with the conversations' turns mixed into large stores of other memories: each
+    source (a repository `bench/scale.py` generated, its store in `memory/`) is cloned, every
+    turn of every conversation written into it, the index rebuilt, and each question asked
+    of the whole store (not scoped to its conversation: the other memories are the point).
+    A row with all the conversations' turns in one store and nothing else tells what the
+    other conversations take away, and what the generated memories do."""
+    import subprocess
+
+    print("\n## LoCoMo dev mixed into larger stores\n")
+    print(
+        "| store | memories | queries | Hit@5 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    alone = Scores()
+    for conv in conversations:
+        store = build_store(tmp / f"alone-{conv.sample_id}", conv, links=False, captions=False)
+        search.reindex(store)
+        for question, relevant, _ in conv.queries:
+            t0 = time.perf_counter()
+            hits = search.search(store, Query(question, limit=10))
+            alone.add([h.name for h in hits], relevant, time.perf_counter() - t0)
+        search.close(store)
+    turns = sum(len(c.turns) for c in conversations)
+    print(
+        alone.row(f"each conversation alone | {turns} in {len(conversations)} | {len(alone.r10)}")
+    )
+    # The conversations' turns together, no other memories: what the mixed stores add to.
+    together = Store.init(tmp / "together", agent="bench")
+    (together.root / "fact").mkdir(exist_ok=True)
+    for conv in conversations:
+        turns_of = build_store(tmp / "turns" / conv.sample_id, conv, links=False, captions=False)
+        for path in turns_of.root.glob("fact/*.md"):
+            (together.root / "fact" / path.name).write_bytes(path.read_bytes())
+    search.reindex(together)
+    joint = Scores()
+    for conv in conversations:
+        for question, relevant, _ in conv.queries:
+            t0 = time.perf_counter()
+            hits = search.search(together, Query(question, limit=10))
+            joint.add([h.name for h in hits], relevant, time.perf_counter() - t0)
+    search.close(together)
+    print(joint.row(f"all conversations in one store | {turns} | {len(joint.r10)}"))
+    for source in sources:
+        top = tmp / f"mixed-{source.name}"
+        print(f"# cloning {source}", file=sys.stderr, flush=True)
+        subprocess.run(["git", "clone", "-q", str(source), str(top)], check=True)
+        root = top / "memory"
+        others = sum(1 for _ in root.glob("*/*.md"))
+        for path in (together.root / "fact").glob("*.md"):
+            (root / "fact" / path.name).write_bytes(path.read_bytes())
+        store = Store(root, agent="reader")
+        print(f"# reindexing {others + turns} memories", file=sys.stderr, flush=True)
+        search.reindex(store, procs=2)
+        search.search(store, Query("warm up"))
+        among = Scores()
+        for conv in conversations:
+            for question, relevant, _ in conv.queries:
+                t0 = time.perf_counter()
+                hits = search.search(store, Query(question, limit=10))
+                among.add([h.name for h in hits], relevant, time.perf_counter() - t0)
+        search.close(store)
+        label = f"among {others:,} others ({source.name})"
+        print(among.row(f"{label} | {others + turns:,} | {len(among.r10)}"), flush=True)
+        print(
+            f"# Recall@10 among {others:,} others - alone: "
+            f"{statistics.fmean(among.r10) - statistics.fmean(alone.r10):+.3f}; "
+            "- all conversations in one store: "
+            f"{statistics.fmean(among.r10) - statistics.fmean(joint.r10):+.3f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--mcp", action="store_true", help="also measure through memstore serve")
     ap.add_argument("--embedding-model", type=Path, help="measure semantic recall with it")
     ap.add_argument("--only", choices=["tune", "held-out"], help="only these conversations")
+    ap.add_argument(
+        "--mixed",
+        type=Path,
+        action="append",
+        metavar="REPO",
+        help="only measure the turns mixed into a copy of this generated repository "
+        "(bench/scale.py --out; repeat for several sizes)",
+    )
     args = ap.parse_args()
     conversations = load(args.data)
     if args.only:
         conversations = [c for c in conversations if part_of(c) == args.only]
+    if args.mixed:
+        with tempfile.TemporaryDirectory() as tmp:
+            mixed(conversations, args.mixed, Path(tmp))
+        return
     n_queries = sum(len(c.queries) for c in conversations)
     n_turns = sum(len(c.turns) for c in conversations)
     variants: dict[str, dict[str, Any]] = {

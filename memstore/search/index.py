@@ -92,6 +92,11 @@ def racy_window(mtime_ns: int) -> int:
 
 
 Progress = Callable[[int, int], None]
+_MP_BATCH = 100
+"""Documents per batch handed to each process of a parallel rebuild (Whoosh's default)."""
+_MP_FROM = 5000
+"""The fewest documents a rebuild hands to several processes: below it, starting them and
+merging their segments costs more than it saves."""
 """Called with (done, total) while a rebuild indexes files."""
 
 
@@ -251,9 +256,15 @@ class Index:
         clear: bool = False,
         settled: Iterable[str] = (),
         restamped: Mapping[str, Stamp] | None = None,
+        progress: Progress | None = None,
+        procs: int = 1,
     ) -> None:
         """Write documents and the manifest between the DIRTY marker's creation and removal.
-        `settled` racy files and `restamped` ones (their new stamps) change no document."""
+        `settled` racy files and `restamped` ones (their new stamps) change no document.
+
+        With `procs` > 1 and enough documents (`_MP_FROM`), Whoosh's multiprocessing writer
+        analyses them in that many processes, and this one merges what they wrote into one
+        segment (so scores keep one segment's statistics, as a one-process rebuild's do)."""
         settled = set(settled)
         files.racy -= settled
         now = time.time_ns()
@@ -269,7 +280,11 @@ class Index:
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
-        writer = ix.writer(limitmb=128)
+        if procs > 1 and len(updates) >= max(_MP_FROM, procs * _MP_BATCH):
+            writer = ix.writer(procs=procs, batchsize=_MP_BATCH, limitmb=64)
+        else:
+            writer = ix.writer(limitmb=128)
+        total = len(updates)
         try:
             if not clear:
                 _delete(writer, "path", [*removed, *(path for path, *_ in updates)])
@@ -279,7 +294,9 @@ class Index:
                 files.racy.discard(path)
                 files.fields.pop(path, None)
             now = time.time_ns()
-            for path, memory, stamp, digest in updates:
+            for done, (path, memory, stamp, digest) in enumerate(updates, 1):
+                if progress is not None and (done % 500 == 0 or done == total):
+                    progress(done, total)
                 if memory is not None:
                     writer.add_document(**document(path, memory))
                     files.fields[path] = (
@@ -298,6 +315,10 @@ class Index:
                     files.racy.discard(path)
         except BaseException:
             writer.cancel()
+            # The multiprocessing writer's cancel does not reach its processes (a flag set in
+            # this one): end them, or this process would wait for them at exit.
+            for task in getattr(writer, "tasks", ()):
+                task.terminate()
             raise
         if clear:
             writer.commit(mergetype=CLEAR)
@@ -458,16 +479,26 @@ class Index:
         load: Loader,
         digest: Digest,
         progress: Progress | None = None,
+        procs: int = 1,
     ) -> Sync:
-        """Index every file afresh (readers keep the old index until the new one is committed)."""
+        """Index every file afresh (readers keep the old index until the new one is committed),
+        analysing the documents in `procs` processes (see `_apply`); `progress(done, total)`
+        follows the documents as they are indexed."""
         with self._mutex, self._lock():
-            return self._rebuild(disk, load, digest, progress)
+            return self._rebuild(disk, load, digest, progress, procs)
 
     def _rebuild(
-        self, disk: dict[str, Stamp], load: Loader, digest: Digest, progress: Progress | None
+        self,
+        disk: dict[str, Stamp],
+        load: Loader,
+        digest: Digest,
+        progress: Progress | None,
+        procs: int = 1,
     ) -> Sync:
-        updates, skipped = self._load_all(sorted(disk), disk, load, digest, progress)
-        self._apply(Manifest({}, {}, set(), {}), updates, [], clear=True)
+        updates, skipped = self._load_all(sorted(disk), disk, load, digest, None)
+        self._apply(
+            Manifest({}, {}, set(), {}), updates, [], clear=True, progress=progress, procs=procs
+        )
         indexed = sum(1 for _, m, _, _ in updates if m is not None)
         return Sync(rebuilt=True, indexed=indexed, skipped=skipped)
 

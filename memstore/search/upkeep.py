@@ -152,12 +152,16 @@ class Upkeep:
         return result or Sync()
 
     def reindex(
-        self, store: Store, progress: Progress | None = None, embedded: Progress | None = None
+        self,
+        store: Store,
+        progress: Progress | None = None,
+        embedded: Progress | None = None,
+        procs: int = 1,
     ) -> Sync:
         """Rebuild the index from every file (and semantic recall's vectors, if it is on)."""
         folders = folder_times(store.root)
         disk = stamps(store.root, folders)
-        result = self.index.rebuild(disk, _loader(store), _digest(store), progress)
+        result = self.index.rebuild(disk, _loader(store), _digest(store), progress, procs)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
         vectors = self.semantic(store)
@@ -748,15 +752,20 @@ def catch_up(store: Store, progress: Progress | None = None) -> Sync:
 
 
 def reindex(
-    store: Store, progress: Progress | None = None, embedded: Progress | None = None
+    store: Store,
+    progress: Progress | None = None,
+    embedded: Progress | None = None,
+    procs: int = 1,
 ) -> Sync:
     """Rebuild the search index from every file; `progress(done, total)` reports the pace, and
-    `embedded(done, total)` that of semantic recall's vectors, when it is on.
+    `embedded(done, total)` that of semantic recall's vectors, when it is on. With `procs` > 1
+    the documents are analysed in that many processes (Whoosh's multiprocessing writer): only
+    from a process that runs no other threads, such as the `reindex` command.
 
     Raises:
         StoreLocked: when another process holds the index lock past the timeout.
     """
-    return upkeep(store).reindex(store, progress, embedded)
+    return upkeep(store).reindex(store, progress, embedded, procs)
 
 
 def close(store: Store) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from conftest import as_agent
 
@@ -157,3 +158,24 @@ def test_an_empty_search_with_nothing_hidden_says_only_that(store: Store) -> Non
     code, out, err = run(store, "search", "kubernetes")
     assert code == 0 and out == ""
     assert err.strip() == "no memories match"
+
+
+def test_reindex_progress_says_the_time_left_once_a_run_is_long(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memstore.faces.cli.search import Pace
+
+    now = [100.0]
+    pace = Pace(clock=lambda: now[0])
+    pace(500, 2000)  # at once: too soon for a rate
+    now[0] += 10
+    pace(1000, 2000)  # 1000 files in 10 s: 10 s for the other 1000
+    now[0] += 290
+    pace(1500, 2000)  # 300 s for 1500: 100 s more
+    pace(2000, 2000)
+    assert capsys.readouterr().err.splitlines() == [
+        "indexed 500/2000 files",
+        "indexed 1000/2000 files, about 10 s left to add, then the index is written",
+        "indexed 1500/2000 files, about 2 min left to add, then the index is written",
+        "indexed 2000/2000 files, writing the index",
+    ]

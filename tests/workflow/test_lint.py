@@ -259,3 +259,32 @@ def test_front_matter_reads_as_pyyaml_builds_it(head: str) -> None:
             return type(e).__name__, str(e)
 
     assert read(loader) == read(Plain)
+
+
+def test_lint_parses_each_file_once_and_counts_from_that_pass(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memstore.faces.cli.main import main
+    from memstore.model import memory_yaml
+
+    for i in range(5):
+        store.add(f"m{i}", type="fact", description=f"memory number {i}")
+    as_agent(store, "bob").confirm("m0", "checked")
+    texts = {p.read_text(encoding="utf-8") for p in store.root.glob("*/*.md")}
+    parsed: list[str] = []
+    split = memory_yaml.split
+
+    def counted(text: str) -> Any:
+        parsed.append(text)
+        return split(text)
+
+    monkeypatch.setattr(memory_yaml, "split", counted)
+    (store.cache / "trust.json").unlink(missing_ok=True)  # as in a fresh clone
+    result = CliRunner().invoke(main, ["--store", str(store.root), "lint"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "ok: 5 memories, no problems"
+    # Each file's text: once by the file checks, at most once more where the history replay
+    # meets it; no second pass over the files to count them.
+    assert all(1 <= parsed.count(t) <= 2 for t in texts), [parsed.count(t) for t in texts]

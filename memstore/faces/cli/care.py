@@ -35,10 +35,11 @@ def lint(ctx: click.Context, staged: bool) -> None:
       memstore --store memory lint
       memstore --store memory --agent alice lint --staged   # before `git commit`
     """
-    from memstore.workflow.care.lint import lint_store
+    from memstore.workflow.care import lint as linting
 
     store = store_of(ctx)
-    problems = lint_store(store, staged=staged)
+    linted = linting.lint(store, staged=staged)
+    problems = linted.problems
     for problem in problems:
         click.echo(_where(store, problem))
     if problems:
@@ -47,8 +48,7 @@ def lint(ctx: click.Context, staged: bool) -> None:
     if staged:
         click.echo("ok: the staged store files have no problems")
         return
-    count = sum(1 for _ in store.memories())
-    click.echo(f"ok: {count} memories, no problems")
+    click.echo(f"ok: {linted.memories} memories, no problems")
 
 
 def _where(store: Store, problem: Problem) -> str:

@@ -142,10 +142,24 @@ def _upkeep_problems(memory: Memory) -> list[str]:
     return problems
 
 
+@dataclass(frozen=True, slots=True)
+class Linted:
+    """What one lint run found: its problems, and how many memory files it read as memories."""
+
+    problems: list[Problem]
+    memories: int
+
+
 def lint_store(
     store: Store, *, staged: bool = False, memo: FileMemo | None = None
 ) -> list[Problem]:
-    """Every problem in `store`, files first, then the history of confirmations.
+    """Every problem in `store`, files first, then the history of confirmations (see `lint`)."""
+    return lint(store, staged=staged, memo=memo).problems
+
+
+def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) -> Linted:
+    """Every problem in `store`, files first, then the history of confirmations; each file is
+    read and parsed once, and the count of memories comes from that same pass.
 
     With `staged`, the files are read from git's index, as the next commit would hold them
     (what a pre-commit hook must check), instead of from the working tree. With `memo` (for
@@ -153,6 +167,7 @@ def lint_store(
     the per-HEAD cache, instead of replaying the whole history (what `memstore lint` does).
     """
     problems: list[Problem] = []
+    read_memories = 0
     by_name: dict[str, list[str]] = defaultdict(list)
     memories: dict[str, tuple[str, Memory]] = {}
     outcomes: str | None = None
@@ -160,7 +175,7 @@ def lint_store(
         try:
             places, outcomes = _staged_places(store)
         except MemstoreError as e:
-            return [Problem(".", f"cannot read what is staged: {e}")]
+            return Linted([Problem(".", f"cannot read what is staged: {e}")], 0)
     elif memo is not None:
         places = memo.places()
     else:
@@ -185,6 +200,7 @@ def lint_store(
         if memory is not None and not store.secrets_allowed and memo is None:
             problems.extend(Problem(rel, message) for message in _secrets(store, memory))
         if memory is not None:
+            read_memories += 1
             by_name[memory.name].append(rel)
             memories[memory.name] = (rel, memory)
     for name, paths in by_name.items():
@@ -216,7 +232,7 @@ def lint_store(
                 f"a write was cut short ({left}); `memstore recover` (or any write) undoes it",
             )
         )
-    return problems
+    return Linted(problems, read_memories)
 
 
 Checked = tuple[Memory | None, list[str]]
