@@ -524,7 +524,10 @@ def figures(store: Store) -> Figures:
 
     from memstore.search import upkeep as search
 
-    memories = list(store.memories())
+    from memstore.workflow.care import catalog
+
+    with catalog.opened(store) as found:  # the memories as shown, no file parsed
+        memories = found.entries()
     now = when.utcnow()
     drafts = [m for m in memories if m.status == Status.DRAFT]
     ages = [d for m in drafts if (d := _days(m.created, now)) is not None]
