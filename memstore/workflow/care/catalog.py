@@ -95,7 +95,8 @@ class Entry:
     updated: str
     confirmed_at: str
     description: str
-    tags: tuple[str, ...]
+    tags_json: str
+    """Its tags, as a JSON list (read with `tags`: most reads never look at them)."""
     expires: str
     """The `expires` text's first ten characters when it is text ("" for none)."""
     pinned: bool
@@ -104,6 +105,10 @@ class Entry:
     rule: workflow.Rule | None = None
     """For a correction or warning: its rule (its fields checked, as `rules.rule_of` does),
     deprecated or not."""
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(json.loads(self.tags_json))
 
     def expired(self, today: str) -> bool:
         """Whether it is past its `expires` day (`today` as `YYYY-MM-DD`)."""
@@ -233,7 +238,7 @@ def _entry(row: Any) -> Entry:
         updated=updated,
         confirmed_at=confirmed_at or "",
         description=description,
-        tags=tuple(json.loads(tags)),
+        tags_json=tags,
         expires=expires,
         pinned=bool(pinned),
         importance=importance,

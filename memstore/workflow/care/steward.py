@@ -523,7 +523,6 @@ def figures(store: Store) -> Figures:
     import statistics
 
     from memstore.search import upkeep as search
-
     from memstore.workflow.care import catalog
 
     with catalog.opened(store) as found:  # the memories as shown, no file parsed
