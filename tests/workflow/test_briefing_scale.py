@@ -4,11 +4,13 @@ the catalog they read follows the files as the search index does."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from memstore.errors import StoreLocked
 from memstore.faces.cli.main import main
 from memstore.limits import BRIEFING_BUDGET_MIN, estimate_tokens
 from memstore.model.render_text import Bullet, Fence
@@ -196,3 +198,23 @@ def test_the_catalog_is_not_read_again_when_nothing_changed(store: Store, tmp_pa
     with catalog.opened(store) as found:
         assert [e.name for e in found.entries()] == ["one"]
     assert (store.cache / catalog.FILE).stat().st_mtime_ns == stamp
+
+
+def test_a_catalog_another_process_holds_is_busy_not_rebuilt(tmp_path: Path) -> None:
+    Store.init(tmp_path / "s", agent="alice")
+    store = Store(tmp_path / "s", agent="alice", lock_timeout=0.2)
+    store.add("kept", type="fact", description="Still listed")
+    with catalog.opened(store):
+        pass
+    path = store.cache / catalog.FILE
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        store.add("more", type="fact", description="A change to bring in")
+        with pytest.raises(StoreLocked), catalog.opened(store):
+            pass
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with catalog.opened(store) as found:
+        assert sorted(e.name for e in found.entries()) == ["kept", "more"]

@@ -25,11 +25,11 @@ import hashlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from memstore.errors import InvalidMemory, UnsafePath
+from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.git import objects
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
@@ -271,8 +271,19 @@ def open_catalog(store: Store) -> Catalog:
     """
     path = store.cache / FILE
     store.cache.mkdir(exist_ok=True)
-    db = _connect(store, path)
     try:
+        db = _connect(store, path)
+    except sqlite3.OperationalError as e:  # another process holds it past the timeout
+        raise _locked(path, e) from e
+    try:
+        _sync(store, db)
+    except sqlite3.OperationalError as e:
+        db.close()
+        if _busy(e):
+            raise _locked(path, e) from e
+        log.warning("the catalog at %s could not be read (%s); rebuilding it", path, e)
+        path.unlink(missing_ok=True)
+        db = _connect(store, path)
         _sync(store, db)
     except sqlite3.DatabaseError as e:  # a damaged file: built again
         db.close()
@@ -283,8 +294,19 @@ def open_catalog(store: Store) -> Catalog:
     return Catalog(store, db)
 
 
+def _busy(e: sqlite3.OperationalError) -> bool:
+    return "locked" in str(e) or "busy" in str(e)
+
+
+def _locked(path: Any, e: sqlite3.OperationalError) -> StoreLocked:
+    return StoreLocked(
+        f"catalog busy: {path} ({e}); another memstore process is bringing it up to date — "
+        "try again"
+    )
+
+
 @contextlib.contextmanager
-def opened(store: Store) -> Iterator[Catalog]:
+def opened(store: Store) -> Generator[Catalog]:
     """`open_catalog`, closed after use."""
     catalog = open_catalog(store)
     try:
@@ -306,8 +328,10 @@ def _connect(store: Store, path: Any) -> sqlite3.Connection:
             db.executescript(_TABLES)  # commits
             db.execute("INSERT INTO meta VALUES ('words', ?)", (_words_digest(),))
             db.execute(f"PRAGMA user_version = {SCHEMA}")
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as e:
         db.close()
+        if isinstance(e, sqlite3.OperationalError) and _busy(e):
+            raise
         path.unlink(missing_ok=True)
         db = sqlite3.connect(path, timeout=store.lock_timeout, isolation_level=None)
         db.executescript(_TABLES)
