@@ -208,37 +208,90 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(m.body)
 
 
+LIST_SHOWN = 50
+"""How many memories `list` prints unless told otherwise: a screen or two."""
+
+
 @click.command(name="list")
 @click.option("--type", "type_", metavar="TYPE", help="Only this type.")
-@click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated"]))
+@click.option("--status", type=click.Choice(["draft", "confirmed", "deprecated", "unverified"]))
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="Has this tag (repeat: AND).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Print at most N (default {LIST_SHOWN}; with --json, all); 0 prints all.",
+)
+@click.option("--all", "all_", is_flag=True, help="Print every match (as --limit 0).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_context
 def list_(
-    ctx: click.Context, type_: str | None, status: str | None, tags: tuple[str, ...], as_json: bool
+    ctx: click.Context,
+    type_: str | None,
+    status: str | None,
+    tags: tuple[str, ...],
+    limit: int | None,
+    all_: bool,
+    as_json: bool,
 ) -> None:
     """List memories, newest update first: one line each with type, status and description.
+
+    Prints the newest 50 and a line saying how many more match; `--limit N` or `--all` for
+    more. Read from the catalog under `.memstore/` (kept in step with the files, as the search
+    index is), not by parsing every file.
 
     \b
     Example:
       memstore list --status draft --tag api
+      memstore list --all
     """
-    found = store_of(ctx).list(type=type_, status=status, tags=tags)
-    if as_json:
-        echo_json([json_object(m) for m in found])
-        return
+    from memstore.workflow.care import catalog
+
+    if limit is None:
+        limit = 0 if as_json else LIST_SHOWN
+    if all_:
+        limit = 0
+    store = store_of(ctx)
+    with catalog.opened(store) as found:
+        entries = found.entries("type = ?" if type_ else "", (type_,) if type_ else ())
+        entries = [
+            e
+            for e in entries
+            if (status is None or e.status == status) and all(t in e.tags for t in tags)
+        ]
+        entries.sort(key=lambda e: (e.updated, e.name), reverse=True)
+        shown = entries[:limit] if limit else entries
+        if as_json:
+            memories = [m for e in shown if (m := found.memory(e)) is not None]
+            echo_json([json_object(m) for m in memories])
+            _more(len(entries) - len(shown))
+            return
+        # A proposal to lift a rule is on the rule's file only: read the rules shown, no others.
+        pendings = {
+            e.path: proposal(memory)
+            for e in shown
+            if e.rule is not None
+            and e.status not in ("deprecated", "unverified")
+            and (memory := found.memory(e)) is not None
+        }
     # Each column as wide as its longest value shown, so a long name never shifts a row (#17).
-    name_w = max((len(m.name) for m in found), default=0)
-    type_w = max((len(m.type) for m in found), default=0)
-    status_w = max((len(m.status) for m in found), default=0)
-    for m in found:
-        pending = proposal(m)
+    name_w = max((len(m.name) for m in shown), default=0)
+    type_w = max((len(m.type) for m in shown), default=0)
+    status_w = max((len(m.status) for m in shown), default=0)
+    for m in shown:
+        pending = pendings.get(m.path, "")
         click.echo(
             f"{m.name:{name_w}} {m.type:{type_w}} {m.status:{status_w}} {m.updated[:10]}  "
             f"{m.description}" + (f"  [{pending}]" if pending else "")
         )
-    if not found:
+    if not entries:
         click.echo("no memories match", err=True)
+    _more(len(entries) - len(shown))
+
+
+def _more(rest: int) -> None:
+    if rest > 0:
+        click.echo(f"… and {rest} more: `--limit N` or `--all` lists them", err=True)
 
 
 @click.command()

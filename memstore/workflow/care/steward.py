@@ -523,8 +523,10 @@ def figures(store: Store) -> Figures:
     import statistics
 
     from memstore.search import upkeep as search
+    from memstore.workflow.care import catalog
 
-    memories = list(store.memories())
+    with catalog.opened(store) as found:  # the memories as shown, no file parsed
+        memories = found.entries()
     now = when.utcnow()
     drafts = [m for m in memories if m.status == Status.DRAFT]
     ages = [d for m in drafts if (d := _days(m.created, now)) is not None]

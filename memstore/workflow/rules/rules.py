@@ -228,9 +228,14 @@ def rule_problems(memory: Memory) -> list[str]:
 def binds(memory: Memory, humans: tuple[str, ...] = ()) -> bool:
     """Whether a rule memory binds: it is confirmed, or a draft whose owner is one of `humans`
     (an unverified one never binds: its history does not back its status or owner)."""
-    if memory.status == Status.CONFIRMED:
+    return binds_shown(memory.status, memory.owner, humans)
+
+
+def binds_shown(status: str, owner: str, humans: tuple[str, ...] = ()) -> bool:
+    """`binds` for a rule shown with `status` and `owner`."""
+    if status == Status.CONFIRMED:
         return True
-    return memory.status == Status.DRAFT and any(same_identity(memory.owner, h) for h in humans)
+    return status == Status.DRAFT and any(same_identity(owner, h) for h in humans)
 
 
 def rule_of(memory: Memory, humans: tuple[str, ...] = ()) -> Rule | None:

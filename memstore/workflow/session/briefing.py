@@ -6,16 +6,18 @@ or people wrote follows it inside a per-briefing fence, so no description can fo
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, MemstoreError
 from memstore.git import commit, gitlog, refs, repository
 from memstore.git.gitlog import Change, FileChange
-from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, estimate_tokens
+from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, CHARS_PER_TOKEN, estimate_tokens
 from memstore.model import when
 from memstore.model.memory import Memory, now
 from memstore.model.render_text import (
@@ -30,8 +32,9 @@ from memstore.model.render_text import (
 )
 from memstore.model.status import Status
 from memstore.search.query import Hit
+from memstore.storage import settings
 from memstore.storage.files import atomic_write
-from memstore.workflow.care import stats, steward
+from memstore.workflow.care import catalog, stats, steward
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import claims
 from memstore.workflow.ledger import lines as ledger
@@ -132,24 +135,85 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
     even that line is too long, it shrinks to a count. The header and each section's
     `pinned` bullets are always kept (in their `compact` form if need be), so the briefing
     can exceed a budget too small for them.
+
+    The text is rendered once: the length of each way of cutting is summed from the lengths
+    of its parts, in the order the bullets are dropped, and the first that fits is kept.
     """
     budget = max(budget, BRIEFING_BUDGET_MIN)
     kept = {s.title: len(s.lines) for s in sections}
-    text = _render(header, sections, kept, "", fence)
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
-    while estimate_tokens(text) > budget:
-        victim = next((s for s in order if kept[s.title] > s.pinned), None)
-        if victim is None:
+    sizes = _Sizes(header, sections, fence, budget * CHARS_PER_TOKEN)
+    found = sizes.fits(kept, "")
+    for victim in order if not found else ():
+        for n in sizes.tries(victim, kept):
+            kept[victim.title] = n
+            if sizes.fits(kept, "; ".join(_cut_notes(sections, kept))):
+                found = True
+                break
+        if found:
+            break
+        kept[victim.title] = min(kept[victim.title], victim.pinned, len(victim.lines))
+    text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
+    if not found:
+        if estimate_tokens(text) > budget:
             if any(s.compact and s.lines[: s.pinned] != s.compact for s in sections):
                 sections = [_compacted(s) for s in sections]
                 text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
-                continue
-            text = _render(header, sections, kept, _short_note(sections, kept), fence)
-            break
-        kept[victim.title] -= 1
-        text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
+            if estimate_tokens(text) > budget:
+                text = _render(header, sections, kept, _short_note(sections, kept), fence)
     notes = _cut_notes(sections, kept)
     return Briefing(text=text, tokens=estimate_tokens(text), budget=budget, cut=tuple(notes))
+
+
+class _Sizes:
+    """The length `_render` gives each way of cutting `sections`, without rendering it."""
+
+    def __init__(
+        self, header: str, sections: list[Section], fence: Fence | None, limit: int
+    ) -> None:
+        self.header = header
+        self.sections = sections
+        self.limit = limit
+        """The most characters that fit the budget (`estimate_tokens`)."""
+        self.sums: dict[str, list[int]] = {}
+        for s in sections:
+            sums = [0]
+            for b in s.lines:
+                sums.append(sums[-1] + len(b.render(fence)))
+            self.sums[s.title] = sums
+
+    def length(self, kept: dict[str, int], note: str) -> int:
+        parts = [len(self.header)]
+        for s in self.sections:
+            n = kept[s.title]
+            if n == 0 and not (s.empty and not s.lines):
+                continue
+            body = self.sums[s.title][n] + n - 1 if n else len(s.empty or "")
+            parts.append(len(f"## {s.title}\n") + body)
+        if note:
+            parts.append(len(f"_Cut to fit the budget: {note}._"))
+        return sum(parts) + 2 * (len(parts) - 1) + 1
+
+    def fits(self, kept: dict[str, int], note: str) -> bool:
+        return self.length(kept, note) <= self.limit
+
+    def tries(self, victim: Section, kept: dict[str, int]) -> Iterator[int]:
+        """The bullet counts of `victim` worth trying, most first: each drop in turn, less
+        those that keep more bullets than fit on their own (none of those can fit)."""
+        sums = self.sums[victim.title]
+        lowest = min(victim.pinned, len(victim.lines))
+        rest = dict(kept)
+        rest[victim.title] = lowest
+        if self.length(rest, "") > self.limit:
+            return  # the other sections alone are too long: no count of this one fits
+        n = kept[victim.title] - 1
+        while n >= lowest:
+            if sums[n] + n - 1 > self.limit:
+                # The most bullets whose lengths alone stay within the limit.
+                n = min(n - 1, bisect.bisect_right(sums, self.limit) - 1)
+                continue
+            yield n
+            n -= 1
 
 
 def _compacted(s: Section) -> Section:
@@ -183,24 +247,44 @@ def brief(
     """
     identity = store.identity
     start = refs.head(store.repo)
-    memories = list(store.memories())
     today = when.utcnow().strftime("%Y-%m-%d")
-    expired = [m for m in memories if _expired(m, today)]
-    memories = [m for m in memories if not _expired(m, today)]
-    rules = session.rules(store, memories)
+    with catalog.opened(store) as found:
+        # Only what each section shows is asked of the catalog, never every memory parsed.
+        live = "NOT (expires != '' AND expires < ?)"
+        expired = [e.name for e in found.entries("expires != '' AND expires < ?", (today,))]
+        humans = settings.store_humans(store.root)
+        ruled = [
+            (e, r)
+            for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
+            if (r := catalog.rule_of(e, humans)) is not None
+        ]
+        ruled.sort(key=lambda er: er[1].rank)
+        rules = [r for _, r in ruled]
+        applying, others = rules, list[workflow.Rule]()
+        if for_text:
+            maybe = found.rule_candidates(for_text)
+            applies = {
+                e.path for e, r in ruled if e.path in maybe and workflow.related(r, for_text)
+            }
+            applying = [r for e, r in ruled if e.path in applies]
+            others = [r for e, r in ruled if e.path not in applies]
+        drafts = _awaiting_review(
+            identity,
+            found.entries(f"status = 'draft' AND {live}", (today,)),
+            for_text,
+            found,
+        )
+        pinned_lines = _pinned_lines(
+            store, found, found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
+        )
+        knowledge = _knowledge(store, for_text, found, today)
     try:
         rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
     except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
         log.warning("cannot read outcomes: %s", e)
         rewrite = set[str]()
-    applying, others = rules, list[workflow.Rule]()
-    if for_text:
-        applying = [r for r in rules if workflow.related(r, for_text)]
-        others = [r for r in rules if r not in applying]
     # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
     pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
-    drafts = _awaiting_review(identity, memories, for_text)
-    knowledge = _knowledge(store, for_text, memories)
     notes = steward.drift_notes(store, [m for m in knowledge if isinstance(m, Memory)])
     notes |= {h.name: h.note for h in knowledge if isinstance(h, Hit) and h.note}
     sections = [
@@ -214,7 +298,7 @@ def brief(
                 workflow.rule_line(r, r.name in rewrite, short=True) for r in applying[:pinned]
             ),
         ),
-        Section("Pinned and important", 1, tuple(_pinned_lines(store, memories))),
+        Section("Pinned and important", 1, tuple(pinned_lines)),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
         Section(
             "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
@@ -257,35 +341,31 @@ def brief(
     return result
 
 
-def _expired(memory: Memory, today: str) -> bool:
-    expires = memory.extra.get("expires")
-    return isinstance(expires, str) and expires[:10] < today
-
-
-def _expired_lines(expired: list[Memory]) -> tuple[Bullet, ...]:
+def _expired_lines(names: list[str]) -> tuple[Bullet, ...]:
     """One line saying expired memories exist (names are slugs), so nobody thinks them lost."""
-    if not expired:
+    if not names:
         return ()
-    names = sorted(m.name for m in expired)
+    names = sorted(names)
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return (
         Bullet(f"- {len(names)} expired: {shown} (`memstore search --include-deprecated`)", ""),
     )
 
 
-def _pinned_lines(store: Store, memories: list[Memory]) -> list[Bullet]:
+def _pinned_lines(
+    store: Store, found: catalog.Catalog, entries: list[catalog.Entry]
+) -> list[Bullet]:
     """Pinned and high-importance memories that are not deprecated: they survive budgets."""
-    chosen = [
-        m
-        for m in memories
-        if m.status != Status.DEPRECATED and (m.pinned or m.extra.get("importance") == "high")
-    ]
-    chosen.sort(key=lambda m: (not m.pinned, m.name))
-    notes = steward.drift_notes(store, chosen)
-    return [_knowledge_bullet(m, notes.get(m.name), status=True) for m in chosen[:LIST_MAX]]
+    chosen = [e for e in entries if e.status != Status.DEPRECATED]
+    chosen.sort(key=lambda e: (not e.pinned, e.name))
+    memories = [m for e in chosen[:LIST_MAX] if (m := found.memory(e)) is not None]
+    notes = steward.drift_notes(store, memories)
+    return [_knowledge_bullet(m, notes.get(m.name), status=True) for m in memories]
 
 
-def _knowledge_bullet(m: Memory | Hit, note: str | None = None, status: bool = False) -> Bullet:
+def _knowledge_bullet(
+    m: Memory | Hit | catalog.Entry, note: str | None = None, status: bool = False
+) -> Bullet:
     hidden = unshown([("type", m.type, kind(m.type))])
     lead = f"- {kind(m.type)} `{m.name}`"
     if status:
@@ -295,7 +375,7 @@ def _knowledge_bullet(m: Memory | Hit, note: str | None = None, status: bool = F
     return Bullet(lead, " · ".join([m.description, *hidden, *([note] if note else [])]))
 
 
-def _draft_bullet(m: Memory) -> Bullet:
+def _draft_bullet(m: catalog.Entry) -> Bullet:
     hidden = unshown([("type", m.type, kind(m.type)), ("owner", m.owner, word(m.owner))])
     return Bullet(
         f"- {kind(m.type)} `{m.name}` by {word(m.owner)}",
@@ -330,36 +410,39 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
 
 
 def _knowledge(
-    store: Store, for_text: str | None, memories: list[Memory]
+    store: Store, for_text: str | None, found: catalog.Catalog, today: str
 ) -> list[Memory] | list[Hit]:
     kinds = ("decision", "runbook")
     if for_text:
         return session.relevant(store, for_text, kinds, 10)
-    confirmed = [m for m in memories if m.type in kinds and m.status == Status.CONFIRMED]
-    return sorted(confirmed, key=lambda m: (m.updated, m.name), reverse=True)[:10]
+    live = "NOT (expires != '' AND expires < ?)"
+    entries = found.entries(
+        f"type IN ('decision', 'runbook') AND status = 'confirmed' AND {live}", (today,)
+    )
+    confirmed = [e for e in entries if e.status == Status.CONFIRMED]
+    confirmed.sort(key=lambda e: (e.updated, e.name), reverse=True)
+    return [m for e in confirmed[:10] if (m := found.memory(e)) is not None]
 
 
 def _awaiting_review(
-    identity: str | None, memories: list[Memory], for_text: str | None
-) -> list[Memory]:
+    identity: str | None,
+    drafts: list[catalog.Entry],
+    for_text: str | None,
+    found: catalog.Catalog,
+) -> list[catalog.Entry]:
     """Others' drafts: those sharing the most words (or action synonyms) with the task first,
     then rules (they already act, so reviewing them matters most), then newest first."""
     drafts = [
-        m
-        for m in memories
-        if m.status == Status.DRAFT and (identity is None or m.owner != identity)
+        m for m in drafts if m.status == Status.DRAFT and (identity is None or m.owner != identity)
     ]
     task = {f for f in concepts.features(for_text or "") if len(f) > 2 and not f.isdigit()}
-
-    def shared(m: Memory) -> int:
-        return len(task & concepts.features(f"{m.name} {m.description}")) if task else 0
-
+    shared = found.shared(task) if task else {}
     drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
-    drafts.sort(key=lambda m: (-shared(m), 0 if m.type in workflow.RULE_TYPES else 1))
+    drafts.sort(key=lambda m: (-shared.get(m.path, 0), 0 if m.type in workflow.RULE_TYPES else 1))
     return drafts
 
 
-def _more(drafts: list[Memory]) -> tuple[Bullet, ...]:
+def _more(drafts: list[catalog.Entry]) -> tuple[Bullet, ...]:
     rest = len(drafts) - DRAFTS_SHOWN
     if rest <= 0:
         return ()
