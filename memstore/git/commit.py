@@ -108,11 +108,12 @@ def commit_files(
 
     Call with git's index lock held (`index`, see `indexfile.hold`), as `git commit` holds it:
     the objects are written directly, the next index (the paths' entries pointing at the new
-    blobs) into the lock, HEAD moves by `git update-ref HEAD NEW OLD`, git's compare-and-swap
-    (rebuilding on the new HEAD when another commit landed first), and only then is the new
-    index put in place. Nothing else in the repository changes, staged or not. No lock file
-    is ever deleted: a git lock in the way is waited for up to `lock_wait` seconds, then
-    named in the error.
+    blobs) into the lock, and HEAD moves by `git update-ref HEAD NEW OLD`, git's
+    compare-and-swap (rebuilding on the new HEAD when another commit landed first); the new
+    index is put in place once git holds HEAD's lock and found it unmoved, right before the
+    swap commits. Nothing else in the repository changes, staged or not. No lock file is ever
+    deleted: a git lock in the way is waited for up to `lock_wait` seconds, then named in the
+    error.
 
     Raises:
         GitError: with git's message, or naming the lock file that stayed in the way.
@@ -137,7 +138,7 @@ def commit_files(
                 _log().warning(
                     "%s already committed by someone else; no new commit", ", ".join(files)
                 )
-            _put_index(index, files)
+            index.commit()
             return None
         body = f"tree {tree}\n"
         if parent:
@@ -147,25 +148,10 @@ def commit_files(
         if sign is not None:
             data = _signed(data, sign(data))
         sha = write_object(repo, b"commit", data)
-        if move_head(repo, sha, parent, message, deadline):
-            _put_index(index, files)
+        # The new index goes in place while git holds HEAD's lock, checked, right before HEAD
+        # moves: a git that reads the new HEAD reads the new index too.
+        if move_head(repo, sha, parent, message, deadline, prepared=index.commit):
             return sha
-
-
-def _put_index(index: IndexLock, files: dict[str, bytes | None]) -> None:
-    """Put the staged index in place once HEAD holds the change. The commit has landed by
-    then: a failure here is reported, not raised."""
-    try:
-        index.commit()
-    except OSError as e:
-        where = " ".join(files)
-        _log().warning(
-            "committed, but git's index could not be updated (%s): git status may show %s "
-            "as changed; git reset -q -- %s brings it in step",
-            e.strerror or e,
-            where,
-            where,
-        )
 
 
 def build_commit(
@@ -216,9 +202,10 @@ def move_to(
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
 ) -> bool:
-    """Stage the index entries of `files` at their new bytes, move HEAD from `old` to the
-    existing commit `new` (a compare-and-swap), then put the new index in place; False (the
-    index unchanged) when HEAD was no longer `old`. Call with git's index lock held (`index`).
+    """Stage the index entries of `files` at their new bytes and move HEAD from `old` to the
+    existing commit `new` (a compare-and-swap), the new index put in place right before HEAD
+    moves; False (the index unchanged) when HEAD was no longer `old`. Call with git's index
+    lock held (`index`).
 
     Raises:
         GitError: with git's message, or naming the lock file that stayed in the way.
@@ -232,10 +219,7 @@ def move_to(
         check_rel(rel)
     if blobs:
         index.stage(blobs, keep)
-    if not move_head(repo, new, old, f"sync: {new[:10]}", deadline):
-        return False
-    _put_index(index, files)
-    return True
+    return move_head(repo, new, old, f"sync: {new[:10]}", deadline, prepared=index.commit)
 
 
 def _signed(payload: bytes, signature: bytes) -> bytes:

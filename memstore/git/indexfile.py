@@ -188,6 +188,9 @@ class IndexLock:
         self.lock = repo.git_dir / "index.lock"
         self.staged: tuple[bytes, _Index | None] | None = None
         self.done = False
+        self.placed = fd is None
+        """Whether the index file may differ from what it was (a staged index put in place,
+        or, with nothing held, `update-index` run on it)."""
 
     @property
     def held(self) -> bool:
@@ -228,6 +231,7 @@ class IndexLock:
         try:
             if self.staged is not None:
                 self.lock.replace(self.repo.git_dir / "index")
+                self.placed = True
                 data, parsed = self.staged
                 if parsed is not None:
                     with _last_index_lock:

@@ -9,6 +9,7 @@ HEAD holds: a cut-short change is never committed (see `recover`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -141,7 +142,10 @@ def locked(site: Site) -> Generator[None]:
         raise NotAStore(
             f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
         )
-    site.cache.mkdir(exist_ok=True)
+    try:
+        site.cache.mkdir(exist_ok=True)
+    except OSError as e:
+        raise _write_failed(e) from e
     path = site.cache / "lock"
 
     def waiting() -> None:
@@ -156,6 +160,8 @@ def locked(site: Site) -> Generator[None]:
     try:
         fd = lock_file(path, site.lock_timeout, waiting)
     except OSError as e:  # no flock here (some network mounts), or no access
+        if e.errno in _DISK_REFUSED:
+            raise _write_failed(e) from e
         raise StoreLocked(
             f"cannot lock {path}: {e.strerror or e}; memstore needs a file system with flock "
             "locks (a local disk) and write access to it"
@@ -167,8 +173,12 @@ def locked(site: Site) -> Generator[None]:
             "or raise MEMSTORE_LOCK_TIMEOUT"
         )
     try:
-        (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", encoding="utf-8")
-        recover(site)
+        with contextlib.suppress(OSError):  # only for the "store busy" message (a full disk)
+            (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", "utf-8")
+        try:
+            recover(site)
+        except OSError as e:
+            raise _write_failed(e, "undoing a cut-short write") from e
         yield
     finally:
         os.close(fd)  # closing the descriptor lets the flock go
@@ -400,7 +410,7 @@ def _write_and_finish(
             sha = finish(files, keep, index)
     except BaseException:
         try:
-            undo(site, entries, kept, index_held=index.held)
+            undo(site, entries, kept, index_untouched=not index.placed)
         except (MemstoreError, OSError) as e:
             # The journal stays: the next writer's recovery undoes what is left.
             _log().warning(
@@ -423,10 +433,14 @@ def _drop(kept: dict[Path, Path]) -> None:
         backup.unlink(missing_ok=True)
 
 
-def _write_failed(e: OSError) -> WriteFailed:
+_DISK_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+"""The errors of a disk that refuses a write (rather than of a file system without locks)."""
+
+
+def _write_failed(e: OSError, doing: str = "") -> WriteFailed:
     """The one-line error for an I/O failure on the write path (its files already put back)."""
     where = f" ({shown(Path(e.filename))})" if e.filename else ""
-    why = e.strerror or str(e)
+    why = (e.strerror or str(e)) + (f" while {doing}" if doing else "")
     hint = ""
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = ": free some space on that disk, then retry"
@@ -683,7 +697,7 @@ def undo(
     entries: list[dict[str, Any]],
     kept: dict[Path, Path] | None = None,
     *,
-    index_held: bool = False,
+    index_untouched: bool = False,
 ) -> None:
     """Put back each file of a change that holds its new, uncommitted content (or cut off a
     line appended, whole or torn), and reset its index entry to HEAD.
@@ -692,8 +706,8 @@ def undo(
     hidden file it was moved to, by a write failing in this process), else what HEAD holds
     (the write path only replaces committed files), never text from the journal, and a cut
     never reaches into committed bytes: a forged journal can make memstore undo, but not
-    write. `index_held`: the write held git's index lock and never put its index in place,
-    so no index entry needs resetting.
+    write. `index_untouched`: the write held git's index lock and never put its index in
+    place, so no index entry needs resetting.
     """
     touched: list[Path] = []
     backups = kept or {}
@@ -728,7 +742,7 @@ def undo(
             else:
                 atomic_write(path, committed)
         touched.append(path)
-    if touched and not index_held:
+    if touched and not index_untouched:
         indexfile.unstage(site.repo, touched, site.lock_timeout)
 
 

@@ -205,7 +205,7 @@ def test_a_writer_killed_inside_its_ref_update_leaves_no_lock(store: Store) -> N
         "from pathlib import Path\n"
         "from memstore.git import refs\n"
         "from memstore.storage.store import Store\n"
-        "def swap(self, new, old, subject):\n"
+        "def swap(self, new, old, subject, prepared=None):\n"
         "    proc = self._started()\n"
         "    proc.stdin.write(f'start\\nupdate HEAD {new} {old}\\nprepare\\n'.encode())\n"
         "    proc.stdin.flush()\n"

@@ -19,6 +19,8 @@ from memstore.storage import transaction
 from memstore.storage.store import Store
 from tests.conftest import GIT_ENV, git
 
+Prepared = Callable[[], None] | None
+
 PERSON = {
     "allow-empty": [["commit", "-q", "--allow-empty", "-m", "person"]],
     "add-all": [["add", "-A"], ["commit", "-q", "-m", "person"]],
@@ -78,9 +80,11 @@ def during(monkeypatch: pytest.MonkeyPatch, moment: str, act: Callable[[], None]
     else:
         real_swap = refs._swap  # pyright: ignore[reportPrivateUsage]
 
-        def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+        def swap(
+            repo: repository.Repo, new: str, old: str, subject: str, prepared: Prepared = None
+        ) -> tuple[int, str]:
             once()
-            return real_swap(repo, new, old, subject)
+            return real_swap(repo, new, old, subject, prepared)
 
         monkeypatch.setattr(refs, "_swap", swap)
 

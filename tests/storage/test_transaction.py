@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from memstore.storage.store import Store
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.session import agent as session
 from tests.conftest import GIT_ENV, git, processes_started
+
+Prepared = Callable[[], None] | None
 
 
 def memstore(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
@@ -127,14 +130,16 @@ def test_a_commit_landing_between_build_and_swap_is_kept_and_built_upon(
     real = refs._swap  # pyright: ignore[reportPrivateUsage]
     raced: list[str] = []
 
-    def swap(repo: repository.Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(
+        repo: repository.Repo, new: str, old: str, subject: str, prepared: Prepared = None
+    ) -> tuple[int, str]:
         if not raced:
             env = {**os.environ, **GIT_ENV, "GIT_INDEX_FILE": str(theirs)}
             subprocess.run(
                 ["git", "commit", "-qm", "a human commit"], cwd=store.root, env=env, check=True
             )
             raced.append(git(store.root, "rev-parse", "HEAD"))
-        return real(repo, new, old, subject)
+        return real(repo, new, old, subject, prepared)
 
     monkeypatch.setattr(refs, "_swap", swap)
     store.add("x", type="fact", description="d")
