@@ -425,6 +425,8 @@ def _write_and_finish(
     _drop(kept)
     _clear(site)
     site.written.landed(memories)
+    if sha is not None:
+        objects.pack_when_due(site.repo, site.cache)
     return sha
 
 
