@@ -8,7 +8,6 @@ import bisect
 import hashlib
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Generator
@@ -344,6 +343,8 @@ def _indexed_by_git(repo: Repo, blobs: dict[str, str | None], keep: tuple[int, .
         GitError: when git fails.
     """
     copy = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.next.tmp"
+    import shutil  # here: only an index of a rarer form needs it, and every write would pay
+
     try:
         try:
             shutil.copyfile(repo.git_dir / "index", copy)
