@@ -81,6 +81,10 @@ class GitError(MemstoreError):
     """A git operation failed."""
 
 
+class WriteFailed(MemstoreError):
+    """The disk refused a write (full, read-only, an I/O error); what was written is put back."""
+
+
 class SecretFound(InvalidMemory):
     """Text to be saved looks like a credential (a key, a token, a password)."""
 

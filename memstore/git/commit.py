@@ -1,5 +1,6 @@
 """git as the history: one commit per change, authored by the acting identity, built without
-git's index and landed on HEAD by a compare-and-swap."""
+reading git's index (held locked meanwhile, as git holds it) and landed on HEAD by a
+compare-and-swap."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstore.errors import GitError
-from memstore.git.indexfile import sync_index
+from memstore.git.indexfile import IndexLock
 from memstore.git.objects import blob_sha, commit_tree, tree_with, write_object
 from memstore.git.refs import head, move_head
 from memstore.git.repository import Repo, check_rel, check_sha, git
@@ -97,6 +98,7 @@ def commit_files(
     files: dict[str, bytes | None],
     message: str,
     author: str,
+    index: IndexLock,
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
     sign: Signer | None = None,
@@ -106,15 +108,19 @@ def commit_files(
     With `sign`, the commit carries its signature of the commit text in a `gpgsig` header,
     as `git commit -S` writes it.
 
-    The commit is built without git's index: objects are written directly, and HEAD moves by
-    `git update-ref HEAD NEW OLD`, git's compare-and-swap, rebuilding on the new HEAD when
-    another commit landed first. Nothing else in the repository changes, staged or not. The
-    index entries of `files` are then brought in step first, so `git status` stays clean.
-    No lock file is ever deleted: a git lock in the way is waited for up to `lock_wait`
-    seconds, then named in the error.
+    Call with git's index lock held (`index`, see `indexfile.hold`), as `git commit` holds it:
+    the objects are written directly, the next index (the paths' entries pointing at the new
+    blobs) into the lock, and HEAD moves by `git update-ref HEAD NEW OLD`, git's
+    compare-and-swap (rebuilding on the new HEAD when another commit landed first); the new
+    index is put in place once git holds HEAD's lock and found it unmoved, right before the
+    swap commits. Nothing else in the repository changes, staged or not. No lock file is ever
+    deleted: a git lock in the way is waited for up to `lock_wait` seconds, then named in the
+    error.
 
     Raises:
         GitError: with git's message, or naming the lock file that stayed in the way.
+        OSError: when an object or the index cannot be written (a full disk); HEAD has not
+            moved then.
     """
     for rel in files:
         check_rel(rel)
@@ -124,7 +130,7 @@ def commit_files(
         rel: (None if data is None else write_object(repo, b"blob", data))
         for rel, data in files.items()
     }
-    sync_index(repo, blobs, deadline, keep)
+    index.stage(blobs, keep)
     while True:
         parent = head(repo)
         base = commit_tree(repo, parent) if parent else None
@@ -134,6 +140,7 @@ def commit_files(
                 _log().warning(
                     "%s already committed by someone else; no new commit", ", ".join(files)
                 )
+            index.commit()
             return None
         body = f"tree {tree}\n"
         if parent:
@@ -143,7 +150,9 @@ def commit_files(
         if sign is not None:
             data = _signed(data, sign(data))
         sha = write_object(repo, b"commit", data)
-        if move_head(repo, sha, parent, message, deadline):
+        # The new index goes in place while git holds HEAD's lock, checked, right before HEAD
+        # moves: a git that reads the new HEAD reads the new index too.
+        if move_head(repo, sha, parent, message, deadline, prepared=index.commit):
             return sha
 
 
@@ -191,11 +200,14 @@ def move_to(
     files: dict[str, bytes | None],
     new: str,
     old: str | None,
+    index: IndexLock,
     lock_wait: float = 10.0,
     keep: tuple[int, ...] = (),
 ) -> bool:
-    """Point the index entries of `files` at their new bytes, then move HEAD from `old` to the
-    existing commit `new` (a compare-and-swap); False when HEAD was no longer `old`.
+    """Stage the index entries of `files` at their new bytes and move HEAD from `old` to the
+    existing commit `new` (a compare-and-swap), the new index put in place right before HEAD
+    moves; False (the index unchanged) when HEAD was no longer `old`. Call with git's index
+    lock held (`index`).
 
     Raises:
         GitError: with git's message, or naming the lock file that stayed in the way.
@@ -208,8 +220,8 @@ def move_to(
     for rel in blobs:
         check_rel(rel)
     if blobs:
-        sync_index(repo, blobs, deadline, keep)
-    return move_head(repo, new, old, f"sync: {new[:10]}", deadline)
+        index.stage(blobs, keep)
+    return move_head(repo, new, old, f"sync: {new[:10]}", deadline, prepared=index.commit)
 
 
 def _signed(payload: bytes, signature: bytes) -> bytes:

@@ -1,14 +1,17 @@
-"""git's index file: its entries brought in step with a commit (rewritten in-process under
-git's lock protocol, else by `git update-index`), what it stages, and whether a path differs
-from HEAD."""
+"""git's index file: its lock held across a commit as git holds it, its entries brought in
+step with the commit (rewritten in-process, else by `git update-index` on a copy), what it
+stages, and whether a path differs from HEAD."""
 
 from __future__ import annotations
 
 import bisect
 import hashlib
 import os
+import re
 import threading
 import time
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -150,104 +153,221 @@ def unstage(repo: Repo, paths: list[Path], lock_wait: float = 10.0) -> None:
         blobs[rel] = blob_at(repo, parent, rel) if parent else None
     try:
         sync_index(repo, blobs, time.monotonic() + lock_wait)
-    except GitError as e:
+    except (GitError, OSError) as e:
         _log().warning("could not unstage %s: %s", paths, e)
 
 
 def sync_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
-    """Point the index entries of these paths at the new blobs, waiting out `index.lock`:
-    in-process when the index is one `_indexed` can rewrite, else by `git update-index`."""
+    """Point the index entries of these paths at the blobs (None: remove), under git's
+    `index.lock`, waiting out a git that holds it until `deadline`."""
+    with hold(repo, deadline) as index:
+        index.stage(blobs, keep)
+        index.commit()
+
+
+INDEX_MARK = "memstore-index"
+"""The prefix of the file a writer links to `index.lock` to take it (see `hold`)."""
+
+
+class IndexLock:
+    """git's `index.lock`, held: what a commit writes as the next index goes into it, and
+    `commit` renames it over the index, as git does (see `hold`)."""
+
+    def __init__(self, repo: Repo, fd: int | None, mark: Path | None, deadline: float) -> None:
+        self.repo = repo
+        self.deadline = deadline
+        self.fd = fd
+        """The lock file's descriptor; None when git's environment names another index
+        (GIT_INDEX_FILE or GIT_DIR): then nothing is held, and `stage` runs git's own
+        `update-index`, which takes that index's lock for itself."""
+        self.mark = mark
+        """This writer's name for the lock file (None where hard links cannot be made)."""
+        self.lock = repo.git_dir / "index.lock"
+        self.staged: tuple[bytes, _Index | None] | None = None
+        self.done = False
+        self.placed = fd is None
+        """Whether the index file may differ from what it was (a staged index put in place,
+        or, with nothing held, `update-index` run on it)."""
+
+    @property
+    def held(self) -> bool:
+        return self.fd is not None
+
+    def stage(self, blobs: dict[str, str | None], keep: tuple[int, ...] = ()) -> None:
+        """Write into the lock the index with these paths' entries pointing at the blobs
+        (None: removed), as `git update-index --index-info` would; `commit` puts it in place.
+        The index is read under the lock, so no other git's change to it is lost.
+
+        Raises:
+            GitError: when git cannot rewrite an index of a form this does not read.
+            OSError: when the lock file cannot be written (a full disk).
+        """
+        if self.fd is None:
+            _update_index(self.repo, blobs, self.deadline, keep)
+            return
+        parsed = _index_of(self.repo)
+        data = None if parsed is None else _indexed(parsed, blobs)
+        if data is None:
+            parsed, data = None, _indexed_by_git(self.repo, blobs, keep)
+        os.ftruncate(self.fd, 0)
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self.fd, data[written:], written)
+        self.staged = (data, parsed)
+
+    def commit(self) -> None:
+        """Put the staged index in place (renamed over `index`) and let the lock go; with
+        nothing staged, just let it go.
+
+        Raises:
+            OSError: when the rename fails; the lock is let go, the index left as it was.
+        """
+        if self.fd is None or self.done:
+            return
+        self.done = True
+        try:
+            if self.staged is not None:
+                self.lock.replace(self.repo.git_dir / "index")
+                self.placed = True
+                data, parsed = self.staged
+                if parsed is not None:
+                    with _last_index_lock:
+                        _last_index[self.repo.git_dir / "index"] = (data, parsed)
+            else:
+                self.lock.unlink(missing_ok=True)
+        except BaseException:
+            self.lock.unlink(missing_ok=True)
+            raise
+        finally:
+            self._close()
+
+    def rollback(self) -> None:
+        """Let the lock go, the index unchanged."""
+        if self.fd is None or self.done:
+            return
+        self.done = True
+        try:
+            self.lock.unlink(missing_ok=True)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+        if self.mark is not None:
+            self.mark.unlink(missing_ok=True)
+
+
+@contextmanager
+def hold(repo: Repo, deadline: float) -> Generator[IndexLock]:
+    """Hold git's `index.lock` (waiting out a git that holds it until `deadline`) for as long
+    as the block runs, as `git commit` holds it from staging until HEAD moved and the new
+    index is in place: no other git reads a half-made change as staged, or writes an index
+    over it. Left without `commit`, the lock is let go and the index is unchanged.
+
+    The lock is created exclusively, as git creates it: by linking to it a file named with
+    this pid (`link` fails when the lock exists, as `O_EXCL` does), so that
+    `release_dead_index_lock` can tell a lock a killed writer left from any other by its
+    inode, never by a guess; where hard links cannot be made, with `O_CREAT | O_EXCL`.
+
+    Raises:
+        GitError: naming the lock when it stays in the way until `deadline`.
+        OSError: when the lock cannot be created (a full disk, a read-only folder).
+    """
+    if "GIT_INDEX_FILE" in os.environ or os.environ.get("GIT_DIR"):
+        index = IndexLock(repo, None, None, deadline)
+    else:
+        index = _take(repo, deadline)
+    try:
+        yield index
+    finally:
+        index.rollback()
+
+
+def _take(repo: Repo, deadline: float) -> IndexLock:
+    lock = repo.git_dir / "index.lock"
+    mark = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.tmp"
     waited = False
     while True:
+        fd = os.open(mark, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
         try:
-            if _write_index(repo, blobs):
-                return
-            break
+            os.link(mark, lock)
+            return IndexLock(repo, fd, mark, deadline)
         except FileExistsError:
-            waited = wait_for_lock(repo.git_dir / "index.lock", deadline, waited)
-    _update_index(repo, blobs, deadline, keep)
+            os.close(fd)
+            mark.unlink(missing_ok=True)
+        except OSError:  # no hard links on this file system: the lock is created as git does
+            os.close(fd)
+            mark.unlink(missing_ok=True)
+            try:
+                flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                return IndexLock(repo, os.open(lock, flags, 0o666), None, deadline)
+            except FileExistsError:
+                pass
+        waited = wait_for_lock(lock, deadline, waited)
 
 
 def _update_index(
     repo: Repo, blobs: dict[str, str | None], deadline: float, keep: tuple[int, ...] = ()
 ) -> None:
-    """`sync_index` by a forked `git update-index --index-info`."""
-    # NUL-terminated: a path is taken as it is, whatever characters it holds.
-    lines = "".join(
-        f"0 {ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
-        for rel, sha in blobs.items()
-    )
+    """`IndexLock.stage` by a forked `git update-index --index-info`, on the index git's
+    environment names (it takes that index's lock itself, which is waited out)."""
     waited = False
     while True:
+        args = ["update-index", "-z", "--add", "--remove", "--index-info"]
+        code, err = run_git(repo, args, _info(blobs), keep)
+        if code == 0:
+            return
+        match = re.search(r"'([^']+\.lock)'", err)
+        if match is None or "exists" not in err:
+            raise GitError(f"git update-index failed: {err}")
+        waited = wait_for_lock(Path(match.group(1)), deadline, waited)
+
+
+def _info(blobs: dict[str, str | None]) -> bytes:
+    # NUL-terminated: a path is taken as it is, whatever characters it holds.
+    return "".join(
+        f"0 {ZERO}\t{rel}\0" if sha is None else f"100644 {sha}\t{rel}\0"
+        for rel, sha in blobs.items()
+    ).encode("utf-8")
+
+
+def _indexed_by_git(repo: Repo, blobs: dict[str, str | None], keep: tuple[int, ...]) -> bytes:
+    """The index with these entries, for an index in a form `_indexed` does not rewrite
+    (version 4, split, sparse): `git update-index` runs on a copy of it (GIT_INDEX_FILE),
+    whose bytes are returned; the real index stays locked meanwhile.
+
+    Raises:
+        GitError: when git fails.
+    """
+    copy = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.next.tmp"
+    import shutil  # here: only an index of a rarer form needs it, and every write would pay
+
+    try:
+        try:
+            shutil.copyfile(repo.git_dir / "index", copy)
+        except FileNotFoundError:
+            copy.unlink(missing_ok=True)
         code, err = run_git(
             repo,
             ["update-index", "-z", "--add", "--remove", "--index-info"],
-            lines.encode("utf-8"),
+            _info(blobs),
             keep,
+            env={"GIT_INDEX_FILE": str(copy)},
         )
-        if code == 0:
-            return
-        lock = repo.git_dir / "index.lock"
-        if "index.lock" not in err and not lock.exists():
+        if code != 0:
             raise GitError(f"git update-index failed: {err}")
-        waited = wait_for_lock(lock, deadline, waited)
-
-
-INDEX_MARK = "memstore-index"
-"""The prefix of the file a writer links to `index.lock` to take it (see `_write_index`)."""
+        return copy.read_bytes()
+    finally:
+        copy.unlink(missing_ok=True)
+        Path(f"{copy}.lock").unlink(missing_ok=True)
 
 
 # Extensions a rewrite keeps as they are; the other optional ones (the cache tree, the
 # untracked and fsmonitor caches, offset tables) are caches git rebuilds, and are left out.
 _KEPT_EXTENSIONS = (b"REUC",)
-
-
-def _write_index(repo: Repo, blobs: dict[str, str | None]) -> bool:
-    """Point the index entries of these paths at the blobs (None: remove), as
-    `git update-index --index-info` does, without forking it; False (nothing changed) when
-    the index is not one this rewrites (see `_indexed`).
-
-    git's lock protocol is kept: `index.lock` is created exclusively, the new index written
-    into it and renamed over `index`. The lock is taken by linking a file named with this
-    pid to it, so `release_dead_index_lock` can tell a lock a killed writer left from any
-    other by its inode, never by a guess.
-
-    Raises:
-        FileExistsError: while another git holds `index.lock`.
-    """
-    if "GIT_INDEX_FILE" in os.environ or os.environ.get("GIT_DIR"):
-        return False
-    index, lock = repo.git_dir / "index", repo.git_dir / "index.lock"
-    mark = repo.git_dir / f"{INDEX_MARK}.{os.getpid()}.{threading.get_ident()}.tmp"
-    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
-    try:
-        try:
-            os.link(mark, lock)
-        except FileExistsError:
-            raise
-        except OSError:
-            return False  # no hard links here: git's own update-index takes the lock
-        try:
-            parsed = _index_of(repo)
-            data = None if parsed is None else _indexed(parsed, blobs)
-            if parsed is None or data is None:
-                lock.unlink()
-                return False
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            lock.replace(index)
-            with _last_index_lock:
-                _last_index[index] = (data, parsed)
-        except BaseException:
-            lock.unlink(missing_ok=True)
-            raise
-    finally:
-        os.close(fd)
-        mark.unlink(missing_ok=True)
-    return True
 
 
 def _index_of(repo: Repo) -> _Index | None:
@@ -269,15 +389,23 @@ def _index_of(repo: Repo) -> _Index | None:
 
 
 def release_dead_index_lock(repo: Repo) -> None:
-    """Remove the `index.lock` a writer killed inside `_write_index` left, and its mark.
+    """Remove the `index.lock` a writer killed while it held it (see `hold`) left, and its
+    mark.
 
     Only a lock that is the very file (same inode) a dead pid's mark names is removed: git
     never links its lock files, so it is that writer's, and no live process holds it."""
     if not Path("/proc").is_dir():
         return
     lock = repo.git_dir / "index.lock"
-    for mark in repo.git_dir.glob(f"{INDEX_MARK}.*.tmp"):
-        pid = mark.name.split(".")[1]
+    try:
+        names = os.listdir(repo.git_dir)  # each write looks: a listing, not a glob's matching
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(f"{INDEX_MARK}.") and name.endswith(".tmp")):
+            continue
+        mark = repo.git_dir / name
+        pid = name.split(".")[1]
         if not pid.isdigit() or Path("/proc", pid).exists():
             continue
         try:

@@ -1,5 +1,6 @@
-"""git's objects: blobs, trees and commits written as loose objects in-process, and read
-in-process when loose, through one long-running `git cat-file --batch` when packed."""
+"""git's objects: blobs, trees and commits written as loose objects in-process (and packed by
+git in the background once there are many), and read in-process when loose, through one
+long-running `git cat-file --batch` when packed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 import weakref
 import zlib
 from pathlib import Path
@@ -64,6 +66,56 @@ def write_object(repo: Repo, kind: bytes, data: bytes) -> str:
 
 
 _object_names = itertools.count()
+
+
+GC_AUTO = 6700
+"""git's default `gc.auto`: about this many loose objects make `git gc --auto` pack them."""
+GC_ASKED = "gc-asked"
+"""A stamp file (in the store's cache folder) of the last time a write started a packing."""
+GC_EVERY = 600.0
+"""At most one packing is started per this many seconds (git may decline one: its
+`gc.auto` set higher or to 0, a `gc.log` of a failed run)."""
+
+
+def pack_when_due(repo: Repo, cache: Path) -> bool:
+    """Start `git gc --auto` in the background when the loose objects are about as many as
+    git packs at (True when it was started); never waits for it.
+
+    The count is git's own estimate: the objects in one of the 256 fan-out folders
+    (`objects/17`), times 256, one folder listing. git then checks again with the
+    repository's own `gc.auto` and packs in the background (`gc.autoDetach`), under its
+    `gc.pid` lock; a write meanwhile reads a packed object through `git cat-file`."""
+    try:
+        found = len(os.listdir(repo.common_dir / "objects" / "17"))
+    except OSError:
+        return False
+    if found * 256 <= GC_AUTO:
+        return False
+    stamp = cache / GC_ASKED
+    try:
+        if time.time() - stamp.stat().st_mtime < GC_EVERY:
+            return False
+    except OSError:
+        pass
+    _packers[:] = [proc for proc in _packers if proc.poll() is None]  # reap those done
+    try:
+        stamp.touch()
+        proc = subprocess.Popen(
+            ["git", "gc", "--auto", "--quiet"],
+            cwd=repo.top,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return False
+    _packers.append(proc)
+    return True
+
+
+_packers: list[subprocess.Popen[bytes]] = []
+"""The packings this process started, until it sees them end."""
 
 
 def read_object(repo: Repo, sha: str) -> tuple[str, bytes]:

@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from memstore.errors import GitError
@@ -77,12 +78,23 @@ def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
 _LOCK_RE = re.compile(r"Unable to create '([^']+\.lock)'")
 
 
-def move_head(repo: Repo, new: str, old: str | None, message: str, deadline: float) -> bool:
-    """Compare-and-swap HEAD from `old` to `new`; False when another commit moved it first."""
+def move_head(
+    repo: Repo,
+    new: str,
+    old: str | None,
+    message: str,
+    deadline: float,
+    prepared: Callable[[], None] | None = None,
+) -> bool:
+    """Compare-and-swap HEAD from `old` to `new`; False when another commit moved it first.
+
+    `prepared` runs once git holds HEAD's lock and has checked that HEAD is still `old`, right
+    before the swap is committed (an error from it aborts the swap): what must be in place by
+    the time any git reads the new HEAD (the index) goes in place there."""
     subject = message.splitlines()[0] if message else ""
     waited = False
     while True:
-        code, err = _swap(repo, new, old or ZERO, subject)
+        code, err = _swap(repo, new, old or ZERO, subject, prepared)
         if code == 0:
             return True
         match = _LOCK_RE.search(err)
@@ -94,14 +106,17 @@ def move_head(repo: Repo, new: str, old: str | None, message: str, deadline: flo
             raise GitError(f"git update-ref failed: {err}")
 
 
-def _swap(repo: Repo, new: str, old: str, subject: str) -> tuple[int, str]:
+def _swap(
+    repo: Repo, new: str, old: str, subject: str, prepared: Callable[[], None] | None = None
+) -> tuple[int, str]:
     """`git update-ref HEAD NEW OLD` in one transaction of the repository's long-running
-    `git update-ref --stdin`; (0, "") when HEAD moved, else (exit code, git's message)."""
+    `git update-ref --stdin`, calling `prepared` between its prepare and its commit; (0, "")
+    when HEAD moved, else (exit code, git's message)."""
     with _swappers_lock:
         found = _swappers.get(repo)
         if found is None:
             found = _swappers[repo] = _Swapper(repo)
-    return found.swap(new, old, subject)
+    return found.swap(new, old, subject, prepared)
 
 
 class _Swapper:
@@ -117,7 +132,9 @@ class _Swapper:
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
 
-    def swap(self, new: str, old: str, subject: str) -> tuple[int, str]:
+    def swap(
+        self, new: str, old: str, subject: str, prepared: Callable[[], None] | None = None
+    ) -> tuple[int, str]:
         with self.lock:
             proc = self._started()
             assert proc.stdin is not None and proc.stdout is not None
@@ -130,15 +147,34 @@ class _Swapper:
                 proc.stdin.write(request.encode("ascii"))
                 proc.stdin.flush()
                 answers = [proc.stdout.readline() for _ in range(2)]
-                if answers == [b"start: ok\n", b"prepare: ok\n"]:
+            except OSError:
+                answers = []
+            if answers == [b"start: ok\n", b"prepare: ok\n"]:
+                if prepared is not None:
+                    self._before_commit(proc, prepared)
+                try:
                     proc.stdin.write(b"commit\n")
                     proc.stdin.flush()
                     answers.append(proc.stdout.readline())
-            except OSError:
-                answers = []
+                except OSError:
+                    answers = []
             if answers == [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
                 return 0, ""
             return self._ended()
+
+    def _before_commit(self, proc: subprocess.Popen[bytes], prepared: Callable[[], None]) -> None:
+        """Run `prepared`; when it fails, abort the prepared swap (HEAD stays) and re-raise."""
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            prepared()
+        except BaseException:
+            try:
+                proc.stdin.write(b"abort\n")
+                proc.stdin.flush()
+                proc.stdout.readline()
+            except OSError:
+                self._ended()
+            raise
 
     def _started(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:

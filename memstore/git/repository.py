@@ -169,9 +169,14 @@ def check_sha(sha: str) -> None:
 
 
 def run_git(
-    repo: Repo, args: list[str], stdin: bytes | None = None, keep: tuple[int, ...] = ()
+    repo: Repo,
+    args: list[str],
+    stdin: bytes | None = None,
+    keep: tuple[int, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
-    """Run git in the repository's top folder; (exit code, stderr).
+    """Run git in the repository's top folder (with `env` added to the environment); (exit
+    code, stderr).
 
     git runs in a session of its own: a kill aimed at memstore's process group never stops it
     midway, holding a lock file nobody would remove. It inherits the file descriptors `keep`
@@ -182,7 +187,7 @@ def run_git(
         cwd=repo.top,
         input=stdin,
         capture_output=True,
-        env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},
+        env={**os.environ, **(env or {}), "LC_ALL": "C", "LANGUAGE": "C"},
         check=False,
         start_new_session=True,
         pass_fds=keep,

@@ -129,8 +129,12 @@ class _LockWait:
 
 
 def atomic_write(
-    path: Path, text: str | bytes, unchanged: bytes | None | EllipsisType = ...
-) -> None:
+    path: Path,
+    text: str | bytes,
+    unchanged: bytes | None | EllipsisType = ...,
+    *,
+    keep: bool = False,
+) -> Path | None:
     """Write `text` (or exact bytes) to `path` via a hidden temp file in the same folder,
     fsync and rename.
 
@@ -141,8 +145,13 @@ def atomic_write(
     it differs; elsewhere the file is checked right before the rename, which leaves the
     moment in between open. A new file is linked into place, never over one that appeared.
 
+    With `keep`, the file replaced is not deleted but kept at a hidden name beside it, which
+    is returned (None when there was no file): renaming it back undoes the write without
+    writing a byte, as a write that failed on a full disk must.
+
     Raises:
         Conflict: when the file no longer holds `unchanged`.
+        OSError: when the file cannot be written (nothing changed then).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _temp_for(path)
@@ -164,7 +173,7 @@ def atomic_write(
                 pass
             else:
                 os.unlink(tmp)
-                return
+                return None
         if unchanged is not ... and read_regular(path) != unchanged:
             raise _changed(path)
         if isinstance(unchanged, bytes) and _exchange(tmp, path):
@@ -178,12 +187,39 @@ def atomic_write(
                 if not back:
                     os.replace(tmp, path)
                 raise _changed(path)
+            if keep:
+                return Path(tmp)  # the old file, at the temp name
             os.unlink(tmp)
-            return
+            return None
+        backup = _backup_of(path) if keep else None
         os.replace(tmp, path)
+        return backup
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _backup_of(path: Path) -> Path | None:
+    """A hidden second name (a hard link) for the file at `path`, or None when there is
+    none; where hard links cannot be made, a copy."""
+    if not path.exists():
+        return None
+    fd, backup = _temp_for(path)
+    os.close(fd)
+    os.unlink(backup)
+    try:
+        os.link(path, backup)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        import shutil
+
+        try:
+            shutil.copy2(path, backup)
+        except BaseException:
+            Path(backup).unlink(missing_ok=True)
+            raise
+    return Path(backup)
 
 
 def _temp_for(path: Path) -> tuple[int, str]:

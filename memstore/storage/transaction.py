@@ -9,6 +9,8 @@ HEAD holds: a cut-short change is never committed (see `recover`).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -28,6 +30,7 @@ from memstore.errors import (
     NotAStore,
     StoreLocked,
     UnsafePath,
+    WriteFailed,
 )
 from memstore.git import commit as git_commit
 from memstore.git import indexfile, objects, refs, repository
@@ -139,7 +142,10 @@ def locked(site: Site) -> Generator[None]:
         raise NotAStore(
             f"{site.cache} is a symlink or not a folder; memstore keeps its lock in a folder"
         )
-    site.cache.mkdir(exist_ok=True)
+    try:
+        site.cache.mkdir(exist_ok=True)
+    except OSError as e:
+        raise _write_failed(e) from e
     path = site.cache / "lock"
 
     def waiting() -> None:
@@ -154,6 +160,8 @@ def locked(site: Site) -> Generator[None]:
     try:
         fd = lock_file(path, site.lock_timeout, waiting)
     except OSError as e:  # no flock here (some network mounts), or no access
+        if e.errno in _DISK_REFUSED:
+            raise _write_failed(e) from e
         raise StoreLocked(
             f"cannot lock {path}: {e.strerror or e}; memstore needs a file system with flock "
             "locks (a local disk) and write access to it"
@@ -165,8 +173,12 @@ def locked(site: Site) -> Generator[None]:
             "or raise MEMSTORE_LOCK_TIMEOUT"
         )
     try:
-        (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", encoding="utf-8")
-        recover(site)
+        with contextlib.suppress(OSError):  # only for the "store busy" message (a full disk)
+            (site.cache / HOLDER).write_text(f"pid {os.getpid()} ({site.holder})\n", "utf-8")
+        try:
+            recover(site)
+        except OSError as e:
+            raise _write_failed(e, "undoing a cut-short write") from e
         yield
     finally:
         os.close(fd)  # closing the descriptor lets the flock go
@@ -249,13 +261,16 @@ def commit(site: Site, changes: Sequence[Change], message: str, actor: str) -> s
 
     Raises:
         UnsafePath, Conflict (uncommitted changes in a memory file to replace), GitError,
-        SigningError (signatures required and no key: refused before anything is written).
+        SigningError (signatures required and no key: refused before anything is written),
+        WriteFailed (the disk refused a write: full, read-only, an I/O error).
     """
     sign = site.signer
 
-    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
+    def finish(
+        files: dict[str, bytes | None], keep: tuple[int, ...], index: indexfile.IndexLock
+    ) -> str | None:
         return git_commit.commit_files(
-            site.repo, files, message, actor, site.lock_timeout, keep, sign
+            site.repo, files, message, actor, index, site.lock_timeout, keep, sign
         )
 
     return _apply(site, changes, message, actor, finish)
@@ -270,11 +285,13 @@ def land(
 
     Raises:
         UnsafePath, Conflict (uncommitted changes in a file to replace, or HEAD moved since
-        `old`), GitError.
+        `old`), GitError, WriteFailed.
     """
 
-    def finish(files: dict[str, bytes | None], keep: tuple[int, ...]) -> str | None:
-        if not git_commit.move_to(site.repo, files, target, old, site.lock_timeout, keep):
+    def finish(
+        files: dict[str, bytes | None], keep: tuple[int, ...], index: indexfile.IndexLock
+    ) -> str | None:
+        if not git_commit.move_to(site.repo, files, target, old, index, site.lock_timeout, keep):
             raise Conflict(
                 "HEAD moved while sync was integrating (a git commit at that moment?); "
                 "nothing was changed: run sync again"
@@ -284,20 +301,49 @@ def land(
     _apply(site, changes, f"sync: {target[:10]}", actor, finish, strict=True)
 
 
+Finish = Callable[[dict[str, bytes | None], tuple[int, ...], indexfile.IndexLock], str | None]
+"""Commit (or move HEAD to) what was written: the files' new bytes by repository path, the
+lifeline to pass to the gits it starts, and git's index lock, held."""
+
+
 def _apply(
     site: Site,
     changes: Sequence[Write | Append | Remove],
     message: str,
     actor: str,
-    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+    finish: Finish,
     *,
     strict: bool = False,
 ) -> str | None:
-    """Journal, write every change, then `finish` (commit, or move HEAD); undo on failure.
-    `strict`: a record file to append to must hold no uncommitted lines either (the commit
-    `finish` lands was built from HEAD's copy)."""
+    """Take git's index lock, journal, write every change, then `finish` (commit, or move
+    HEAD); undo on failure. `strict`: a record file to append to must hold no uncommitted
+    lines either (the commit `finish` lands was built from HEAD's copy).
+
+    git's `index.lock` is held from before the first file is written until HEAD moved and
+    the index is in step, as `git commit` holds it: a person's `git commit`, `git commit -a`
+    or `git add` meanwhile is refused by git (and retried) or waited for, so it comes
+    entirely before or after this change, never takes part of it into the person's commit.
+    """
     for change in changes:
         check_path(site, change.path)
+    deadline = time.monotonic() + site.lock_timeout
+    try:
+        with indexfile.hold(site.repo, deadline) as index:
+            return _locked_apply(site, changes, message, actor, finish, index, strict)
+    except OSError as e:
+        raise _write_failed(e) from e
+
+
+def _locked_apply(
+    site: Site,
+    changes: Sequence[Write | Append | Remove],
+    message: str,
+    actor: str,
+    finish: Finish,
+    index: indexfile.IndexLock,
+    strict: bool,
+) -> str | None:
+    """`_apply` with git's index lock held."""
     # Each file's bytes are read before it is compared with HEAD, and compared with what it
     # holds once more right before its rename: a hand save at any moment up to then makes the
     # write a Conflict instead of being replaced (see docs/reliability.md).
@@ -323,7 +369,7 @@ def _apply(
     memories = [str(e["path"]) for e in entries if str(e["path"]).endswith(".md")]
     site.written.begin(memories)
     try:
-        return _write_and_finish(site, changes, entries, olds, memories, finish)
+        return _write_and_finish(site, changes, entries, olds, memories, finish, index)
     finally:
         site.written.end(memories)
 
@@ -334,33 +380,77 @@ def _write_and_finish(
     entries: list[dict[str, Any]],
     olds: list[bytes | None],
     memories: list[str],
-    finish: Callable[[dict[str, bytes | None], tuple[int, ...]], str | None],
+    finish: Finish,
+    index: indexfile.IndexLock,
 ) -> str | None:
-    """`_apply`'s writes and `finish`, journaled already; undo on failure."""
+    """`_apply`'s writes and `finish`, journaled already; undo on failure.
+
+    The file each write replaces or removes is kept (a hard link or the swapped-out file,
+    hidden beside it) until the commit landed, so an undo puts it back by a rename: a write
+    that fails because the disk is full needs no space to be undone."""
+    kept: dict[Path, Path] = {}
     try:
         files: dict[str, bytes | None] = {}
         for change, entry, old_data in zip(changes, entries, olds, strict=True):
             if isinstance(change, Write):
-                atomic_write(change.path, change.text, unchanged=old_data)
+                backup = atomic_write(change.path, change.text, unchanged=old_data, keep=True)
+                if backup is not None:
+                    kept[change.path] = backup
                 # The bytes written are committed, not the file read back: a hand save just
                 # after the rename stays in the working tree as the person's own change.
                 files[repository.repo_path(site.repo, change.path)] = change.text.encode("utf-8")
             elif isinstance(change, Remove):
                 if old_data is not None:
-                    _unlink_unchanged(change.path, old_data)
+                    kept[change.path] = _remove_unchanged(change.path, old_data)
                 files[repository.repo_path(site.repo, change.path)] = None
             else:
                 _append(change.path, str(entry["append"]))
                 files[repository.repo_path(site.repo, change.path)] = change.path.read_bytes()
         with _lifeline(site) as keep:
-            sha = finish(files, keep)
-    except (MemstoreError, OSError):
-        undo(site, entries)
-        _clear(site)
+            sha = finish(files, keep, index)
+    except BaseException:
+        try:
+            undo(site, entries, kept, index_untouched=not index.placed)
+        except (MemstoreError, OSError) as e:
+            # The journal stays: the next writer's recovery undoes what is left.
+            _log().warning(
+                "could not put back all a failed write changed (%s); the next "
+                "write undoes the rest",
+                e,
+            )
+        else:
+            _clear(site)
+            _drop(kept)
         raise
+    _drop(kept)
     _clear(site)
     site.written.landed(memories)
+    if sha is not None:
+        objects.pack_when_due(site.repo, site.cache)
     return sha
+
+
+def _drop(kept: dict[Path, Path]) -> None:
+    for backup in kept.values():
+        backup.unlink(missing_ok=True)
+
+
+_DISK_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+"""The errors of a disk that refuses a write (rather than of a file system without locks)."""
+
+
+def _write_failed(e: OSError, doing: str = "") -> WriteFailed:
+    """The one-line error for an I/O failure on the write path (its files already put back)."""
+    where = f" ({shown(Path(e.filename))})" if e.filename else ""
+    why = (e.strerror or str(e)) + (f" while {doing}" if doing else "")
+    hint = ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = ": free some space on that disk, then retry"
+    elif e.errno == errno.EROFS:
+        hint = ": the store is on a read-only file system"
+    elif e.errno in (errno.EACCES, errno.EPERM):
+        hint = ": memstore needs write access to the store and its .git folder"
+    return WriteFailed(f"could not write the store: {why}{where}; nothing was changed{hint}")
 
 
 def _write_journal(path: Path, text: str) -> None:
@@ -368,22 +458,30 @@ def _write_journal(path: Path, text: str) -> None:
     file changes, and one a kill cut short (nothing changed yet) is dropped as unreadable.
     Nor an fsync: a killed writer's journal is in the page cache for the next writer; a power
     cut can lose it, and then a file cut short shows as an uncommitted change (git status,
-    lint) instead of being rolled back, never committed either way."""
+    lint) instead of being rolled back, never committed either way. One that cannot be
+    written whole (a full disk) is removed before the error goes on: nothing changed yet."""
     data = text.encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
         written = 0
         while written < len(data):
             written += os.write(fd, data[written:])
-    finally:
+    except BaseException:
         os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
-def _unlink_unchanged(path: Path, expected: bytes) -> None:
-    """Remove `path` unless a hand save changed it since it was read (then a Conflict)."""
+def _remove_unchanged(path: Path, expected: bytes) -> Path:
+    """Move `path` out of place, to a hidden name beside it that is returned (the commit
+    landed: deleted; a failure: renamed back), unless a hand save changed it since it was
+    read (then a Conflict)."""
     if read_regular(path) != expected:
         raise Conflict(f"{shown(path)} changed while it was being removed; read it again and retry")
-    path.unlink()
+    backup = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    os.rename(path, backup)
+    return backup
 
 
 LIFELINE = "inflight"
@@ -548,12 +646,14 @@ def recover(site: Site) -> None:
     that holds neither version was changed by someone else since, and is left alone.
     """
     remove_dead_temp_files(site.cache)
+    # A writer holds git's index lock from before its journal is written: one killed in
+    # between leaves the lock and no journal.
+    indexfile.release_dead_index_lock(site.repo)
     loaded = _load(site)
     if loaded is None:
         return
     message, _, entries = loaded
     _wait_for_survivors(site)
-    indexfile.release_dead_index_lock(site.repo)
     for entry in entries:
         path = site.root / str(entry["path"])
         for stray in path.parent.glob(f".{path.name}.*.tmp"):
@@ -594,15 +694,25 @@ def _state(site: Site, entry: dict[str, Any]) -> str:
     return "old" if old is not None and data == str(old).encode("utf-8") else "other"
 
 
-def undo(site: Site, entries: list[dict[str, Any]]) -> None:
+def undo(
+    site: Site,
+    entries: list[dict[str, Any]],
+    kept: dict[Path, Path] | None = None,
+    *,
+    index_untouched: bool = False,
+) -> None:
     """Put back each file of a change that holds its new, uncommitted content (or cut off a
     line appended, whole or torn), and reset its index entry to HEAD.
 
-    What is put back is what HEAD holds (the write path only replaces committed files), never
-    text from the journal, and a cut never reaches into committed bytes: a forged journal can
-    make memstore undo, but not write.
+    What is put back is the file the write replaced, when it kept it (`kept`: path → the
+    hidden file it was moved to, by a write failing in this process), else what HEAD holds
+    (the write path only replaces committed files), never text from the journal, and a cut
+    never reaches into committed bytes: a forged journal can make memstore undo, but not
+    write. `index_untouched`: the write held git's index lock and never put its index in
+    place, so no index entry needs resetting.
     """
     touched: list[Path] = []
+    backups = kept or {}
     for entry in entries:
         path = site.root / str(entry["path"])
         state = _state(site, entry)
@@ -617,19 +727,24 @@ def undo(site: Site, entries: list[dict[str, Any]]) -> None:
         committed = objects.blob(site.repo, "HEAD", path)
         if "append" in entry:
             if committed is not None and committed == path.read_bytes():
-                continue  # the commit landed after all
+                touched.append(path)  # the commit landed after all; its index entry may not
+                continue
             os.truncate(path, max(int(entry["size"]), len(committed or b"")))
         else:
-            if entry["new"] is None and committed is None:
-                continue  # a removal that landed
-            if committed is not None and version_of(committed) == entry["new"]:
-                continue  # the commit landed after all
-            if committed is None:
+            if (entry["new"] is None and committed is None) or (
+                committed is not None and version_of(committed) == entry["new"]
+            ):
+                touched.append(path)  # the commit landed after all; its index entry may not
+                continue
+            backup = backups.get(path)
+            if backup is not None:
+                os.replace(backup, path)  # a rename: no space needed on a full disk
+            elif committed is None:
                 path.unlink(missing_ok=True)
             else:
                 atomic_write(path, committed)
         touched.append(path)
-    if touched:
+    if touched and not index_untouched:
         indexfile.unstage(site.repo, touched, site.lock_timeout)
 
 

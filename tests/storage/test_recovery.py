@@ -52,9 +52,10 @@ def live_git(cwd: Path) -> Iterator[None]:
 
 
 def kill_inside_commit(store: Store, code: str) -> None:
-    """Run `code` in another process and kill it (-9) while it waits inside `git commit` for
-    git's index lock: after its files (and journal) are written, before they are committed."""
-    lock = store.root / ".git" / "index.lock"
+    """Run `code` in another process and kill it (-9) while it waits inside its commit for
+    HEAD's lock: after its files (and journal) are written, before they are committed, git's
+    index lock held."""
+    lock = store.root / ".git" / "HEAD.lock"
     with live_git(store.root):
         lock.write_text("", encoding="utf-8")
         proc = subprocess.Popen(
@@ -177,14 +178,20 @@ def test_a_file_someone_changed_since_the_crash_is_left_alone(crashed: Store) ->
 
 
 def test_a_change_git_committed_after_its_writer_died_is_not_committed_twice(
-    crashed: Store,
+    crashed: Store, tmp_path: Path
 ) -> None:
-    # Killing the writer alone lets its git finish: the journal outlives the commit.
-    git(crashed.root, "add", "fact")
-    git(crashed.root, "commit", "-qm", "memory: deprecate fact/old-way — replaced")
+    # Killing the writer alone lets its `git update-ref` finish: HEAD moves, the journal
+    # outlives the commit, and git's index (whose lock the dead writer held) is left behind.
+    # The commit is made here from a copy of the index, as the writer's git lands it.
+    theirs = tmp_path / "index"
+    theirs.write_bytes((crashed.root / ".git" / "index").read_bytes())
+    env = {**os.environ, **GIT_ENV, "GIT_INDEX_FILE": str(theirs)}
+    for args in (["add", "fact"], ["commit", "-qm", "memory: deprecate fact/old-way — replaced"]):
+        subprocess.run(["git", *args], cwd=crashed.root, env=env, check=True)
     count = len(subjects(crashed))
     crashed.add("later", type="fact", description="the next write")
     assert len(subjects(crashed)) == count + 1
+    assert git(crashed.root, "status", "--porcelain") == ""  # the index brought in step
 
 
 def test_temp_files_of_a_killed_write_are_reported_by_lint_and_cleaned_by_recovery(

@@ -117,7 +117,7 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
         found = _listed(store)
         if found is None:
             found = _caught_up(store)
-    except MemstoreError:  # a hint never fails the write it follows
+    except (MemstoreError, OSError):  # a hint never fails the write it follows (a full disk)
         return []
     if found is None:
         return []
@@ -149,7 +149,7 @@ def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> 
     try:
         # Without feedback: the hint wants memories sharing these words, not related ones.
         hits = up.index.search(Query(text[:QUERY_MAX], limit=10, feedback=False))
-    except MemstoreError:  # a hint never fails the write it follows
+    except (MemstoreError, OSError):  # a hint never fails the write it follows (a full disk)
         return []
     close = [
         Similar(h.name, h.type, h.status, h.description, round(score, 2))

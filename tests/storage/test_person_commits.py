@@ -1,0 +1,143 @@
+"""A person committing with plain git while an agent writes: memstore holds git's index lock
+from before it writes a file until HEAD moved and the index is in step, as `git commit`
+does, so the person's git is refused (and retried) and never takes the agent's change into
+the person's commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore.git import refs, repository
+from memstore.storage import transaction
+from memstore.storage.store import Store
+from tests.conftest import GIT_ENV, git
+
+Prepared = Callable[[], None] | None
+
+PERSON = {
+    "allow-empty": [["commit", "-q", "--allow-empty", "-m", "person"]],
+    "add-all": [["add", "-A"], ["commit", "-q", "-m", "person"]],
+    "commit-all": [["commit", "-q", "-a", "-m", "person"]],
+}
+
+
+def person(root: Path, style: str) -> subprocess.CompletedProcess[str]:
+    """The person's commit in `style`, once: git's answer (the first step that failed)."""
+    if style != "allow-empty":
+        with (root / "notes.txt").open("a", encoding="utf-8") as f:
+            f.write("a line by hand\n")
+    done = subprocess.CompletedProcess[str]([], 0, "", "")
+    for step in PERSON[style]:
+        done = subprocess.run(
+            ["git", *step],
+            cwd=root,
+            env={**os.environ, **GIT_ENV},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            break
+    return done
+
+
+@pytest.fixture
+def project(store: Store) -> Store:
+    """The store with a tracked file of the person's and two memories: one to edit."""
+    (store.root / "notes.txt").write_text("notes\n", encoding="utf-8")
+    git(store.root, "add", "notes.txt")
+    git(store.root, "commit", "-qm", "notes")
+    store.add("kept", type="fact", description="edited while the person commits")
+    return store
+
+
+def during(monkeypatch: pytest.MonkeyPatch, moment: str, act: Callable[[], None]) -> None:
+    """Run `act` once, at `moment` of the next write: `written` (the memory file in place,
+    nothing committed yet) or `staged` (the index entries written, HEAD not moved yet)."""
+    done: list[bool] = []
+
+    def once() -> None:
+        if not done:
+            done.append(True)
+            act()
+
+    if moment == "written":
+        real_write = transaction.atomic_write
+
+        def write(*args: Any, **kwargs: Any) -> Path | None:
+            kept = real_write(*args, **kwargs)
+            once()
+            return kept
+
+        monkeypatch.setattr(transaction, "atomic_write", write)
+    else:
+        real_swap = refs._swap  # pyright: ignore[reportPrivateUsage]
+
+        def swap(
+            repo: repository.Repo, new: str, old: str, subject: str, prepared: Prepared = None
+        ) -> tuple[int, str]:
+            once()
+            return real_swap(repo, new, old, subject, prepared)
+
+        monkeypatch.setattr(refs, "_swap", swap)
+
+
+@pytest.mark.parametrize("moment", ["written", "staged"])
+@pytest.mark.parametrize("style", list(PERSON))
+@pytest.mark.parametrize("write", ["add", "edit"])
+def test_a_persons_commit_during_a_write_is_refused_by_git_and_comes_after_it(
+    project: Store, monkeypatch: pytest.MonkeyPatch, style: str, moment: str, write: str
+) -> None:
+    answers: list[subprocess.CompletedProcess[str]] = []
+    during(monkeypatch, moment, lambda: answers.append(person(project.root, style)))
+    if write == "add":
+        project.add("new-one", type="fact", description="added while the person commits")
+        rel = "fact/new-one.md"
+    else:
+        project.edit("kept", body="changed while the person commits")
+        rel = "fact/kept.md"
+    (answer,) = answers
+    assert answer.returncode != 0 and "index.lock" in answer.stderr, answer
+    # The agent's change is the agent's commit, whole; the person's has not happened yet.
+    assert git(project.root, "log", "-1", "--format=%an %s").startswith(f"alice memory: {write}")
+    assert git(project.root, "show", "--name-only", "--format=", "HEAD").split() == [rel]
+    # The person retries, as git tells them to: the commit comes after the agent's.
+    retried = person(project.root, style)
+    assert retried.returncode == 0, retried
+    assert git(project.root, "log", "-1", "--format=%an").strip() == "human"
+    touched = git(project.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert rel not in touched
+    assert git(project.root, "log", "--format=%an", "--", rel).split()[0] == "alice"
+    assert git(project.root, "status", "--porcelain") == ""
+    assert not list((project.root / ".git").glob("*.lock"))
+    git(project.root, "fsck", "--strict")
+
+
+def test_a_write_waits_while_a_persons_git_holds_the_index_and_then_commits_alone(
+    project: Store,
+) -> None:
+    # `git add -A` holds index.lock while it looks at the working tree: a write in that time
+    # waits, writing nothing, so git never sees the agent's file half-way.
+    lock = project.root / ".git" / "index.lock"
+    lock.write_text("", encoding="utf-8")  # the person's git, at work
+    seen: list[bool] = []
+
+    def add() -> None:
+        project.add("after", type="fact", description="waited for the person's git")
+
+    writer = threading.Thread(target=add)
+    writer.start()
+    writer.join(0.5)
+    seen.append((project.root / "fact" / "after.md").exists())
+    lock.unlink()  # the person's git is done
+    writer.join(30)
+    assert seen == [False]  # nothing written while the person's git held the index
+    assert git(project.root, "log", "-1", "--format=%an %s").startswith("alice memory: add")
+    assert git(project.root, "status", "--porcelain") == ""
