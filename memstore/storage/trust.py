@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "unverified"
 """The status shown for a memory whose file says confirmed but whose history does not."""
 CACHE_FILE = "trust.json"
-_FORMAT = 2  # 2: verifications are judged
+_FORMAT = 3  # 2: verifications are judged; 3: writers, merges judged by side
 _MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
 
 
@@ -111,11 +111,32 @@ class Trust:
     """Each memory file's owner: who committed its creation."""
     verdicts: dict[str, Verdict] = field(default_factory=dict[str, Verdict])
     """`path NUL blob` → verdict, for the versions that are confirmed or have a problem."""
+    writers: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's writer: the commit that made its version at `head` (or removed
+    it, for a file removed since), so a merge can tell which side changed it last."""
+    tip: str | None = None
+    """The last commit replayed that changed the store (git's rewritten parent of the next)."""
 
     def verdict(self, path: str, blob: str | None) -> Verdict:
         if blob is None:
             return _FINE
         return self.verdicts.get(f"{path}\0{blob}", _FINE)
+
+    def copy(self) -> Trust:
+        return Trust(
+            self.head,
+            dict(self.blobs),
+            dict(self.owners),
+            dict(self.verdicts),
+            dict(self.writers),
+            self.tip,
+        )
+
+    def become(self, other: Trust) -> None:
+        """Take `other`'s verdicts as this one's."""
+        self.head, self.tip = other.head, other.tip
+        self.blobs, self.owners = other.blobs, other.owners
+        self.verdicts, self.writers = other.verdicts, other.writers
 
 
 # -- judging one change -----------------------------------------------------------------------
@@ -300,6 +321,33 @@ Signers = Callable[[list[str]], dict[str, str | None]]
 """Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
 
 
+class NeedsFullReplay(Exception):
+    """An extension of the verdicts met a commit whose parent's verdicts are not at hand (a
+    branch that forked before the commit they were made for): replay the whole history."""
+
+
+class _Ancestry:
+    """Whether one commit is an ancestor of another, asked of git once per pair."""
+
+    def __init__(self, repo: repository.Repo) -> None:
+        self.repo = repo
+        self.memo: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, older: str | None, newer: str) -> bool:
+        """`older` (None: a file no commit ever wrote there) is `newer` or an ancestor."""
+        if older is None or older == newer:
+            return True
+        key = (older, newer)
+        found = self.memo.get(key)
+        if found is None:
+            try:
+                found = refs.is_ancestor(self.repo, older, newer)
+            except GitError:
+                found = False
+            self.memo[key] = found
+        return found
+
+
 def replay(
     trust: Trust,
     repo: repository.Repo,
@@ -307,11 +355,23 @@ def replay(
     commits: Iterable[gitlog.StoreCommit],
     signers: Signers | None = None,
     parsed_memo: dict[str, Memory | None] | None = None,
+    *,
+    chain: bool = False,
+    each: Callable[[gitlog.StoreCommit, Trust], None] | None = None,
 ) -> None:
-    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`.
+    """Extend `trust` (the verdicts at `trust.head`) with `commits` (oldest first, parents
+    before children) that changed files under `prefix`; `trust` ends as the verdicts at the
+    last one. Each commit is judged against the verdicts at its parents, so a branch and a
+    merge are judged on the history they hold, not on the order `git log` lists them in.
 
+    `chain`: each commit follows the one before (`gitlog.linear_commits`), whatever its
+    parents say. `each`: called after every commit with the verdicts at it (do not keep them).
     `parsed_memo`: memories by blob sha (None: not a valid memory), which the replay reads
     and adds to, and another thread may share (a blob parsed by either is not parsed again).
+
+    Raises:
+        NeedsFullReplay: a commit's parent is neither in `commits` nor `trust`'s commit.
+        GitError: when git cannot read the history.
     """
     parsed = _Parsed(repo, parsed_memo)
     commits = list(commits)
@@ -322,6 +382,16 @@ def replay(
             parsed.memo[blob] = parse_bytes(data)
     cut = gitlog.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
+    ancestry = _Ancestry(repo)
+    states: dict[str, Trust] = {}
+    for known in (trust.head, trust.tip):
+        if known is not None:
+            states[known] = trust
+    waiting: dict[str, int] = {}
+    for commit in commits:
+        for parent in commit.parents:
+            waiting[parent] = waiting.get(parent, 0) + 1
+    last = trust
     for commit in commits:
         by = By(
             commit.sha,
@@ -331,14 +401,123 @@ def replay(
             signers is not None,
         )
         changes = [c for c in commit.changes if _is_memory(prefix, c.path)]
-        _apply(trust, changes, by, parsed.get, commit.sha in cut)
-        trust.head = commit.sha
+        if chain:
+            state = last
+            _apply(state, changes, by, parsed.get, commit.sha in cut)
+        else:
+            parents = list(dict.fromkeys(commit.parents))
+            found = [states.get(p) if p in states else None for p in parents]
+            if not parents:
+                state = Trust()
+            elif any(s is None for s in found):
+                raise NeedsFullReplay(commit.sha)
+            else:
+                first = found[0]
+                assert first is not None
+                # The first parent's verdicts move to this commit when nothing else needs
+                # them; a branch point keeps a copy for its other children.
+                state = first if waiting.get(parents[0], 0) <= 1 else first.copy()
+            if len(parents) > 1:
+                others = [s for s in found if s is not None]
+                _merge(state, others, parents, changes, by, parsed.get, ancestry)
+            else:
+                _apply(state, changes, by, parsed.get, commit.sha in cut)
+            for parent in parents:
+                waiting[parent] = waiting.get(parent, 1) - 1
+                if waiting[parent] <= 0 and parent not in (trust.head, trust.tip):
+                    states.pop(parent, None)
+            states[commit.sha] = state
+        state.head = state.tip = commit.sha
+        last = state
+        if each is not None:
+            each(commit, state)
+    if last is not trust:
+        trust.become(last)
 
 
 _CUT = (
     "its history is cut off (a shallow clone has no commits before this one): fetch it "
     "(`git fetch --unshallow`) so its owner and confirmation can be checked"
 )
+
+Old = tuple[str | None, Verdict]
+"""A version a change is judged from: its blob (None: no file) and its verdict."""
+
+
+def _merge(
+    trust: Trust,
+    parents: list[Trust],
+    shas: list[str],
+    changes: list[gitlog.PathChange],
+    by: By,
+    read: Callable[[str | None], Memory | None],
+    ancestry: Callable[[str | None, str], bool],
+) -> None:
+    """Judge a merge's changes and move `trust` (its first parent's verdicts) past it.
+
+    A path whose result is a parent's version keeps that parent's verdict only when that
+    side made the change: every parent with another version had it in that side's history
+    (its writer is an ancestor of that parent). Anything else the merge holds (an older
+    version brought back, a file another side removed, a resurrected one, a rename) is the
+    merge's own change, judged as a commit by its committer from each side's newest version
+    (those no other side has moved on from), and it must hold from every one of them."""
+    own: list[gitlog.PathChange] = []
+    olds: dict[str, list[Old]] = {}
+    owners: dict[str, str | None] = {}
+    for change in changes:
+        path, result = change.path, change.after
+        blobs = [p.blobs.get(path) for p in parents]
+        writers = [p.writers.get(path) for p in parents]
+        n = len(parents)
+
+        def moved_on(
+            j: int, i: int, blobs: list[str | None] = blobs, writers: list[str | None] = writers
+        ) -> bool:
+            """Whether side i's history holds side j's version (or i has the same)."""
+            return blobs[j] == blobs[i] or ancestry(writers[j], shas[i])
+
+        kept = next(
+            (i for i in range(n) if blobs[i] == result and all(moved_on(j, i) for j in range(n))),
+            None,
+        )
+        if kept is not None:
+            _take(trust, parents[kept], path)
+            continue
+        newest = [
+            j
+            for j in range(n)
+            if not any(blobs[k] != blobs[j] and moved_on(j, k) for k in range(n))
+        ]
+        newest = list({blobs[j]: j for j in reversed(newest)}.values()) or list(range(n))
+        own.append(gitlog.PathChange(path, tuple(blobs[j] for j in newest), result))
+        olds[path] = [(blobs[j], parents[j].verdict(path, blobs[j])) for j in newest]
+        owners[path] = next(
+            (parents[j].owners.get(path) for j in newest if parents[j].owners.get(path)), None
+        )
+    if own:
+        _apply(trust, own, by, read, merge_olds=olds, merge_owners=owners)
+
+
+def _take(trust: Trust, side: Trust, path: str) -> None:
+    """Set `path` in `trust` as it is in `side`: its version, owner, verdict and writer."""
+    old = trust.blobs.get(path)
+    if old is not None:
+        trust.verdicts.pop(f"{path}\0{old}", None)
+    blob = side.blobs.get(path)
+    for mine, theirs in ((trust.blobs, side.blobs), (trust.owners, side.owners)):
+        if path in theirs:
+            mine[path] = theirs[path]
+        else:
+            mine.pop(path, None)
+    writer = side.writers.get(path)
+    if writer is None:
+        trust.writers.pop(path, None)
+    else:
+        trust.writers[path] = writer
+    if blob is not None:
+        key = f"{path}\0{blob}"
+        if key in side.verdicts:
+            trust.verdicts[key] = side.verdicts[key]
 
 
 def _apply(
@@ -347,19 +526,44 @@ def _apply(
     by: By,
     read: Callable[[str | None], Memory | None],
     cut: bool = False,
+    merge_olds: dict[str, list[Old]] | None = None,
+    merge_owners: dict[str, str | None] | None = None,
 ) -> None:
     """Judge one commit's changes to memory files and move `trust` past it. In a commit whose
     parents a shallow clone left out (`cut`), a file that seems created may be older: its
-    owner is taken from the file, and a confirmation in it cannot be checked."""
+    owner is taken from the file, and a confirmation in it cannot be checked.
+
+    For a merge's own changes, `merge_olds` gives the versions each path is judged from (the
+    change must hold from every one) and `merge_owners` each file's owner (None: no side
+    has it, so the merge creates it)."""
+    merging = merge_olds is not None
+
+    def olds_of(path: str, befores: tuple[str | None, ...]) -> list[Old]:
+        if merge_olds is not None and path in merge_olds:
+            return merge_olds[path]
+        return [(b, trust.verdict(path, b)) for b in befores]
+
+    if merge_owners is not None:
+        for change in changes:
+            owner = merge_owners.get(change.path)
+            if owner is None:
+                trust.owners.pop(change.path, None)
+            else:
+                trust.owners[change.path] = owner
     # A file deleted and one of the same name added in one commit is a move: it keeps its
     # owner, and the deleted version is the one it changed from.
     gone = {
-        Path(c.path).name: (c.path, trust.owners.get(c.path), c.before)
+        Path(c.path).name: (c.path, trust.owners.get(c.path), olds_of(c.path, c.before))
         for c in changes
         if c.after is None
     }
     names = _renames(trust, changes, gone, read)
+    stale: list[str] = []
     for change in changes:
+        old_blob = trust.blobs.get(change.path)
+        if old_blob is not None and old_blob != change.after:
+            stale.append(f"{change.path}\0{old_blob}")
+        trust.writers[change.path] = by.commit
         if change.after is None:
             trust.blobs.pop(change.path, None)
             trust.owners.pop(change.path, None)
@@ -367,20 +571,18 @@ def _apply(
         if change.after is None:
             continue
         new = read(change.after)
-        path, befores = change.path, change.before or (None,)
+        path = change.path
+        befores = olds_of(path, change.before or (None,))
         created = path not in trust.owners
         if created:
             was = gone.get(Path(path).name) or names.moved.get(path)
             if was is not None and was[1] is not None:
-                path_before, owner, befores = was[0], was[1], was[2] or (None,)
+                owner, befores = was[1], was[2] or [(None, _FINE)]
                 trust.owners[path] = owner
                 created = False
             else:
-                path_before = path
                 named = new is not None and by.names(new.owner)
                 trust.owners[path] = new.owner if new is not None and named else by.committer
-        else:
-            path_before = path
         trust.blobs[path] = change.after
         key = f"{path}\0{change.after}"
         if new is None:
@@ -391,34 +593,37 @@ def _apply(
             if new.status == Status.CONFIRMED:
                 trust.verdicts[key] = Verdict(False, _CUT, by.commit)
             continue
-        best: Verdict | None = None
-        for before in befores:
+        verdicts: list[Verdict] = []
+        for before, before_verdict in befores or [(None, _FINE)]:
             old = None if created else read(before)
             # A rename in this commit may have rewritten the references to the old name:
             # that is no change to what a reviewer confirmed.
             olds = [old] if old is None or not names.renamed else [old, renamed(old, names.renamed)]
+            best: Verdict | None = None
             for was in olds:
-                verdict = judge(
-                    was,
-                    trust.verdict(path_before, before),
-                    new,
-                    by,
-                    trust.owners[path],
-                    created,
-                )
+                verdict = judge(was, before_verdict, new, by, trust.owners[path], created)
                 if best is None or (verdict.ok and not best.ok):
                     best = verdict
-        assert best is not None
-        if best.ok and new.status != Status.CONFIRMED:
+            assert best is not None
+            verdicts.append(best)
+        if merging:  # it must hold from every side's newest version
+            chosen = next((v for v in verdicts if not v.ok), verdicts[0])
+        else:  # (one parent: one verdict)
+            chosen = next((v for v in verdicts if v.ok), verdicts[0])
+        if chosen.ok and new.status != Status.CONFIRMED:
             trust.verdicts.pop(key, None)
         else:
-            trust.verdicts[key] = best
+            trust.verdicts[key] = chosen
+    for key in stale:  # a version no longer at this commit needs no verdict here
+        path, _, blob = key.partition("\0")
+        if trust.blobs.get(path) != blob:
+            trust.verdicts.pop(key, None)
 
 
 @dataclass(slots=True)
 class _Renames:
-    moved: dict[str, tuple[str, str | None, tuple[str | None, ...]]]
-    """New path → (old path, owner, old blobs) of a memory renamed in the commit."""
+    moved: dict[str, tuple[str, str | None, list[Old]]]
+    """New path → (old path, owner, old versions) of a memory renamed in the commit."""
     renamed: dict[str, str]
     """Old name → new name."""
 
@@ -426,7 +631,7 @@ class _Renames:
 def _renames(
     trust: Trust,
     changes: list[gitlog.PathChange],
-    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    gone: dict[str, tuple[str, str | None, list[Old]]],
     read: Callable[[str | None], Memory | None],
 ) -> _Renames:
     """The memories a commit renamed (`memstore mv`): a file deleted and another added whose
@@ -440,9 +645,9 @@ def _renames(
     ]
     if not added or not gone:
         return found
-    candidates: list[tuple[str, str | None, tuple[str | None, ...], Memory]] = []
+    candidates: list[tuple[str, str | None, list[Old], Memory]] = []
     for path, owner, befores in gone.values():
-        old = read(next((b for b in befores if b is not None), None))
+        old = read(next((b for b, _ in befores if b is not None), None))
         if owner is not None and old is not None:
             candidates.append((path, owner, befores, old))
     for change in added:
@@ -576,7 +781,7 @@ class Cache:
             # A few memstore commits on top: read in-process, no git runs.
             linear = gitlog.linear_commits(self.repo, self.root, trust.head, head)
             if linear is not None:
-                replay(trust, self.repo, self.prefix, linear, self.signers)
+                replay(trust, self.repo, self.prefix, linear, self.signers, chain=True)
                 trust.head = head
                 self.trust = trust
                 return trust
@@ -588,8 +793,9 @@ class Cache:
                     self.trust = trust
                     self._save(trust)
                     return trust
-            except GitError as e:
+            except (GitError, NeedsFullReplay) as e:
                 log.info("replaying the whole history: %s", e)
+                self.trust = None
         trust = full(self.repo, self.root, self.signers)
         self.trust = trust
         self._save(trust)
@@ -628,7 +834,7 @@ class Cache:
                 return parse_blob(self.repo, blob)
 
             _apply(trust, [c for c in changes if _is_memory(self.prefix, c.path)], by, read)
-            trust.head = sha
+            trust.head = trust.tip = sha
 
     def _load(self) -> Trust:
         return load(self.file, self.signers is not None, self._cut) or Trust()
@@ -657,6 +863,8 @@ def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
             blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
             owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
             verdicts=verdicts,
+            writers={str(k): str(v) for k, v in dict(data["writers"]).items()},
+            tip=str(data["tip"]) if data.get("tip") else None,
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
@@ -671,6 +879,8 @@ def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
         "head": trust.head,
         "blobs": trust.blobs,
         "owners": trust.owners,
+        "writers": trust.writers,
+        "tip": trust.tip,
         "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
     }
     try:
