@@ -137,7 +137,11 @@ _NULL_SHA = re.compile(r"0+")
 
 
 def store_commits(
-    repo: Repo, store: Path, since: str | None = None, until: str | None = None
+    repo: Repo,
+    store: Path,
+    since: str | None = None,
+    until: str | None = None,
+    paths: Iterable[str] | None = None,
 ) -> list[StoreCommit]:
     """The commits that changed files under `store`, oldest first (parents before children),
     after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
@@ -147,6 +151,9 @@ def store_commits(
     any parent's (read from the trees in-process): a merge taking a file whole from one
     parent changes it against the others. Parents are git's rewritten ones: the nearest
     commits that changed the store (or, for a range, the commits where it starts).
+
+    `paths` (relative to the repository): only the commits that changed one of these files,
+    and only their changes to them (a merge's changes are still every file that differs).
 
     Raises:
         GitError: when git fails (e.g. `since` is not in this history).
@@ -173,7 +180,7 @@ def store_commits(
         "--format=%x1e%H%x00%P%x00%an%x00%cn%x00%ct%x00%B%x00",
         span,
         "--",
-        rel or ".",
+        *([f":(literal){p}" for p in paths] if paths is not None else [rel or "."]),
     )
     commits: list[StoreCommit] = []
     for chunk in out.split("\x1e")[1:]:
@@ -213,6 +220,37 @@ def store_commits(
             )
         )
     return commits
+
+
+def deleted_files(repo: Repo, shas: Iterable[str], prefix: str) -> dict[str, list[str]]:
+    """The files under `prefix` (relative to the repository) each of the single-parent
+    commits `shas` removed, by commit (those that removed none are left out); one `git log`.
+
+    Raises:
+        GitError: when git fails.
+    """
+    wanted = [s for s in shas if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", s)]
+    if not wanted:
+        return {}
+    out = git(
+        repo,
+        "log",
+        "--no-walk=unsorted",
+        "--no-renames",
+        "--diff-filter=D",
+        "--name-only",
+        "-z",
+        "--format=%x1e%H",
+        *wanted,
+    )
+    found: dict[str, list[str]] = {}
+    for chunk in out.split("\x1e")[1:]:
+        sha, _, rest = chunk.partition("\0")
+        gone = [t.strip("\n") for t in rest.split("\0")]
+        gone = [t for t in gone if t and t.startswith(prefix)]
+        if gone:
+            found[sha.strip()] = gone
+    return found
 
 
 def commit_at(repo: Repo, moment: str) -> tuple[str, int] | None:

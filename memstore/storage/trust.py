@@ -34,7 +34,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -500,10 +500,12 @@ def _merge(
 
 def _take(trust: Trust, side: Trust, path: str) -> None:
     """Set `path` in `trust` as it is in `side`: its version, owner, verdict and writer."""
+    if side is trust:
+        return
     old = trust.blobs.get(path)
-    if old is not None:
-        trust.verdicts.pop(f"{path}\0{old}", None)
     blob = side.blobs.get(path)
+    if old is not None and old != blob:
+        trust.verdicts.pop(f"{path}\0{old}", None)
     for mine, theirs in ((trust.blobs, side.blobs), (trust.owners, side.owners)):
         if path in theirs:
             mine[path] = theirs[path]
@@ -553,7 +555,7 @@ def _apply(
     # A file deleted and one of the same name added in one commit is a move: it keeps its
     # owner, and the deleted version is the one it changed from.
     gone = {
-        Path(c.path).name: (c.path, trust.owners.get(c.path), olds_of(c.path, c.before))
+        _file_name(c.path): (c.path, trust.owners.get(c.path), olds_of(c.path, c.before))
         for c in changes
         if c.after is None
     }
@@ -575,7 +577,7 @@ def _apply(
         befores = olds_of(path, change.before or (None,))
         created = path not in trust.owners
         if created:
-            was = gone.get(Path(path).name) or names.moved.get(path)
+            was = gone.get(_file_name(path)) or names.moved.get(path)
             if was is not None and was[1] is not None:
                 owner, befores = was[1], was[2] or [(None, _FINE)]
                 trust.owners[path] = owner
@@ -641,7 +643,7 @@ def _renames(
     added = [
         c
         for c in changes
-        if c.after is not None and c.path not in trust.owners and Path(c.path).name not in gone
+        if c.after is not None and c.path not in trust.owners and _file_name(c.path) not in gone
     ]
     if not added or not gone:
         return found
@@ -663,6 +665,10 @@ def _renames(
                 del candidates[i]
                 break
     return found
+
+
+def _file_name(path: str) -> str:
+    return path.rpartition("/")[2]
 
 
 def _is_memory(prefix: str, path: str) -> bool:
@@ -698,6 +704,54 @@ def full(
     return trust
 
 
+PARTIAL_MAX = 256
+"""Past this many files (those asked for, and the files renamed into them), judging them one
+by one costs more than the whole history: `partial` replays it all."""
+
+
+def partial(
+    repo: repository.Repo,
+    root: Path,
+    paths: Iterable[str],
+    signers: Signers | None = None,
+    until: str | None = None,
+) -> Trust:
+    """The verdicts at HEAD (or `until`) for the memory files `paths` (relative to the
+    repository) only: the commits that changed them, judged as `full` judges them, so a read
+    of a few memories needs no replay of the whole store. A file renamed into one of them
+    (a commit that removed other files) brings the removed files' histories in too.
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    head = until or refs.head(repo)
+    wanted = set(paths)
+    if head is None:
+        return Trust()
+    prefix = prefix_of(repo, root)
+    while len(wanted) <= PARTIAL_MAX:
+        commits = gitlog.store_commits(repo, root, until=head, paths=sorted(wanted))
+        found: set[str] = set()
+        single = [c.sha for c in commits if len(c.parents) <= 1]
+        for gone in gitlog.deleted_files(repo, single, prefix).values():
+            found.update(p for p in gone if _is_memory(prefix, p))
+        for commit in commits:
+            if len(commit.parents) > 1:
+                found.update(
+                    c.path for c in commit.changes if c.after is None and _is_memory(prefix, c.path)
+                )
+        if not found - wanted:
+            trust = Trust()
+            kept = [
+                replace(c, changes=tuple(x for x in c.changes if x.path in wanted)) for c in commits
+            ]
+            replay(trust, repo, prefix, kept, signers)
+            trust.head = head
+            return trust
+        wanted |= found
+    return full(repo, root, signers, until=head)
+
+
 # -- the cached verdicts reads use -------------------------------------------------------------
 
 
@@ -718,6 +772,7 @@ class Cache:
         self._lock = threading.Lock()
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._partial: tuple[str | None, frozenset[str], Trust] | None = None
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -766,6 +821,31 @@ class Cache:
             trust = self._current()
             self._stamp = stamp
             return trust
+
+    def current_for(self, paths: Iterable[str]) -> Trust:
+        """The verdicts at HEAD, for `paths` at least: all of them when they are at hand (in
+        memory or kept under `.memstore/`), else (a fresh clone, a cache removed) only these
+        files' histories, judged now (`partial`) and kept in memory for this HEAD.
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        wanted = set(paths)
+        with self._lock:
+            stamp = self._refs_stamp()
+            if self.trust is not None and stamp == self._stamp:
+                return self.trust
+            if self.trust is None and not self.file.exists():
+                head = refs.head(self.repo)
+                known = self._partial
+                if known is not None and known[0] == head and wanted <= known[1]:
+                    return known[2]
+                if known is not None and known[0] == head:
+                    wanted |= known[1]
+                found = partial(self.repo, self.root, wanted, self.signers, until=head)
+                self._partial = (head, frozenset(wanted), found)
+                return found
+        return self.current()
 
     def _current(self) -> Trust:
         head = refs.head(self.repo)
@@ -911,10 +991,13 @@ def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     return evolve(memory, status=status, owner=owner)
 
 
-def snapshot(cache: Cache) -> Trust | None:
+def snapshot(cache: Cache, rels: Iterable[str] | None = None) -> Trust | None:
     """The verdicts at HEAD, to judge several files against one reading of HEAD (a search's
-    hits); None when git cannot read the history (then `judged` says why, file by file)."""
+    hits: `rels`, relative to the store, are the files to judge; None: any); None when git
+    cannot read the history (then `judged` says why, file by file)."""
     try:
+        if rels is not None:
+            return cache.current_for(cache.prefix + rel for rel in rels)
         return cache.current()
     except GitError:
         return None
@@ -929,7 +1012,7 @@ def judged(
     trust = at
     if trust is None:
         try:
-            trust = cache.current()
+            trust = cache.current_for([path])
         except GitError as e:
             log.warning("cannot read the history to verify %s: %s", path, e)
             return UNVERIFIED, owner

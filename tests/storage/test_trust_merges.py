@@ -267,3 +267,50 @@ def test_signatures_required_do_not_let_an_unsigned_merge_bring_a_confirmation_b
     found = problems(signer("carol"))
     assert any(p.startswith(PATH) for p in found), found
     assert signer("carol").get("cache-ttl").status == "unverified"
+
+
+# -- judging a few files without the whole history ---------------------------------------------
+
+
+def test_a_few_files_judged_alone_get_the_verdicts_of_the_whole_replay(
+    deprecated: tuple[Store, str],
+) -> None:
+    from memstore.storage import trust
+
+    store, confirmed = deprecated
+    store.add("renamed-rule", type="fact", description="Old name", body="see [[cache-ttl]]")
+    as_agent(store, "bob").confirm("renamed-rule", "fine")
+    store.rename("renamed-rule", "new-name")
+    as_agent(store, "bob").add("bobs", type="fact", description="Bob's own")
+    as_agent(store, "carol").confirm("bobs", "checked")
+    git(store.root, "checkout", "-q", "-b", "side", confirmed)
+    as_agent(store, "dave").add("side-note", type="fact", description="From a side branch")
+    git(store.root, "checkout", "-q", "-")
+    subprocess.run(
+        ["git", "merge", "-q", "--no-edit", "side"], cwd=store.root, env=env_of("alice"), check=True
+    )
+    forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+    whole = trust.full(store.repo, store.root)
+    for path in sorted(whole.blobs):
+        alone = trust.partial(store.repo, store.root, [path])
+        blob = whole.blobs[path]
+        assert alone.blobs.get(path) == blob, path
+        assert alone.owners.get(path) == whole.owners.get(path), path
+        assert alone.verdict(path, blob) == whole.verdict(path, blob), path
+    assert not whole.verdict(PATH, whole.blobs[PATH]).ok
+    assert whole.verdict("fact/new-name.md", whole.blobs["fact/new-name.md"]).ok
+
+
+def test_a_read_on_a_store_without_its_verdicts_judges_only_what_it_shows(
+    deprecated: tuple[Store, str],
+) -> None:
+    store, confirmed = deprecated
+    forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+    as_agent(store, "bob").add("other", type="fact", description="Something else about cache")
+    fresh = as_agent(store, "carol")
+    (fresh.cache / "trust.json").unlink(missing_ok=True)
+    assert fresh.get("cache-ttl").status == "unverified"
+    assert in_search(fresh, "cache ttl minutes")["cache-ttl"] == "unverified"
+    assert fresh.trust.trust is None  # no whole replay was needed
+    assert not (fresh.cache / "trust.json").exists()
+    assert any(p.startswith(PATH) for p in problems(fresh))
