@@ -772,7 +772,7 @@ class Cache:
         self._lock = threading.Lock()
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
-        self._partial: tuple[str | None, frozenset[str], Trust] | None = None
+        self._partial: tuple[str, frozenset[str], Trust] | None = None
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -836,13 +836,15 @@ class Cache:
             if self.trust is not None and stamp == self._stamp:
                 return self.trust
             if self.trust is None and not self.file.exists():
-                head = refs.head(self.repo)
+                # The verdicts hold for one HEAD and one shallow cut (a fetch may deepen it).
+                at = refs.head(self.repo)
+                head = f"{at} {sorted(gitlog.shallow_commits(self.repo))}"
                 known = self._partial
                 if known is not None and known[0] == head and wanted <= known[1]:
                     return known[2]
                 if known is not None and known[0] == head:
                     wanted |= known[1]
-                found = partial(self.repo, self.root, wanted, self.signers, until=head)
+                found = partial(self.repo, self.root, wanted, self.signers, until=at)
                 self._partial = (head, frozenset(wanted), found)
                 return found
         return self.current()
