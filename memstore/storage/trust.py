@@ -17,13 +17,17 @@ judges each version of each memory file:
   not the owner; a forged or self-made one is a problem, as a forged confirmation is;
 - a deprecation or restore must be committed by the identity it names.
 
-A merge's own changes (where its result differs from every parent) are judged as a commit by
-the merge's committer; a version taken whole from one side keeps that side's verdict.
+Each commit is judged against the verdicts at its parents. A merge keeps a parent's version
+(and verdict) of a file only when that side made the change: every other parent's version is
+in that side's history. Anything else a merge holds is its committer's own change, judged from
+each side's newest version and holding only if it holds from all; the owner comes from the
+sides that have the file.
 
 Reads call `shown_status`: a confirmed memory shows as confirmed only when the file is the
 version at HEAD and that version's confirmation holds, else as `unverified`. The verdicts are
 cached under `.memstore/` for the HEAD they were made for and extended with `git log OLD..HEAD`;
-`lint` replays the whole history every time.
+without them (a fresh clone) a read judges only the files it shows (`partial`). `lint`
+replays the whole history every time.
 """
 
 from __future__ import annotations
