@@ -120,6 +120,8 @@ class Trust:
     it, for a file removed since), so a merge can tell which side changed it last."""
     tip: str | None = None
     """The last commit replayed that changed the store (git's rewritten parent of the next)."""
+    some: bool = False
+    """Whether these are the verdicts of some files only (`partial`), not of the store."""
 
     def verdict(self, path: str, blob: str | None) -> Verdict:
         if blob is None:
@@ -134,11 +136,12 @@ class Trust:
             dict(self.verdicts),
             dict(self.writers),
             self.tip,
+            self.some,
         )
 
     def become(self, other: Trust) -> None:
         """Take `other`'s verdicts as this one's."""
-        self.head, self.tip = other.head, other.tip
+        self.head, self.tip, self.some = other.head, other.tip, other.some
         self.blobs, self.owners = other.blobs, other.owners
         self.verdicts, self.writers = other.verdicts, other.writers
 
@@ -362,6 +365,7 @@ def replay(
     *,
     chain: bool = False,
     each: Callable[[gitlog.StoreCommit, Trust], None] | None = None,
+    boundary: Callable[[str, set[str]], Trust] | None = None,
 ) -> None:
     """Extend `trust` (the verdicts at `trust.head`) with `commits` (oldest first, parents
     before children) that changed files under `prefix`; `trust` ends as the verdicts at the
@@ -369,7 +373,10 @@ def replay(
     merge are judged on the history they hold, not on the order `git log` lists them in.
 
     `chain`: each commit follows the one before (`gitlog.linear_commits`), whatever its
-    parents say. `each`: called after every commit with the verdicts at it (do not keep them).
+    parents say. `boundary(sha, paths)`: the verdicts at a parent outside `commits` (a
+    branch that forked before `trust.head`) for the files `commits` change (`partial`); the
+    commits built on them hold verdicts of some files only, so none may be the last.
+    `each`: called after every commit with the verdicts at it (do not keep them).
     `parsed_memo`: memories by blob sha (None: not a valid memory), which the replay reads
     and adds to, and another thread may share (a blob parsed by either is not parsed again).
 
@@ -396,6 +403,7 @@ def replay(
         for parent in commit.parents:
             waiting[parent] = waiting.get(parent, 0) + 1
     last = trust
+    touched: set[str] | None = None
     for commit in commits:
         by = By(
             commit.sha,
@@ -413,9 +421,18 @@ def replay(
             found = [states.get(p) if p in states else None for p in parents]
             if not parents:
                 state = Trust()
-            elif any(s is None for s in found):
+            elif any(s is None for s in found) and boundary is None:
                 raise NeedsFullReplay(commit.sha)
             else:
+                if any(s is None for s in found):
+                    assert boundary is not None
+                    if touched is None:
+                        touched = {c.path for x in commits for c in x.changes}
+                        touched = {t for t in touched if _is_memory(prefix, t)}
+                    for i, parent in enumerate(parents):
+                        if found[i] is None:
+                            found[i] = states[parent] = boundary(parent, touched)
+                            states[parent].some = True
                 first = found[0]
                 assert first is not None
                 # The first parent's verdicts move to this commit when nothing else needs
@@ -435,6 +452,8 @@ def replay(
         last = state
         if each is not None:
             each(commit, state)
+    if last.some and not trust.some:
+        raise NeedsFullReplay(last.head or "")
     if last is not trust:
         trust.become(last)
 
@@ -874,7 +893,11 @@ class Cache:
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
                     commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
-                    replay(trust, self.repo, self.prefix, commits, self.signers)
+
+                    def boundary(sha: str, paths: set[str]) -> Trust:
+                        return partial(self.repo, self.root, paths, self.signers, until=sha)
+
+                    replay(trust, self.repo, self.prefix, commits, self.signers, boundary=boundary)
                     trust.head = head
                     self.trust = trust
                     self._save(trust)

@@ -314,3 +314,33 @@ def test_a_read_on_a_store_without_its_verdicts_judges_only_what_it_shows(
     assert fresh.trust.trust is None  # no whole replay was needed
     assert not (fresh.cache / "trust.json").exists()
     assert any(p.startswith(PATH) for p in problems(fresh))
+
+
+def test_cached_verdicts_extend_across_a_merge_of_a_branch_that_forked_before_them(
+    deprecated: tuple[Store, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.storage import trust
+
+    store, confirmed = deprecated
+    reader = as_agent(store, "carol")
+    reader.trust.current()  # every verdict at this HEAD, kept under .memstore/
+    assert (reader.cache / "trust.json").is_file()
+    git(store.root, "checkout", "-q", "-b", "side", confirmed)
+    as_agent(store, "dave").add("side-note", type="fact", description="From a side branch")
+    as_agent(store, "erin").confirm("side-note", "checked")
+    git(store.root, "checkout", "-q", "-")
+    subprocess.run(
+        ["git", "merge", "-q", "--no-edit", "side"], cwd=store.root, env=env_of("alice"), check=True
+    )
+    forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+    replays: list[object] = []
+    whole = trust.full
+    monkeypatch.setattr(trust, "full", lambda *a, **k: replays.append(a) or whole(*a, **k))
+    assert reader.get("side-note").status == "confirmed"
+    assert reader.get("cache-ttl").status == "unverified"
+    assert replays == []  # extended, not replayed from the start
+    extended = reader.trust.current()
+    again = whole(store.repo, store.root)
+    assert extended.blobs == again.blobs and extended.owners == again.owners
+    for path, blob in again.blobs.items():
+        assert extended.verdict(path, blob) == again.verdict(path, blob), path
