@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.git import gitlog, objects, refs, repository
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "unverified"
 """The status shown for a memory whose file says confirmed but whose history does not."""
 CACHE_FILE = "trust.json"
-_FORMAT = 3  # 2: verifications are judged; 3: writers, merges judged by side
+_FORMAT = 4  # 2: verifications judged; 3: writers, merges judged by side; 4: lines
 _MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
 
 
@@ -858,19 +858,41 @@ class Cache:
             stamp = self._refs_stamp()
             if self.trust is not None and stamp == self._stamp:
                 return self.trust
-            if self.trust is None and not self.file.exists():
+            if self.trust is None:
                 # The verdicts hold for one HEAD and one shallow cut (a fetch may deepen it).
                 at = refs.head(self.repo)
-                head = f"{at} {sorted(gitlog.shallow_commits(self.repo))}"
+                cut = gitlog.shallow_commits(self.repo)
+                head = f"{at} {sorted(cut)}"
                 known = self._partial
                 if known is not None and known[0] == head and wanted <= known[1]:
                     return known[2]
                 if known is not None and known[0] == head:
                     wanted |= known[1]
-                found = partial(self.repo, self.root, wanted, self.signers, until=at)
-                self._partial = (head, frozenset(wanted), found)
-                return found
+                signed = self.signers is not None
+                # Kept for this HEAD: read just these files' lines. None kept (a fresh clone,
+                # the cache removed): judge just these files' histories.
+                found = (
+                    load_some(self.file, signed, cut, None, wanted) if cut == self._cut else None
+                )
+                if found is not None and found.head != at:
+                    found = self._still(found, at, wanted)
+                if found is None and not self.file.exists():
+                    found = partial(self.repo, self.root, wanted, self.signers, until=at)
+                if found is not None:
+                    self._partial = (head, frozenset(wanted), found)
+                    return found
         return self.current()
+
+    def _still(self, found: Trust, head: str | None, paths: set[str]) -> Trust | None:
+        """`found` (some files' kept verdicts) moved to `head` when the few memstore commits
+        since change none of `paths` (their verdicts are then the same), else None."""
+        if found.head is None or head is None:
+            return None
+        linear = gitlog.linear_commits(self.repo, self.root, found.head, head)
+        if linear is None or any(c.path in paths for x in linear for c in x.changes):
+            return None
+        found.head = head
+        return found
 
     def _current(self) -> Trust:
         head = refs.head(self.repo)
@@ -952,48 +974,125 @@ class Cache:
         save(self.file, trust, self.signers is not None, self._cut)
 
 
+# The file: a JSON header line (format, settings, head, tip), then one line per memory file,
+# `path TAB blob TAB owner TAB writer TAB ok TAB verdict-commit TAB problem` (empty fields for
+# none; a field holding a tab, a line break, a backslash or starting with a quote is written as
+# a JSON string). A read of a few files finds their lines without parsing the rest.
+_NEEDS_QUOTE = re.compile(r'[\t\n\r\\]|^"')
+
+
+def _enc(value: str | None) -> str:
+    if not value:
+        return ""
+    return json.dumps(value, ensure_ascii=False) if _NEEDS_QUOTE.search(value) else value
+
+
+def _dec(field: str) -> str:
+    return str(json.loads(field)) if field.startswith('"') else field
+
+
+def cache_key(signed: bool, cut: frozenset[str]) -> dict[str, Any]:
+    """What kept verdicts depend on besides the commits: they are used only under the same."""
+    return {"format": _FORMAT, "signed": signed, "shallow": sorted(cut)}
+
+
+def _header(line: str, signed: bool, cut: frozenset[str]) -> dict[str, Any] | None:
+    found: Any = json.loads(line)
+    if not isinstance(found, dict):
+        return None
+    data = cast(dict[str, Any], found)
+    if any(data.get(k) != v for k, v in cache_key(signed, cut).items()):
+        return None
+    return data
+
+
+def _row(trust: Trust, line: str) -> None:
+    path, blob, owner, writer, ok, vcommit, problem = line.split("\t")
+    path = _dec(path)
+    if blob:
+        trust.blobs[path] = _dec(blob)
+    if owner:
+        trust.owners[path] = _dec(owner)
+    if writer:
+        trust.writers[path] = _dec(writer)
+    if ok and blob:
+        trust.verdicts[f"{path}\0{_dec(blob)}"] = Verdict(
+            ok == "1", _dec(problem) or None, _dec(vcommit)
+        )
+
+
+def _trust_of(data: dict[str, Any]) -> Trust:
+    return Trust(
+        head=str(data["head"]) if data.get("head") else None,
+        tip=str(data["tip"]) if data.get("tip") else None,
+    )
+
+
 def load(file: Path, signed: bool, cut: frozenset[str]) -> Trust | None:
     """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
     under other settings (signatures required or not, a shallow clone's cut)."""
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-        if (
-            data.get("format") != _FORMAT
-            or data.get("signed") != signed
-            or data.get("shallow") != sorted(cut)
-        ):
+        head, _, rows = file.read_text(encoding="utf-8").partition("\n")
+        data = _header(head, signed, cut)
+        if data is None:
             return None
-        verdicts = {
-            str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
-            for k, v in dict(data["verdicts"]).items()
-        }
-        return Trust(
-            head=str(data["head"]) if data.get("head") else None,
-            blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
-            owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
-            verdicts=verdicts,
-            writers={str(k): str(v) for k, v in dict(data["writers"]).items()},
-            tip=str(data["tip"]) if data.get("tip") else None,
-        )
+        trust = _trust_of(data)
+        for line in rows.split("\n"):
+            if line:
+                _row(trust, line)
+        return trust
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def load_some(
+    file: Path, signed: bool, cut: frozenset[str], head: str | None, paths: Iterable[str]
+) -> Trust | None:
+    """The verdicts `save` kept in `file` for `paths` only (`Trust.some`), when they were
+    made for commit `head` (None: whichever they name) under these settings; else None.
+    Reads the file, parses the header and the lines of `paths`."""
+    try:
+        data_bytes = file.read_bytes()
+        first, _, _ = data_bytes.partition(b"\n")
+        data = _header(first.decode("utf-8"), signed, cut)
+        if data is None or (head is not None and data.get("head") != head):
+            return None
+        trust = _trust_of(data)
+        trust.some = True
+        for path in paths:
+            key = b"\n" + _enc(path).encode("utf-8") + b"\t"
+            at = data_bytes.find(key)
+            if at < 0:
+                continue
+            end = data_bytes.find(b"\n", at + 1)
+            _row(trust, data_bytes[at + 1 : end if end >= 0 else None].decode("utf-8"))
+        return trust
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
 
 def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str]) -> None:
     """Keep `trust` in `file` (a cache under `.memstore/`); a failure is only logged."""
-    data = {
-        "format": _FORMAT,
-        "signed": signed,
-        "shallow": sorted(cut),
-        "head": trust.head,
-        "blobs": trust.blobs,
-        "owners": trust.owners,
-        "writers": trust.writers,
-        "tip": trust.tip,
-        "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
-    }
+    header = {**cache_key(signed, cut), "head": trust.head, "tip": trust.tip}
+    lines = [json.dumps(header, ensure_ascii=False)]
+    for path in sorted(set(trust.blobs) | set(trust.writers)):
+        blob = trust.blobs.get(path)
+        verdict = trust.verdicts.get(f"{path}\0{blob}") if blob is not None else None
+        lines.append(
+            "\t".join(
+                (
+                    _enc(path),
+                    _enc(blob),
+                    _enc(trust.owners.get(path)),
+                    _enc(trust.writers.get(path)),
+                    "" if verdict is None else ("1" if verdict.ok else "0"),
+                    "" if verdict is None else _enc(verdict.commit),
+                    "" if verdict is None else _enc(verdict.problem),
+                )
+            )
+        )
     try:
-        atomic_write(file, json.dumps(data, ensure_ascii=False))
+        atomic_write(file, "\n".join(lines) + "\n")
     except OSError as e:
         log.info("cannot keep the verdicts in %s: %s", file, e)
 

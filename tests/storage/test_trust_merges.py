@@ -344,3 +344,38 @@ def test_cached_verdicts_extend_across_a_merge_of_a_branch_that_forked_before_th
     assert extended.blobs == again.blobs and extended.owners == again.owners
     for path, blob in again.blobs.items():
         assert extended.verdict(path, blob) == again.verdict(path, blob), path
+
+
+def test_kept_verdicts_at_head_are_read_for_the_files_shown_only(
+    deprecated: tuple[Store, str],
+) -> None:
+    store, confirmed = deprecated
+    forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+    as_agent(store, "bob").add("other", type="fact", description="Something else")
+    as_agent(store, "carol").confirm("other", "checked")
+    (store.cache / "trust.json").unlink(missing_ok=True)
+    as_agent(store, "dave").trust.current()  # kept under .memstore/ for this HEAD
+    store.add("unrelated", type="fact", description="A memstore commit since")
+    fresh = as_agent(store, "erin")
+    assert fresh.get("other").status == "confirmed"
+    assert fresh.get("cache-ttl").status == "unverified"
+    assert fresh.trust.trust is None  # the whole file was not loaded
+    as_agent(store, "bob").edit("other", body="changed since")
+    assert as_agent(store, "erin").get("other").status != "confirmed"
+
+
+def test_verdicts_kept_for_another_history_are_not_used(
+    deprecated: tuple[Store, str], tmp_path: Path
+) -> None:
+    # A cache copied from a clone where bob's confirmation still stood says nothing here.
+    store, confirmed = deprecated
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(store.root), str(other))
+    git(other, "reset", "-q", "--hard", confirmed)
+    there = Store(other, agent="carol")
+    assert there.get("cache-ttl").status == "confirmed"
+    there.trust.current()
+    forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+    store.cache.mkdir(exist_ok=True)
+    (store.cache / "trust.json").write_bytes((there.cache / "trust.json").read_bytes())
+    assert as_agent(store, "dave").get("cache-ttl").status == "unverified"
