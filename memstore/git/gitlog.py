@@ -137,11 +137,23 @@ _NULL_SHA = re.compile(r"0+")
 
 
 def store_commits(
-    repo: Repo, store: Path, since: str | None = None, until: str | None = None
+    repo: Repo,
+    store: Path,
+    since: str | None = None,
+    until: str | None = None,
+    paths: Iterable[str] | None = None,
 ) -> list[StoreCommit]:
     """The commits that changed files under `store`, oldest first (parents before children),
     after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
     commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted.
+
+    Every merge is listed, with every path in the store's folders whose version differs from
+    any parent's (read from the trees in-process): a merge taking a file whole from one
+    parent changes it against the others. Parents are git's rewritten ones: the nearest
+    commits that changed the store (or, for a range, the commits where it starts).
+
+    `paths` (relative to the repository): only the commits that changed one of these files,
+    and only their changes to them (a merge's changes are still every file that differs).
 
     Raises:
         GitError: when git fails (e.g. `since` is not in this history).
@@ -158,7 +170,8 @@ def store_commits(
         "log",
         "--reverse",
         "--topo-order",
-        "-c",
+        "--full-history",
+        "--parents",
         "--raw",
         "-z",
         "--no-renames",
@@ -167,7 +180,7 @@ def store_commits(
         "--format=%x1e%H%x00%P%x00%an%x00%cn%x00%ct%x00%B%x00",
         span,
         "--",
-        rel or ".",
+        *([f":(literal){p}" for p in paths] if paths is not None else [rel or "."]),
     )
     commits: list[StoreCommit] = []
     for chunk in out.split("\x1e")[1:]:
@@ -192,10 +205,13 @@ def store_commits(
             olds = tuple(None if _NULL_SHA.fullmatch(b) else b for b in blobs[:-1])
             after = None if _NULL_SHA.fullmatch(blobs[-1]) else blobs[-1]
             changes.append(PathChange(path, olds, after))
+        parent_list = tuple(parents.split())
+        if len(parent_list) > 1:
+            changes = merge_changes(repo, rel, sha, parent_list)
         commits.append(
             StoreCommit(
                 sha,
-                tuple(parents.split()),
+                parent_list,
                 author,
                 committer,
                 tuple(changes),
@@ -204,6 +220,37 @@ def store_commits(
             )
         )
     return commits
+
+
+def deleted_files(repo: Repo, shas: Iterable[str], prefix: str) -> dict[str, list[str]]:
+    """The files under `prefix` (relative to the repository) each of the single-parent
+    commits `shas` removed, by commit (those that removed none are left out); one `git log`.
+
+    Raises:
+        GitError: when git fails.
+    """
+    wanted = [s for s in shas if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", s)]
+    if not wanted:
+        return {}
+    out = git(
+        repo,
+        "log",
+        "--no-walk=unsorted",
+        "--no-renames",
+        "--diff-filter=D",
+        "--name-only",
+        "-z",
+        "--format=%x1e%H",
+        *wanted,
+    )
+    found: dict[str, list[str]] = {}
+    for chunk in out.split("\x1e")[1:]:
+        sha, _, rest = chunk.partition("\0")
+        gone = [t.strip("\n") for t in rest.split("\0")]
+        gone = [t for t in gone if t and t.startswith(prefix)]
+        if gone:
+            found[sha.strip()] = gone
+    return found
 
 
 def commit_at(repo: Repo, moment: str) -> tuple[str, int] | None:
@@ -312,27 +359,60 @@ def _subtree(repo: Repo, tree: str | None, parts: list[str]) -> str | None:
     return tree
 
 
+def merge_changes(repo: Repo, prefix: str, sha: str, parents: tuple[str, ...]) -> list[PathChange]:
+    """The files directly inside the type folders of the store at `prefix` (relative to the
+    repository, '' at its top) whose version in merge `sha` differs from any parent's, each
+    with its blob in every parent. Read in-process from the trees.
+
+    Raises:
+        GitError: when an object is missing.
+    """
+    parts = [p for p in prefix.split("/") if p]
+    try:
+        new = _subtree(repo, commit_tree(repo, sha), parts)
+        olds = [_subtree(repo, commit_tree(repo, p), parts) for p in parents]
+    except (ValueError, UnicodeDecodeError) as e:
+        raise GitError(f"cannot read the trees of merge {sha}: {e}") from e
+    return _folder_changes_n(repo, olds, new, prefix)
+
+
 def _folder_changes(repo: Repo, old: str | None, new: str | None, prefix: str) -> list[PathChange]:
     """The files directly inside the type folders of two store trees that differ."""
-    if old == new:
+    return _folder_changes_n(repo, [old], new, prefix)
+
+
+def _files(repo: Repo, entry: tuple[bytes, bytes] | None) -> dict[bytes, tuple[bytes, bytes]]:
+    return tree_entries(repo, entry[1].hex()) if entry and entry[0] == TREE_MODE else {}
+
+
+def _blob_of(entry: tuple[bytes, bytes] | None) -> str | None:
+    return entry[1].hex() if entry and entry[0] != TREE_MODE else None
+
+
+def _folder_changes_n(
+    repo: Repo, olds: list[str | None], new: str | None, prefix: str
+) -> list[PathChange]:
+    """The files directly inside the type folders of store trees `olds` whose version in
+    `new` differs from any of theirs."""
+    if all(old == new for old in olds):
         return []
-    before = tree_entries(repo, old) if old else {}
+    befores = [tree_entries(repo, old) if old else {} for old in olds]
     after = tree_entries(repo, new) if new else {}
     changes: list[PathChange] = []
     lead = f"{prefix}/" if prefix else ""
-    for folder in sorted(set(before) | set(after)):
-        a, b = before.get(folder), after.get(folder)
-        if a == b:
+    for folder in sorted(set(after).union(*befores)):
+        b = after.get(folder)
+        were = [before.get(folder) for before in befores]
+        if all(a == b for a in were):
             continue
-        files_a = tree_entries(repo, a[1].hex()) if a and a[0] == TREE_MODE else {}
-        files_b = tree_entries(repo, b[1].hex()) if b and b[0] == TREE_MODE else {}
-        for name in sorted(set(files_a) | set(files_b)):
-            x, y = files_a.get(name), files_b.get(name)
-            old_blob = x[1].hex() if x and x[0] != TREE_MODE else None
-            new_blob = y[1].hex() if y and y[0] != TREE_MODE else None
-            if old_blob != new_blob:
+        files_were = [_files(repo, a) for a in were]
+        files_b = _files(repo, b)
+        for name in sorted(set(files_b).union(*files_were)):
+            new_blob = _blob_of(files_b.get(name))
+            old_blobs = tuple(_blob_of(files.get(name)) for files in files_were)
+            if any(old != new_blob for old in old_blobs):
                 path = f"{lead}{folder.decode('utf-8')}/{name.decode('utf-8')}"
-                changes.append(PathChange(path, (old_blob,), new_blob))
+                changes.append(PathChange(path, old_blobs, new_blob))
     return changes
 
 

@@ -719,7 +719,8 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     # Judged after the cut (no order above depends on a status): only the kept hits' files
     # are read and hashed.
     if any(_judged(hit) for hit in ranked):
-        at = trust.snapshot(store.trust)  # one reading of HEAD for every hit
+        # One reading of HEAD for every hit (on a fresh clone: only these files' histories).
+        at = trust.snapshot(store.trust, [hit.path for hit in ranked if _judged(hit)])
         ranked = [_shown(store, hit, at) if _judged(hit) else hit for hit in ranked]
     checked = [
         h

@@ -19,13 +19,17 @@ judges each version of each memory file:
 - a rule that binds the agents (a person's, or a confirmed p0) keeps its version in force
   against a change an agent committed alone (see `binding`, which keeps that version).
 
-A merge's own changes (where its result differs from every parent) are judged as a commit by
-the merge's committer; a version taken whole from one side keeps that side's verdict.
+Each commit is judged against the verdicts at its parents. A merge keeps a parent's version
+(and verdict) of a file only when that side made the change: every other parent's version is
+in that side's history. Anything else a merge holds is its committer's own change, judged from
+each side's newest version and holding only if it holds from all; the owner comes from the
+sides that have the file.
 
 Reads call `shown_status`: a confirmed memory shows as confirmed only when the file is the
 version at HEAD and that version's confirmation holds, else as `unverified`. The verdicts are
 cached under `.memstore/` for the HEAD they were made for and extended with `git log OLD..HEAD`;
-`lint` replays the whole history every time.
+without them (a fresh clone) a read judges only the files it shows (`partial`). `lint`
+replays the whole history every time.
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memstore.errors import GitError, InvalidMemory, InvalidName
 from memstore.git import gitlog, objects, refs, repository
@@ -53,7 +57,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "unverified"
 """The status shown for a memory whose file says confirmed but whose history does not."""
 CACHE_FILE = "trust.json"
-_FORMAT = 3  # 2: verifications are judged; 3: the rules that bind the agents
+_FORMAT = 5  # 2: verifications; 3: writers, merges by side; 4: lines; 5: binding, basis
 _MEMORY_PATH = re.compile(r"[^/]+/[^/]+\.md")
 
 
@@ -114,6 +118,13 @@ class Trust:
     """Each memory file's owner: who committed its creation."""
     verdicts: dict[str, Verdict] = field(default_factory=dict[str, Verdict])
     """`path NUL blob` → verdict, for the versions that are confirmed or have a problem."""
+    writers: dict[str, str] = field(default_factory=dict[str, str])
+    """Each memory file's writer: the commit that made its version at `head` (or removed
+    it, for a file removed since), so a merge can tell which side changed it last."""
+    tip: str | None = None
+    """The last commit replayed that changed the store (git's rewritten parent of the next)."""
+    some: bool = False
+    """Whether these are the verdicts of some files only (`partial`), not of the store."""
     humans: tuple[str, ...] = ()
     """The store's people the verdicts were made for (see `binding`)."""
     binding: dict[str, Force] = field(default_factory=dict[str, Force])
@@ -123,6 +134,26 @@ class Trust:
         if blob is None:
             return _FINE
         return self.verdicts.get(f"{path}\0{blob}", _FINE)
+
+    def copy(self) -> Trust:
+        return Trust(
+            self.head,
+            dict(self.blobs),
+            dict(self.owners),
+            dict(self.verdicts),
+            dict(self.writers),
+            self.tip,
+            self.some,
+            self.humans,
+            dict(self.binding),
+        )
+
+    def become(self, other: Trust) -> None:
+        """Take `other`'s verdicts as this one's."""
+        self.head, self.tip, self.some = other.head, other.tip, other.some
+        self.blobs, self.owners = other.blobs, other.owners
+        self.verdicts, self.writers = other.verdicts, other.writers
+        self.humans, self.binding = other.humans, other.binding
 
 
 # -- judging one change -----------------------------------------------------------------------
@@ -307,6 +338,33 @@ Signers = Callable[[list[str]], dict[str, str | None]]
 """Given commit shas, the identity whose allowed key signed each (None: unsigned or unknown)."""
 
 
+class NeedsFullReplay(Exception):
+    """An extension of the verdicts met a commit whose parent's verdicts are not at hand (a
+    branch that forked before the commit they were made for): replay the whole history."""
+
+
+class _Ancestry:
+    """Whether one commit is an ancestor of another, asked of git once per pair."""
+
+    def __init__(self, repo: repository.Repo) -> None:
+        self.repo = repo
+        self.memo: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, older: str | None, newer: str) -> bool:
+        """`older` (None: a file no commit ever wrote there) is `newer` or an ancestor."""
+        if older is None or older == newer:
+            return True
+        key = (older, newer)
+        found = self.memo.get(key)
+        if found is None:
+            try:
+                found = refs.is_ancestor(self.repo, older, newer)
+            except GitError:
+                found = False
+            self.memo[key] = found
+        return found
+
+
 def replay(
     trust: Trust,
     repo: repository.Repo,
@@ -314,11 +372,27 @@ def replay(
     commits: Iterable[gitlog.StoreCommit],
     signers: Signers | None = None,
     parsed_memo: dict[str, Memory | None] | None = None,
+    *,
+    chain: bool = False,
+    each: Callable[[gitlog.StoreCommit, Trust], None] | None = None,
+    boundary: Callable[[str, set[str]], Trust] | None = None,
 ) -> None:
-    """Extend `trust` with `commits` (oldest first) that changed files under `prefix`.
+    """Extend `trust` (the verdicts at `trust.head`) with `commits` (oldest first, parents
+    before children) that changed files under `prefix`; `trust` ends as the verdicts at the
+    last one. Each commit is judged against the verdicts at its parents, so a branch and a
+    merge are judged on the history they hold, not on the order `git log` lists them in.
 
+    `chain`: each commit follows the one before (`gitlog.linear_commits`), whatever its
+    parents say. `boundary(sha, paths)`: the verdicts at a parent outside `commits` (a
+    branch that forked before `trust.head`) for the files `commits` change (`partial`); the
+    commits built on them hold verdicts of some files only, so none may be the last.
+    `each`: called after every commit with the verdicts at it (do not keep them).
     `parsed_memo`: memories by blob sha (None: not a valid memory), which the replay reads
     and adds to, and another thread may share (a blob parsed by either is not parsed again).
+
+    Raises:
+        NeedsFullReplay: a commit's parent is neither in `commits` nor `trust`'s commit.
+        GitError: when git cannot read the history.
     """
     parsed = _Parsed(repo, parsed_memo)
     commits = list(commits)
@@ -329,6 +403,17 @@ def replay(
             parsed.memo[blob] = parse_bytes(data)
     cut = gitlog.shallow_commits(repo)
     signed_by = signers([c.sha for c in commits]) if signers is not None and commits else {}
+    ancestry = _Ancestry(repo)
+    states: dict[str, Trust] = {}
+    for known in (trust.head, trust.tip):
+        if known is not None:
+            states[known] = trust
+    waiting: dict[str, int] = {}
+    for commit in commits:
+        for parent in commit.parents:
+            waiting[parent] = waiting.get(parent, 0) + 1
+    last = trust
+    touched: set[str] | None = None
     for commit in commits:
         by = By(
             commit.sha,
@@ -338,14 +423,140 @@ def replay(
             signers is not None,
         )
         changes = [c for c in commit.changes if _is_memory(prefix, c.path)]
-        _apply(trust, changes, by, parsed.get, commit.sha in cut)
-        trust.head = commit.sha
+        if chain:
+            state = last
+            _apply(state, changes, by, parsed.get, commit.sha in cut)
+        else:
+            parents = list(dict.fromkeys(commit.parents))
+            found = [states.get(p) if p in states else None for p in parents]
+            if not parents:
+                state = Trust(humans=trust.humans)
+            elif any(s is None for s in found) and boundary is None:
+                raise NeedsFullReplay(commit.sha)
+            else:
+                if any(s is None for s in found):
+                    assert boundary is not None
+                    if touched is None:
+                        touched = {c.path for x in commits for c in x.changes}
+                        touched = {t for t in touched if _is_memory(prefix, t)}
+                    for i, parent in enumerate(parents):
+                        if found[i] is None:
+                            found[i] = states[parent] = boundary(parent, touched)
+                            states[parent].some = True
+                first = found[0]
+                assert first is not None
+                # The first parent's verdicts move to this commit when nothing else needs
+                # them; a branch point keeps a copy for its other children.
+                state = first if waiting.get(parents[0], 0) <= 1 else first.copy()
+            if len(parents) > 1:
+                others = [s for s in found if s is not None]
+                _merge(state, others, parents, changes, by, parsed.get, ancestry)
+            else:
+                _apply(state, changes, by, parsed.get, commit.sha in cut)
+            for parent in parents:
+                waiting[parent] = waiting.get(parent, 1) - 1
+                if waiting[parent] <= 0 and parent not in (trust.head, trust.tip):
+                    states.pop(parent, None)
+            states[commit.sha] = state
+        state.head = state.tip = commit.sha
+        last = state
+        if each is not None:
+            each(commit, state)
+    if last.some and not trust.some:
+        raise NeedsFullReplay(last.head or "")
+    if last is not trust:
+        trust.become(last)
 
 
 _CUT = (
     "its history is cut off (a shallow clone has no commits before this one): fetch it "
     "(`git fetch --unshallow`) so its owner and confirmation can be checked"
 )
+
+Old = tuple[str | None, Verdict]
+"""A version a change is judged from: its blob (None: no file) and its verdict."""
+
+
+def _merge(
+    trust: Trust,
+    parents: list[Trust],
+    shas: list[str],
+    changes: list[gitlog.PathChange],
+    by: By,
+    read: Callable[[str | None], Memory | None],
+    ancestry: Callable[[str | None, str], bool],
+) -> None:
+    """Judge a merge's changes and move `trust` (its first parent's verdicts) past it.
+
+    A path whose result is a parent's version keeps that parent's verdict only when that
+    side made the change: every parent with another version had it in that side's history
+    (its writer is an ancestor of that parent). Anything else the merge holds (an older
+    version brought back, a file another side removed, a resurrected one, a rename) is the
+    merge's own change, judged as a commit by its committer from each side's newest version
+    (those no other side has moved on from), and it must hold from every one of them."""
+    own: list[gitlog.PathChange] = []
+    olds: dict[str, list[Old]] = {}
+    owners: dict[str, str | None] = {}
+    for change in changes:
+        path, result = change.path, change.after
+        blobs = [p.blobs.get(path) for p in parents]
+        writers = [p.writers.get(path) for p in parents]
+        n = len(parents)
+
+        def moved_on(
+            j: int, i: int, blobs: list[str | None] = blobs, writers: list[str | None] = writers
+        ) -> bool:
+            """Whether side i's history holds side j's version (or i has the same)."""
+            return blobs[j] == blobs[i] or ancestry(writers[j], shas[i])
+
+        kept = next(
+            (i for i in range(n) if blobs[i] == result and all(moved_on(j, i) for j in range(n))),
+            None,
+        )
+        if kept is not None:
+            _take(trust, parents[kept], path)
+            continue
+        newest = [
+            j
+            for j in range(n)
+            if not any(blobs[k] != blobs[j] and moved_on(j, k) for k in range(n))
+        ]
+        newest = list({blobs[j]: j for j in reversed(newest)}.values()) or list(range(n))
+        own.append(gitlog.PathChange(path, tuple(blobs[j] for j in newest), result))
+        olds[path] = [(blobs[j], parents[j].verdict(path, blobs[j])) for j in newest]
+        owners[path] = next(
+            (parents[j].owners.get(path) for j in newest if parents[j].owners.get(path)), None
+        )
+    if own:
+        _apply(trust, own, by, read, merge_olds=olds, merge_owners=owners)
+
+
+def _take(trust: Trust, side: Trust, path: str) -> None:
+    """Set `path` in `trust` as it is in `side`: its version, owner, verdict and writer."""
+    if side is trust:
+        return
+    old = trust.blobs.get(path)
+    blob = side.blobs.get(path)
+    if old is not None and old != blob:
+        trust.verdicts.pop(f"{path}\0{old}", None)
+    for mine, theirs in ((trust.blobs, side.blobs), (trust.owners, side.owners)):
+        if path in theirs:
+            mine[path] = theirs[path]
+        else:
+            mine.pop(path, None)
+    writer = side.writers.get(path)
+    if writer is None:
+        trust.writers.pop(path, None)
+    else:
+        trust.writers[path] = writer
+    if blob is not None:
+        key = f"{path}\0{blob}"
+        if key in side.verdicts:
+            trust.verdicts[key] = side.verdicts[key]
+    if path in side.binding:
+        trust.binding[path] = side.binding[path]
+    else:
+        trust.binding.pop(path, None)
 
 
 def _apply(
@@ -354,19 +565,44 @@ def _apply(
     by: By,
     read: Callable[[str | None], Memory | None],
     cut: bool = False,
+    merge_olds: dict[str, list[Old]] | None = None,
+    merge_owners: dict[str, str | None] | None = None,
 ) -> None:
     """Judge one commit's changes to memory files and move `trust` past it. In a commit whose
     parents a shallow clone left out (`cut`), a file that seems created may be older: its
-    owner is taken from the file, and a confirmation in it cannot be checked."""
+    owner is taken from the file, and a confirmation in it cannot be checked.
+
+    For a merge's own changes, `merge_olds` gives the versions each path is judged from (the
+    change must hold from every one) and `merge_owners` each file's owner (None: no side
+    has it, so the merge creates it)."""
+    merging = merge_olds is not None
+
+    def olds_of(path: str, befores: tuple[str | None, ...]) -> list[Old]:
+        if merge_olds is not None and path in merge_olds:
+            return merge_olds[path]
+        return [(b, trust.verdict(path, b)) for b in befores]
+
+    if merge_owners is not None:
+        for change in changes:
+            owner = merge_owners.get(change.path)
+            if owner is None:
+                trust.owners.pop(change.path, None)
+            else:
+                trust.owners[change.path] = owner
     # A file deleted and one of the same name added in one commit is a move: it keeps its
     # owner, and the deleted version is the one it changed from.
     gone = {
-        Path(c.path).name: (c.path, trust.owners.get(c.path), c.before)
+        _file_name(c.path): (c.path, trust.owners.get(c.path), olds_of(c.path, c.before))
         for c in changes
         if c.after is None
     }
     names = _renames(trust, changes, gone, read)
+    stale: list[str] = []
     for change in changes:
+        old_blob = trust.blobs.get(change.path)
+        if old_blob is not None and old_blob != change.after:
+            stale.append(f"{change.path}\0{old_blob}")
+        trust.writers[change.path] = by.commit
         if change.after is None:
             trust.blobs.pop(change.path, None)
             trust.owners.pop(change.path, None)
@@ -374,20 +610,18 @@ def _apply(
         if change.after is None:
             continue
         new = read(change.after)
-        path, befores = change.path, change.before or (None,)
+        path = change.path
+        befores = olds_of(path, change.before or (None,))
         created = path not in trust.owners
         if created:
-            was = gone.get(Path(path).name) or names.moved.get(path)
+            was = gone.get(_file_name(path)) or names.moved.get(path)
             if was is not None and was[1] is not None:
-                path_before, owner, befores = was[0], was[1], was[2] or (None,)
+                owner, befores = was[1], was[2] or [(None, _FINE)]
                 trust.owners[path] = owner
                 created = False
             else:
-                path_before = path
                 named = new is not None and by.names(new.owner)
                 trust.owners[path] = new.owner if new is not None and named else by.committer
-        else:
-            path_before = path
         trust.blobs[path] = change.after
         key = f"{path}\0{change.after}"
         if new is None:
@@ -398,35 +632,38 @@ def _apply(
             if new.status == Status.CONFIRMED:
                 trust.verdicts[key] = Verdict(False, _CUT, by.commit)
             continue
-        best: Verdict | None = None
-        for before in befores:
+        verdicts: list[Verdict] = []
+        for before, before_verdict in befores or [(None, _FINE)]:
             old = None if created else read(before)
             # A rename in this commit may have rewritten the references to the old name:
             # that is no change to what a reviewer confirmed.
             olds = [old] if old is None or not names.renamed else [old, renamed(old, names.renamed)]
+            best: Verdict | None = None
             for was in olds:
-                verdict = judge(
-                    was,
-                    trust.verdict(path_before, before),
-                    new,
-                    by,
-                    trust.owners[path],
-                    created,
-                )
+                verdict = judge(was, before_verdict, new, by, trust.owners[path], created)
                 if best is None or (verdict.ok and not best.ok):
                     best = verdict
-        assert best is not None
-        if best.ok and new.status != Status.CONFIRMED:
+            assert best is not None
+            verdicts.append(best)
+        if merging:  # it must hold from every side's newest version
+            chosen = next((v for v in verdicts if not v.ok), verdicts[0])
+        else:  # (one parent: one verdict)
+            chosen = next((v for v in verdicts if v.ok), verdicts[0])
+        if chosen.ok and new.status != Status.CONFIRMED:
             trust.verdicts.pop(key, None)
         else:
-            trust.verdicts[key] = best
+            trust.verdicts[key] = chosen
+    for key in stale:  # a version no longer at this commit needs no verdict here
+        path, _, blob = key.partition("\0")
+        if trust.blobs.get(path) != blob:
+            trust.verdicts.pop(key, None)
     _bind(trust, changes, gone, names, by, read)
 
 
 def _bind(
     trust: Trust,
     changes: list[gitlog.PathChange],
-    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    gone: dict[str, tuple[str, str | None, list[Old]]],
     names: _Renames,
     by: By,
     read: Callable[[str | None], Memory | None],
@@ -454,8 +691,8 @@ def _bind(
 
 @dataclass(slots=True)
 class _Renames:
-    moved: dict[str, tuple[str, str | None, tuple[str | None, ...]]]
-    """New path → (old path, owner, old blobs) of a memory renamed in the commit."""
+    moved: dict[str, tuple[str, str | None, list[Old]]]
+    """New path → (old path, owner, old versions) of a memory renamed in the commit."""
     renamed: dict[str, str]
     """Old name → new name."""
 
@@ -463,7 +700,7 @@ class _Renames:
 def _renames(
     trust: Trust,
     changes: list[gitlog.PathChange],
-    gone: dict[str, tuple[str, str | None, tuple[str | None, ...]]],
+    gone: dict[str, tuple[str, str | None, list[Old]]],
     read: Callable[[str | None], Memory | None],
 ) -> _Renames:
     """The memories a commit renamed (`memstore mv`): a file deleted and another added whose
@@ -473,13 +710,13 @@ def _renames(
     added = [
         c
         for c in changes
-        if c.after is not None and c.path not in trust.owners and Path(c.path).name not in gone
+        if c.after is not None and c.path not in trust.owners and _file_name(c.path) not in gone
     ]
     if not added or not gone:
         return found
-    candidates: list[tuple[str, str | None, tuple[str | None, ...], Memory]] = []
+    candidates: list[tuple[str, str | None, list[Old], Memory]] = []
     for path, owner, befores in gone.values():
-        old = read(next((b for b in befores if b is not None), None))
+        old = read(next((b for b, _ in befores if b is not None), None))
         if owner is not None and old is not None:
             candidates.append((path, owner, befores, old))
     for change in added:
@@ -495,6 +732,10 @@ def _renames(
                 del candidates[i]
                 break
     return found
+
+
+def _file_name(path: str) -> str:
+    return path.rpartition("/")[2]
 
 
 def _is_memory(prefix: str, path: str) -> bool:
@@ -531,9 +772,59 @@ def full(
     return trust
 
 
+PARTIAL_MAX = 256
+"""Past this many files (those asked for, and the files renamed into them), judging them one
+by one costs more than the whole history: `partial` replays it all."""
+
+
+def partial(
+    repo: repository.Repo,
+    root: Path,
+    paths: Iterable[str],
+    signers: Signers | None = None,
+    until: str | None = None,
+    humans: tuple[str, ...] | None = None,
+) -> Trust:
+    """The verdicts at HEAD (or `until`) for the memory files `paths` (relative to the
+    repository) only: the commits that changed them, judged as `full` judges them, so a read
+    of a few memories needs no replay of the whole store. A file renamed into one of them
+    (a commit that removed other files) brings the removed files' histories in too.
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    head = until or refs.head(repo)
+    wanted = set(paths)
+    people = _humans(root) if humans is None else humans
+    if head is None:
+        return Trust(humans=people)
+    prefix = prefix_of(repo, root)
+    while len(wanted) <= PARTIAL_MAX:
+        commits = gitlog.store_commits(repo, root, until=head, paths=sorted(wanted))
+        found: set[str] = set()
+        single = [c.sha for c in commits if len(c.parents) <= 1]
+        for gone in gitlog.deleted_files(repo, single, prefix).values():
+            found.update(p for p in gone if _is_memory(prefix, p))
+        for commit in commits:
+            if len(commit.parents) > 1:
+                found.update(
+                    c.path for c in commit.changes if c.after is None and _is_memory(prefix, c.path)
+                )
+        if not found - wanted:
+            trust = Trust(humans=people)
+            kept = [
+                replace(c, changes=tuple(x for x in c.changes if x.path in wanted)) for c in commits
+            ]
+            replay(trust, repo, prefix, kept, signers)
+            trust.head = head
+            return trust
+        wanted |= found
+    return full(repo, root, signers, until=head, humans=people)
+
+
 def _humans(root: Path) -> tuple[str, ...]:
-    """The store's people (`humans:`); none when the setting cannot be read (then `check`
-    reports it)."""
+    """The store's people (`humans:`, as committed); none when the setting cannot be read
+    (then `check` reports it)."""
     from memstore.storage import settings
 
     try:
@@ -568,6 +859,7 @@ class Cache:
         self._lock = threading.Lock()
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._partial: tuple[str, frozenset[str], Trust] | None = None
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -613,6 +905,9 @@ class Cache:
         """The digest of what the verdicts depend on besides the history ("" when unknown)."""
         return self.settings()[0] if self.settings is not None else ""
 
+    def _now(self) -> tuple[str, Signers | None]:
+        return self.settings() if self.settings is not None else ("", self._signers)
+
     def current(self) -> Trust:
         """The verdicts at HEAD.
 
@@ -630,6 +925,62 @@ class Cache:
             self._stamp = stamp
             return trust
 
+    def current_for(self, paths: Iterable[str]) -> Trust:
+        """The verdicts at HEAD, for `paths` at least: all of them when they are at hand (in
+        memory or kept under `.memstore/`), else (a fresh clone, a cache removed) only these
+        files' histories, judged now (`partial`) and kept in memory for this HEAD.
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        wanted = set(paths)
+        with self._lock:
+            stamp = self._refs_stamp()
+            if self.trust is not None and stamp == self._stamp:
+                return self.trust
+            if self.trust is None:
+                # The verdicts hold for one HEAD and one shallow cut (a fetch may deepen it).
+                at = refs.head(self.repo)
+                cut = gitlog.shallow_commits(self.repo)
+                # ... and for one basis (trust settings, allowed signers) and set of people.
+                basis, signers = self._now()
+                humans = _humans(self.root)
+                head = f"{at} {sorted(cut)} {basis} {list(humans)}"
+                known = self._partial
+                if known is not None and known[0] == head and wanted <= known[1]:
+                    return known[2]
+                if known is not None and known[0] == head:
+                    wanted |= known[1]
+                signed = signers is not None
+                # Kept for this HEAD: read just these files' lines. None kept (a fresh clone,
+                # the cache removed): judge just these files' histories.
+                found = (
+                    load_some(self.file, signed, cut, None, wanted, basis)
+                    if cut == self._cut
+                    else None
+                )
+                if found is not None and found.humans != humans:
+                    found = None
+                if found is not None and found.head != at:
+                    found = self._still(found, at, wanted)
+                if found is None and not self.file.exists():
+                    found = partial(self.repo, self.root, wanted, signers, until=at, humans=humans)
+                if found is not None:
+                    self._partial = (head, frozenset(wanted), found)
+                    return found
+        return self.current()
+
+    def _still(self, found: Trust, head: str | None, paths: set[str]) -> Trust | None:
+        """`found` (some files' kept verdicts) moved to `head` when the few memstore commits
+        since change none of `paths` (their verdicts are then the same), else None."""
+        if found.head is None or head is None:
+            return None
+        linear = gitlog.linear_commits(self.repo, self.root, found.head, head)
+        if linear is None or any(c.path in paths for x in linear for c in x.changes):
+            return None
+        found.head = head
+        return found
+
     def _current(self) -> Trust:
         humans = _humans(self.root)  # HEAD moved: a commit may have changed the people
         if humans != self.humans:
@@ -639,7 +990,7 @@ class Cache:
         if cut != self._cut:  # a fetch deepened (or a clone cut) the history
             self.trust, self._cut = None, cut
             self.file.unlink(missing_ok=True)
-        basis, signers = self.settings() if self.settings is not None else ("", self._signers)
+        basis, signers = self._now()
         if basis != self._basis:  # a trust setting or the allowed signers changed at HEAD
             self.trust, self._basis = None, basis
         trust = self.trust if self.trust is not None else self._load()
@@ -650,20 +1001,27 @@ class Cache:
             # A few memstore commits on top: read in-process, no git runs.
             linear = gitlog.linear_commits(self.repo, self.root, trust.head, head)
             if linear is not None:
-                replay(trust, self.repo, self.prefix, linear, signers)
+                replay(trust, self.repo, self.prefix, linear, signers, chain=True)
                 trust.head = head
                 self.trust = trust
                 return trust
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
                     commits = gitlog.store_commits(self.repo, self.root, trust.head, head)
-                    replay(trust, self.repo, self.prefix, commits, signers)
+
+                    def boundary(sha: str, paths: set[str]) -> Trust:
+                        return partial(
+                            self.repo, self.root, paths, signers, until=sha, humans=humans
+                        )
+
+                    replay(trust, self.repo, self.prefix, commits, signers, boundary=boundary)
                     trust.head = head
                     self.trust = trust
                     self._save(trust)
                     return trust
-            except GitError as e:
+            except (GitError, NeedsFullReplay) as e:
                 log.info("replaying the whole history: %s", e)
+                self.trust = None
         trust = full(self.repo, self.root, signers, humans=self.humans)
         self.trust = trust
         self._save(trust)
@@ -702,7 +1060,7 @@ class Cache:
                 return parse_blob(self.repo, blob)
 
             _apply(trust, [c for c in changes if _is_memory(self.prefix, c.path)], by, read)
-            trust.head = sha
+            trust.head = trust.tip = sha
 
     def _load(self) -> Trust:
         found = load(self.file, self.signers is not None, self._cut, self._basis)
@@ -714,31 +1072,110 @@ class Cache:
         save(self.file, trust, self.signers is not None, self._cut, self._basis)
 
 
+# The file: a JSON header line (format, settings, head, tip, the people and the rules that
+# bind the agents), then one line per memory file,
+# `path TAB blob TAB owner TAB writer TAB ok TAB verdict-commit TAB problem` (empty fields for
+# none; a field holding a tab, a line break, a backslash or starting with a quote is written as
+# a JSON string). A read of a few files finds their lines without parsing the rest.
+_NEEDS_QUOTE = re.compile(r'[\t\n\r\\]|^"')
+
+
+def _enc(value: str | None) -> str:
+    if not value:
+        return ""
+    return json.dumps(value, ensure_ascii=False) if _NEEDS_QUOTE.search(value) else value
+
+
+def _dec(field: str) -> str:
+    return str(json.loads(field)) if field.startswith('"') else field
+
+
+def cache_key(signed: bool, cut: frozenset[str], basis: str = "") -> dict[str, Any]:
+    """What kept verdicts depend on besides the commits: they are used only under the same
+    (`basis`: the digest of the committed trust settings and allowed signers, see
+    `Cache.settings`)."""
+    return {"format": _FORMAT, "signed": signed, "shallow": sorted(cut), "basis": basis}
+
+
+def _header(line: str, signed: bool, cut: frozenset[str], basis: str) -> dict[str, Any] | None:
+    found: Any = json.loads(line)
+    if not isinstance(found, dict):
+        return None
+    data = cast(dict[str, Any], found)
+    if any(data.get(k) != v for k, v in cache_key(signed, cut, basis).items()):
+        return None
+    return data
+
+
+def _row(trust: Trust, line: str) -> None:
+    path, blob, owner, writer, ok, vcommit, problem = line.split("\t")
+    path = _dec(path)
+    if blob:
+        trust.blobs[path] = _dec(blob)
+    if owner:
+        trust.owners[path] = _dec(owner)
+    if writer:
+        trust.writers[path] = _dec(writer)
+    if ok and blob:
+        trust.verdicts[f"{path}\0{_dec(blob)}"] = Verdict(
+            ok == "1", _dec(problem) or None, _dec(vcommit)
+        )
+
+
+def _trust_of(data: dict[str, Any]) -> Trust:
+    return Trust(
+        head=str(data["head"]) if data.get("head") else None,
+        tip=str(data["tip"]) if data.get("tip") else None,
+        humans=tuple(str(h) for h in data["humans"]),
+        binding={str(k): Force(*v) for k, v in dict(data["binding"]).items()},
+    )
+
+
 def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> Trust | None:
     """The verdicts `save` kept in `file`, or None when it is missing, unreadable or was made
     under other settings (signatures required or not, a shallow clone's cut, another `basis`:
     see `Cache.settings`)."""
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-        if (
-            data.get("format") != _FORMAT
-            or data.get("signed") != signed
-            or data.get("shallow") != sorted(cut)
-            or data.get("basis", "") != basis
-        ):
+        head, _, rows = file.read_text(encoding="utf-8").partition("\n")
+        data = _header(head, signed, cut, basis)
+        if data is None:
             return None
-        verdicts = {
-            str(k): Verdict(bool(v[0]), v[1] if isinstance(v[1], str) else None, str(v[2]))
-            for k, v in dict(data["verdicts"]).items()
-        }
-        return Trust(
-            head=str(data["head"]) if data.get("head") else None,
-            blobs={str(k): str(v) for k, v in dict(data["blobs"]).items()},
-            owners={str(k): str(v) for k, v in dict(data["owners"]).items()},
-            verdicts=verdicts,
-            humans=tuple(str(h) for h in data["humans"]),
-            binding={str(k): Force(*v) for k, v in dict(data["binding"]).items()},
-        )
+        trust = _trust_of(data)
+        for line in rows.split("\n"):
+            if line:
+                _row(trust, line)
+        return trust
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def load_some(
+    file: Path,
+    signed: bool,
+    cut: frozenset[str],
+    head: str | None,
+    paths: Iterable[str],
+    basis: str = "",
+) -> Trust | None:
+    """The verdicts `save` kept in `file` for `paths` only (`Trust.some`), when they were
+    made for commit `head` (None: whichever they name) under these settings; else None.
+    Reads the file, parses the header and the lines of `paths`."""
+    try:
+        data_bytes = file.read_bytes()
+        first, _, _ = data_bytes.partition(b"\n")
+        data = _header(first.decode("utf-8"), signed, cut, basis)
+        if data is None or (head is not None and data.get("head") != head):
+            return None
+        trust = _trust_of(data)
+        trust.some = True
+        for path in paths:
+            key = b"\n" + _enc(path).encode("utf-8") + b"\t"
+            at = data_bytes.find(key)
+            if at < 0:
+                continue
+            end = data_bytes.find(b"\n", at + 1)
+            _row(trust, data_bytes[at + 1 : end if end >= 0 else None].decode("utf-8"))
+        return trust
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
@@ -746,20 +1183,32 @@ def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> Trus
 def save(file: Path, trust: Trust, signed: bool, cut: frozenset[str], basis: str = "") -> None:
     """Keep `trust` in `file` (a cache under `.memstore/`) for `basis`; a failure is only
     logged."""
-    data = {
-        "format": _FORMAT,
-        "signed": signed,
-        "shallow": sorted(cut),
-        "basis": basis,
+    header = {
+        **cache_key(signed, cut, basis),
         "head": trust.head,
-        "blobs": trust.blobs,
-        "owners": trust.owners,
-        "verdicts": {k: [v.ok, v.problem, v.commit] for k, v in trust.verdicts.items()},
+        "tip": trust.tip,
         "humans": list(trust.humans),
         "binding": {k: list(astuple(v)) for k, v in trust.binding.items()},
     }
+    lines = [json.dumps(header, ensure_ascii=False)]
+    for path in sorted(set(trust.blobs) | set(trust.writers)):
+        blob = trust.blobs.get(path)
+        verdict = trust.verdicts.get(f"{path}\0{blob}") if blob is not None else None
+        lines.append(
+            "\t".join(
+                (
+                    _enc(path),
+                    _enc(blob),
+                    _enc(trust.owners.get(path)),
+                    _enc(trust.writers.get(path)),
+                    "" if verdict is None else ("1" if verdict.ok else "0"),
+                    "" if verdict is None else _enc(verdict.commit),
+                    "" if verdict is None else _enc(verdict.problem),
+                )
+            )
+        )
     try:
-        atomic_write(file, json.dumps(data, ensure_ascii=False))
+        atomic_write(file, "\n".join(lines) + "\n")
     except OSError as e:
         log.info("cannot keep the verdicts in %s: %s", file, e)
 
@@ -786,10 +1235,13 @@ def shown(cache: Cache, path: str, memory: Memory, data: bytes) -> Memory:
     return evolve(memory, status=status, owner=owner)
 
 
-def snapshot(cache: Cache) -> Trust | None:
+def snapshot(cache: Cache, rels: Iterable[str] | None = None) -> Trust | None:
     """The verdicts at HEAD, to judge several files against one reading of HEAD (a search's
-    hits); None when git cannot read the history (then `judged` says why, file by file)."""
+    hits: `rels`, relative to the store, are the files to judge; None: any); None when git
+    cannot read the history (then `judged` says why, file by file)."""
     try:
+        if rels is not None:
+            return cache.current_for(cache.prefix + rel for rel in rels)
         return cache.current()
     except GitError:
         return None
@@ -804,7 +1256,7 @@ def judged(
     trust = at
     if trust is None:
         try:
-            trust = cache.current()
+            trust = cache.current_for([path])
         except GitError as e:
             log.warning("cannot read the history to verify %s: %s", path, e)
             return UNVERIFIED, owner

@@ -80,11 +80,16 @@ def timeline(
     commits = gitlog.store_commits(store.repo, store.root)
     found = gitlog.prefetch(store.repo, commits, lambda path: _is_memory(prefix, path))
     parsed = {blob: trust.parse_bytes(data) for blob, data in found.items()}
-    verdicts = trust.Trust()
     events: list[Event] = []
-    for commit in commits:
-        trust.replay(verdicts, store.repo, prefix, [commit], store.trust.signers)
-        events.extend(_events(commit, prefix, parsed, verdicts))
+    trust.replay(
+        trust.Trust(),
+        store.repo,
+        prefix,
+        commits,
+        store.trust.signers,
+        parsed,
+        each=lambda commit, verdicts: events.extend(_events(commit, prefix, parsed, verdicts)),
+    )
     if name is not None:
         names = {name}
         for event in reversed(events):
@@ -138,6 +143,8 @@ def _events(
 
     changed: list[tuple[str, Memory | None, Memory | None]] = []
     for change in commit.changes:
+        if len(commit.parents) > 1 and change.after in change.before:
+            continue  # a merge taking one side's version: that side's commit told it
         if _is_memory(prefix, change.path):
             before = next((parsed.get(b) for b in change.before if b is not None), None)
             after = parsed.get(change.after) if change.after is not None else None

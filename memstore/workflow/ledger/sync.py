@@ -401,7 +401,9 @@ def _three_way(
         elif kind == "record":
             merged = _union(old, _read(store, t))
         elif kind == "memory":
-            merged = _conflicted(store, rel, path, base, ours, theirs, old, _read(store, t))
+            merged = _conflicted(
+                store, rel, path, (base, ours, theirs), (_read(store, b), old, _read(store, t))
+            )
             conflicts.append(rel)
         else:
             raise SyncFailed(
@@ -432,15 +434,15 @@ def _conflicted(
     store: Store,
     rel: str,
     path: str,
-    base: str,
-    ours: str,
-    theirs: str,
-    mine: bytes | None,
-    other: bytes | None,
+    commits: tuple[str, str, str],
+    versions: tuple[bytes | None, bytes | None, bytes | None],
 ) -> bytes:
     """The version of a memory changed on both sides that the merge keeps: this clone's (the
     change that lands second), else the remote's when this clone removed it; as a draft, with
-    a note naming both versions and how to read the other."""
+    a note naming both versions and how to read the other, and saying what each side moved
+    (a deprecation with its reason, a confirmation), so no status move is lost."""
+    base, ours, theirs = commits
+    was, mine, other = versions
     here = git_remote.last_change(store.repo, base, ours, path)
     there = git_remote.last_change(store.repo, base, theirs, path)
     kept_data, kept_side, lost_side = (
@@ -462,8 +464,9 @@ def _conflicted(
     note = (
         f"> **Sync conflict** ({memory.now()}): this memory was changed on two clones. "
         f"Kept: the version from {kept_where}, {name(kept_side)}. The other version, from "
-        f"{lost_where}, {name(lost_side)}: {lost_text}. Merge the two by hand, remove this "
-        "note, then have it confirmed again.\n\n"
+        f"{lost_where}, {name(lost_side)}: {lost_text}."
+        f"{_moves_said(was, (('this clone', mine), ('the remote', other)))} Merge the two by "
+        "hand, remove this note, then have it confirmed again.\n\n"
     )
     text = _text(kept_data, rel)
     try:
@@ -481,6 +484,42 @@ def _conflicted(
         body=note + parsed.body,
     )
     return memory.render(draft).encode("utf-8")
+
+
+def _parsed(data: bytes | None) -> memory.Memory | None:
+    try:
+        return None if data is None else memory.parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, InvalidMemory):
+        return None
+
+
+def _moves_said(was: bytes | None, sides: tuple[tuple[str, bytes | None], ...]) -> str:
+    """The status moves each side made since `was` (the merge base's version), in words:
+    a deprecation with who made it and why, a confirmation with who made it and why."""
+    base = _parsed(was)
+    said = ""
+    for where, data in sides:
+        version = _parsed(data)
+        if version is None:
+            continue
+        if version.status == Status.DEPRECATED and (
+            base is None
+            or (base.status, base.deprecated_at) != (version.status, version.deprecated_at)
+        ):
+            said += f" On {where} it was deprecated by {version.deprecated_by or 'someone'}"
+            said += f" at {version.deprecated_at}" if version.deprecated_at else ""
+            said += f", because: {version.deprecated_reason}" if version.deprecated_reason else ""
+            if version.superseded_by:
+                said += f" (superseded by [[{version.superseded_by}]])"
+            said += "."
+        elif version.status == Status.CONFIRMED and (
+            base is None
+            or (base.status, base.confirmed_at) != (version.status, version.confirmed_at)
+        ):
+            said += f" On {where} it was confirmed by {version.confirmed_by or 'someone'}"
+            said += f", because: {version.confirmed_reason}" if version.confirmed_reason else ""
+            said += "."
+    return said
 
 
 # -- sync -------------------------------------------------------------------------------------
