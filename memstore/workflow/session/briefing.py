@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, MemstoreError
@@ -226,6 +226,57 @@ def _compacted(s: Section) -> Section:
 # -- a store's briefing -------------------------------------------------------------------
 
 
+def _in_force(
+    store: Store,
+    ruled: list[tuple[str, workflow.Rule]],
+    humans: tuple[str, ...],
+) -> tuple[list[tuple[str, workflow.Rule]], set[str]]:
+    """`ruled` (path, rule) with each rule that binds the agents as it is in force (see
+    `storage.binding`): a change an agent made alone, or an uncommitted one, is not obeyed,
+    and a pending deprecation proposal shows. Also the paths of the versions held in force
+    (they may apply whatever their files now say). Reads the files of those rules only."""
+    from memstore.git import objects
+    from memstore.storage import binding, trust
+    from memstore.storage.files import read_regular
+
+    snapshot = trust.snapshot(store.trust)
+    if snapshot is None or not snapshot.binding:
+        return ruled, set()
+    prefix = store.trust.prefix
+    protected = {p[len(prefix) :] for p in snapshot.binding if p.startswith(prefix)}
+    out: list[tuple[str, workflow.Rule]] = []
+    held: set[str] = set()
+    for item in binding.in_force(
+        snapshot.binding,
+        prefix,
+        store.root,
+        [],
+        read_regular,
+        lambda blob: trust.parse_blob(store.repo, blob),
+        objects.blob_sha,
+    ):
+        if isinstance(item, binding.Held) and (rule := workflow.rule_of(item.memory, humans)):
+            path = f"{item.memory.type}/{item.memory.name}.md"
+            held.add(path)
+            out.append((path, replace(rule, held=item.why)))
+    for path, rule in ruled:
+        if path in held:
+            continue
+        if path in protected and (memory := _read(store, path)) is not None:
+            mine = workflow.rule_of(memory, humans)
+            rule = replace(rule, proposal=mine.proposal if mine is not None else "")
+        out.append((path, rule))
+    return out, held
+
+
+def _read(store: Store, path: str) -> Memory | None:
+    try:
+        return store.read_file(store.root / path)[0]
+    except (InvalidMemory, OSError) as e:
+        log.warning("skipping %s: %s", path, e)
+        return None
+
+
 def brief(
     store: Store,
     *,
@@ -254,20 +305,19 @@ def brief(
         expired = [e.name for e in found.entries("expires != '' AND expires < ?", (today,))]
         humans = settings.store_humans(store.root)
         ruled = [
-            (e, r)
+            (e.path, r)
             for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
             if (r := catalog.rule_of(e, humans)) is not None
         ]
-        ruled.sort(key=lambda er: er[1].rank)
+        ruled, held = _in_force(store, ruled, humans)
+        ruled.sort(key=lambda pr: pr[1].rank)
         rules = [r for _, r in ruled]
         applying, others = rules, list[workflow.Rule]()
         if for_text:
-            maybe = found.rule_candidates(for_text)
-            applies = {
-                e.path for e, r in ruled if e.path in maybe and workflow.related(r, for_text)
-            }
-            applying = [r for e, r in ruled if e.path in applies]
-            others = [r for e, r in ruled if e.path not in applies]
+            maybe = found.rule_candidates(for_text) | held
+            applies = {p for p, r in ruled if p in maybe and workflow.related(r, for_text)}
+            applying = [r for p, r in ruled if p in applies]
+            others = [r for p, r in ruled if p not in applies]
         drafts = _awaiting_review(
             identity,
             found.entries(f"status = 'draft' AND {live}", (today,)),
