@@ -216,6 +216,10 @@ def test_an_agents_committed_weakening_is_not_in_effect_and_lint_flags_it(
     assert verdict(store) is Verdict.BLOCK
     result = session.check(as_agent(store, "coder"), "deploy prod")
     assert "not in effect" in result.reasons[0].message
+    # The briefing shows the rule in force too, as one that applies to the task.
+    text = briefing.brief(as_agent(store, "coder"), for_text="deploy prod").text
+    applying = text.split("## Corrections and warnings that apply")[1].split("## ")[0]
+    assert f"**p0** correction `{RULE}`" in applying, text
     problems = lift_problems(store)
     assert problems and "coder" in problems[0], problems
     # The person makes the same change: it is in effect.
