@@ -109,7 +109,7 @@ def _read_in_place() -> None:
     place. It copied the file into a `BytesIO`: a searcher held every file of every segment
     twice, the mapping's pages and the copy (about 500 MB at 100,000 memories), and each
     opening copied them all again."""
-    from whoosh.filedb import structfile
+    from whoosh.filedb import structfile  # pyright: ignore[reportMissingTypeStubs]
 
     buffer_file: Any = structfile.BufferFile
     if getattr(buffer_file, "_in_place", False):
