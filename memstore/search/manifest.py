@@ -236,9 +236,11 @@ def current(path: Path) -> Manifest | None:
 def write(path: Path, manifest: Manifest) -> State:
     """Save `manifest` in file `path` (call with the index lock held): the entries of its
     `changed` files appended to the log, or the whole of it in `path` (a new log begun) when
-    it has no `changed` or the log has grown long. Returns the state it is now in."""
-    if manifest.changed is not None and manifest.token:
-        appended = _append(path, manifest, manifest.changed)
+    it has no `changed`, they are more than a `LOG_SHARE`-th of its files (a store copied:
+    every stamp moved) or the log has grown long. Returns the state it is now in."""
+    changed = manifest.changed
+    if changed is not None and manifest.token and len(changed) * LOG_SHARE <= len(manifest.stamps):
+        appended = _append(path, manifest, changed)
         if appended is not None:
             manifest.changed = set()
             return appended

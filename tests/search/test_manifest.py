@@ -3,6 +3,7 @@ long as the store, and every reader sees the same files as a full read would."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,16 @@ def test_a_manifest_file_written_before_the_log_is_read_as_it_is(store: Store) -
     later.add("pool-size", type="fact", description="Database pool size is 20")
     assert [h.name for h in search.search(later, Query("pool"))] == ["pool-size"]
     assert log.exists() and set(indexed(store)) == {"fact/seed.md", "fact/pool-size.md"}
+
+
+def test_a_change_to_most_files_writes_the_manifest_whole(store: Store) -> None:
+    for i in range(8):
+        store.add(f"seed-{i}", type="fact", description=f"seed number {i} of the store")
+    search.search(store, Query("seed"))
+    whole, log = files(store)
+    first = whole.read_bytes()
+    for path in store.root.glob("fact/*.md"):  # restored from a copy: new times, same bytes
+        os.utime(path, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    assert search.catch_up(Store(store.root)).indexed == 0
+    assert whole.read_bytes() != first and len(log.read_bytes().splitlines()) == 1
+    assert {s[0] for s in manifest.read(whole).stamps.values()} == {1_700_000_000_000_000_000}  # pyright: ignore[reportOptionalMemberAccess]
