@@ -184,30 +184,30 @@ class Index:
         self._seen: Manifest | None = None
         """The manifest as this process last wrote or read it: files that still have these
         stamps need no look at the manifest (a JSON file as long as the store)."""
-        self._seen_stamp: tuple[int, int, int, int] | None = None
-        """The manifest file's stamp then: an unchanged file need not be read again."""
+        self._seen_state: manifest.State | None = None
+        """The manifest's files then: unchanged, they need not be read again; grown, only
+        what its log gained is."""
 
     # -- state on disk --
 
     def _read_manifest(self) -> Manifest | None:
         """The manifest on disk, as a copy the caller may change; None if it is unreadable
         (the index is then rebuilt)."""
-        try:
-            stamp = _file_stamp(self.manifest_path.stat())
-        except OSError:
+        known = (
+            None
+            if self._seen is None or self._seen_state is None
+            else (self._seen, self._seen_state)
+        )
+        found = manifest.load(self.manifest_path, known)
+        if found is None:
             return None
-        if self._seen is not None and stamp == self._seen_stamp:
-            return self._seen.copy()  # the file this process last wrote or read
-        files = manifest.read(self.manifest_path)
-        if files is None:
-            return None
-        self._seen, self._seen_stamp = files, stamp
-        return files.copy()
+        self._seen, self._seen_state = found
+        return found[0].copy()
 
     def _write_manifest(self, files: Manifest) -> None:
-        manifest.write(self.manifest_path, files)
-        # Written under the index lock: no other process replaces it before this stat.
-        self._seen, self._seen_stamp = files.copy(), _file_stamp(self.manifest_path.stat())
+        # Under the index lock: no other process changes it meanwhile.
+        state = manifest.write(self.manifest_path, files)
+        self._seen, self._seen_state = files.copy(), state
 
     def _usable(self) -> bool:
         return not self.dirty_path.exists() and _exists(self.dir)
@@ -267,6 +267,11 @@ class Index:
         segment (so scores keep one segment's statistics, as a one-process rebuild's do)."""
         settled = set(settled)
         files.racy -= settled
+        if files.changed is not None:
+            files.changed |= settled
+            files.changed.update(restamped or ())
+            files.changed.update(removed)
+            files.changed.update(path for path, *_ in updates)
         now = time.time_ns()
         for path, stamp in (restamped or {}).items():
             files.stamps[path] = stamp
@@ -591,9 +596,10 @@ class Index:
             return len(self._cache.docset(searcher, TermRange("expires", "0", today, endexcl=True)))
 
     def state(self) -> object:
-        """The manifest file's stamp (None without one): unchanged, so is what it lists."""
+        """The manifest files' stamps (None without them): unchanged, so is what they list."""
         try:
-            return _file_stamp(self.manifest_path.stat())
+            log_stat = self.manifest_path.with_name(manifest.LOG).stat()
+            return (_file_stamp(self.manifest_path.stat()), (log_stat.st_ino, log_stat.st_size))
         except OSError:
             return None
 
@@ -601,10 +607,9 @@ class Index:
         """The manifest's state (its file's stamp) and each indexed memory's content digest by
         store-relative path, as last committed; None when there is no usable index."""
         with self._mutex:
-            files = self._read_manifest()
-            if files is None:
+            if self._read_manifest() is None or self._seen is None:
                 return None
-            return self._seen_stamp, files.digests
+            return self._seen_state, self._seen.digests
 
     def search(
         self, query: Query, today: str | None = None, dense: Dense | None = None

@@ -83,6 +83,9 @@ class Upkeep:
         self.index = Index(cache / "index", self._locked)
         self.watched = False
         """Set while a `Watcher` keeps the index current (no periodic rescans needed)."""
+        self.first_look: threading.Event | None = None
+        """A starting `Watcher`'s: set once its first catch-up is done. A search that has not
+        looked at the files yet waits for it rather than scanning them beside it."""
         self.seen: Folders | None = None
         """The folders' modification times at this process's last catch-up."""
         self.scanned_at = 0.0
@@ -284,6 +287,11 @@ class Upkeep:
         An edit in place moves no folder's time: without a watcher, every file is compared
         again once the last full look is older than RESCAN_SECONDS.
         """
+        first = self.first_look
+        if self.seen is None and first is not None:
+            # A server's first search: the watcher is catching up with every folder; two
+            # scans at once cost each twice as long (a store of 100,000 files: seconds).
+            first.wait(self.lock_timeout)
         written = store.written.take()
         try:
             if written:

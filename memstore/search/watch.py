@@ -93,6 +93,7 @@ class Watcher:
     def start(self, timeout: float = 10.0) -> Watcher:
         """Start watching and catch up once; returns when changes from now on will be seen."""
         self._thread = threading.Thread(target=self.run, name="memstore-watch", daemon=True)
+        search.upkeep(self.store).first_look = self.ready
         self._thread.start()
         self.ready.wait(timeout)
         return self
@@ -103,7 +104,10 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        search.upkeep(self.store).watched = False
+        up = search.upkeep(self.store)
+        up.watched = False
+        if up.first_look is self.ready:
+            up.first_look = None
 
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until `predicate()` holds, re-checking after each catch-up; False on timeout."""

@@ -126,11 +126,11 @@ def test_deprecated_at_the_time_is_hidden_and_shown_when_asked(past: Path) -> No
 
 def test_as_of_touches_neither_the_working_tree_nor_the_live_index(past: Path) -> None:
     search("hpa")  # the live index exists
-    manifest = past / ".memstore" / "index" / "manifest.json"
-    before = (manifest.stat().st_mtime_ns, manifest.read_bytes())
+    files = [past / ".memstore" / "index" / name for name in ("manifest.json", "manifest.log")]
+    before = [(f.stat().st_mtime_ns, f.read_bytes()) for f in files]
     search("hpa", "--as-of", "2026-10-15")
     search("hpa", "--as-of", "2026-10-15")  # the second time from the cached past index
-    assert (manifest.stat().st_mtime_ns, manifest.read_bytes()) == before
+    assert [(f.stat().st_mtime_ns, f.read_bytes()) for f in files] == before
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=past, capture_output=True, text=True, check=True
     )

@@ -548,3 +548,20 @@ def test_the_best_candidates_are_the_highest_scores_then_the_lowest_documents() 
             # Whoosh's order: a higher score first, then the lower document number.
             wanted = sorted(((s, d) for d, s in scores.items()), key=lambda p: (-p[0], p[1]))
             assert _nlargest(scores, n) == wanted[:n]
+
+
+def test_a_segments_text_lengths_are_whooshs_own(store: Store) -> None:
+    from memstore.search.postings import Segment
+
+    for i in range(40):
+        write_memory(store, f"note-{i}", f"note {i}", body=" ".join(["word"] * (i * 37)))
+    search.catch_up(store)
+    ix = windex.open_dir(str(store.cache / "index"))
+    with ix.searcher() as searcher:
+        for sub, _ in searcher.subsearchers or [(searcher, 0)]:
+            reader = sub.reader()
+            expected = [
+                reader.doc_field_length(d, "text", 0) or 0 for d in range(reader.doc_count_all())
+            ]
+            assert Segment(reader).lengths == expected
+            assert len(set(expected)) > 20  # lengths short and long, as Whoosh rounds them

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,31 @@ def test_a_followed_leader_indexes_its_own_servers_writes_too(store: Store) -> N
         store.add("cache-ttl", type="fact", description="Cache entries live 24 hours")
         assert leader.wait(lambda: leader.catch_ups == before + 1, timeout=5)
         assert leader.own_writes_seen == 0
+
+
+def test_a_servers_first_search_waits_for_the_watchers_first_look_not_scanning_beside_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.search import upkeep as search
+
+    write_memory(store, "seed", "Widgets are blue")
+    search.catch_up(Store(store.root))  # an index from before the server started
+    write_memory(store, "pool-size", "Database pool size is 20")  # changed while it was off
+    server = Store(store.root)
+    catch_up = search.Upkeep.catch_up
+    scans: list[str] = []
+
+    def slow_catch_up(self: search.Upkeep, *args: Any, **kwargs: Any) -> Any:
+        scans.append(threading.current_thread().name)
+        if threading.current_thread().name == "memstore-watch":
+            time.sleep(0.5)  # a large store's scan: the search comes while it runs
+        return catch_up(self, *args, **kwargs)
+
+    monkeypatch.setattr(search.Upkeep, "catch_up", slow_catch_up)
+    watcher = Watcher(server).start(timeout=0)  # as a server starts it
+    try:
+        assert names(server, "pool") == ["pool-size"]  # what changed before it started
+        assert scans[0] == "memstore-watch"
+        assert threading.current_thread().name not in scans  # the search scanned no file
+    finally:
+        watcher.stop()

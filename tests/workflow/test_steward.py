@@ -328,8 +328,12 @@ def test_of_adders_finding_the_index_far_behind_only_one_catches_it_up(
     for i in range(steward.HINT_READS + 1):  # more unindexed files than a hint reads
         store.add(f"note-{i}", type="fact", description=f"note number {i} on the build")
     store.add("use-zod", type="decision", description="Validate API input with zod schemas")
-    manifest = store.cache / "index" / "manifest.json"
-    before = manifest.read_bytes()
+    index_dir = store.cache / "index"
+
+    def manifest() -> tuple[bytes, bytes]:  # the file and its log of later changes
+        return (index_dir / "manifest.json").read_bytes(), (index_dir / "manifest.log").read_bytes()
+
+    before = manifest()
     # Another adder is catching the index up (or a search is writing it): this one reads the
     # files itself, neither waiting for it (30 s) nor loading Whoosh to do it again.
     held = lock_file(store.cache / lock, 0)
@@ -342,10 +346,10 @@ def test_of_adders_finding_the_index_far_behind_only_one_catches_it_up(
         os.close(held)
     assert "similar: use-zod (decision, draft" in err
     assert took < 15 and not whoosh
-    assert manifest.read_bytes() == before
+    assert manifest() == before
     # With nobody at it, the next adder catches the index up.
     took, err, whoosh = _add_in_a_process(store, "zod-schemas", "Zod schemas validate input")
-    assert whoosh and manifest.read_bytes() != before
+    assert whoosh and manifest() != before
     assert steward._listed(store) is not None  # pyright: ignore[reportPrivateUsage]
 
 
