@@ -205,3 +205,23 @@ def test_a_recall_and_a_write_only_call_down_the_import_order(store: Store) -> N
         "memstore.search.index",
         "memstore.git.gitlog",
     }
+
+
+def test_the_cli_starts_without_loading_the_core() -> None:
+    # Every command (and `--help`) pays for what the CLI's start imports: the core's modules
+    # load only when a command runs (a top-level import in a command module undoes that).
+    import subprocess
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, memstore.faces.cli.main\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('memstore')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    loaded = {m for m in out if not m.startswith("memstore.faces.cli")}
+    assert loaded <= {"memstore", "memstore.faces", "memstore.limits"}, sorted(loaded)

@@ -19,8 +19,6 @@ from memstore.faces.cli.common import (
     stdin_text,
     store_of,
 )
-from memstore.model.memory import RULE_TYPES
-from memstore.model.render_text import proposal
 
 
 @click.command()
@@ -168,6 +166,9 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     if as_json:
         echo_json({**json_object(current.memory), "version": current.version})
         return
+    from memstore.model.memory import RULE_TYPES
+    from memstore.model.render_text import proposal
+
     m = current.memory
     force = store_of(ctx).force(current) if m.type in RULE_TYPES else None
     click.echo(f"{m.name} — {m.description}")
@@ -245,6 +246,7 @@ def list_(
       memstore list --status draft --tag api
       memstore list --all
     """
+    from memstore.model.render_text import proposal
     from memstore.workflow.care import catalog
 
     if limit is None:

@@ -4,6 +4,7 @@ commit), restore, verify, and the queue of drafts awaiting you."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,7 +16,9 @@ from memstore.faces.cli.common import (
     label,
     store_of,
 )
-from memstore.model.render_text import proposal
+
+if TYPE_CHECKING:
+    from memstore.model.memory import Memory
 
 
 @click.command()
@@ -100,7 +103,7 @@ def deprecate(
         if as_json:
             echo_json(json_object(memory))
             return
-        pending = proposal(memory)
+        pending = _proposal(memory)
         if pending:  # a rule that binds you: it stays in force until someone agrees
             click.echo(f"proposed deprecating {label(memory)}: {pending}")
             return
@@ -181,7 +184,7 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         for m in queue:
-            pending = proposal(m)
+            pending = _proposal(m)
             click.echo(
                 f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
                 + (f" [{pending}: {m.deprecation_proposed_reason}]" if pending else "")
@@ -200,8 +203,8 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
             f"updated {m.updated[:10]}"
         )
         click.echo(f"  {m.description}")
-        if proposal(m):
-            click.echo(f"  {proposal(m)}: {m.deprecation_proposed_reason}")
+        if _proposal(m):
+            click.echo(f"  {_proposal(m)}: {m.deprecation_proposed_reason}")
         for line in m.body.strip().splitlines()[:20]:
             click.echo(f"  | {line}")
         choice = click.prompt(
@@ -224,7 +227,7 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
             click.echo(f"Error: {e}{e.cli_hint}", err=True)
             continue
         verb = "confirmed" if choice == "c" else "deprecated"
-        if choice == "d" and proposal(done):
+        if choice == "d" and _proposal(done):
             verb = "proposed deprecating"
         click.echo(f"{verb} {label(done)}")
 
@@ -292,3 +295,10 @@ COMMANDS: tuple[click.Command, ...] = (
     verify,
 )
 """The commands `main` registers from this module."""
+
+
+def _proposal(memory: Memory) -> str:
+    # Imported when asked: the CLI's start (and `--help`) never loads the memory model.
+    from memstore.model.render_text import proposal
+
+    return proposal(memory)
