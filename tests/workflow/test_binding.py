@@ -377,3 +377,35 @@ def test_a_persons_pin_does_not_accept_an_agents_change_unseen(store: Store) -> 
     as_agent(store, "alice").edit(RULE, body="p3 is right: it only warns now.")
     assert verdict(store) is Verdict.WARN  # a p3 only warns
     assert lift_problems(store) == []
+
+
+def _merge_as(root: Path, who: str, branch: str) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": who,
+        "GIT_AUTHOR_EMAIL": f"{who}@example.com",
+        "GIT_COMMITTER_NAME": who,
+        "GIT_COMMITTER_EMAIL": f"{who}@example.com",
+    }
+    subprocess.run(
+        ["git", "merge", "-q", "--no-ff", "-m", f"merge {branch}", branch],
+        cwd=root,
+        env=env,
+        check=True,
+    )
+
+
+@pytest.mark.parametrize("edit", ["lower severity", "git rm", "deprecate by hand"])
+def test_an_agents_weakening_merged_from_a_branch_is_not_in_effect(store: Store, edit: str) -> None:
+    person_rule(store)
+    main = git(store.root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(store.root, "checkout", "-q", "-b", "side")
+    HAND_EDITS[edit](store.root)
+    commit_as(store.root, "coder", f"hand edit on a branch: {edit}")
+    git(store.root, "checkout", "-q", main)
+    store.add("unrelated", type="fact", description="Something else moved on main")
+    _merge_as(store.root, "coder", "side")
+    assert verdict(store) is Verdict.BLOCK
+    assert lift_problems(store), "lint names the agent's change"
+    # The cached verdicts (another process, the cache on disk) agree with the replay.
+    assert verdict(store) is Verdict.BLOCK
