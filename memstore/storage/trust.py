@@ -772,6 +772,9 @@ def full(
     return trust
 
 
+PARTIAL_READS = 4
+"""How many reads of a process `Cache.current_for` serves with some files' verdicts before it
+takes the whole verdicts once (a one-shot command reads once or twice; a server reads on)."""
 PARTIAL_MAX = 256
 """Past this many files (those asked for, and the files renamed into them), judging them one
 by one costs more than the whole history: `partial` replays it all."""
@@ -860,6 +863,8 @@ class Cache:
         self._cut = gitlog.shallow_commits(repo)
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
         self._partial: tuple[str, frozenset[str], Trust] | None = None
+        self._reads = 0
+        """How many reads `current_for` served with some files' verdicts (see `PARTIAL_READS`)."""
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -928,7 +933,10 @@ class Cache:
     def current_for(self, paths: Iterable[str]) -> Trust:
         """The verdicts at HEAD, for `paths` at least: all of them when they are at hand (in
         memory or kept under `.memstore/`), else (a fresh clone, a cache removed) only these
-        files' histories, judged now (`partial`) and kept in memory for this HEAD.
+        files' histories, judged now (`partial`) and kept in memory for this HEAD. Only a
+        process's first read judges histories so, and only its first `PARTIAL_READS` read
+        kept lines: later ones take the whole verdicts (`current`), so a server never judges
+        or reads file by file at every recall.
 
         Raises:
             GitError: when git cannot read the history.
@@ -949,26 +957,42 @@ class Cache:
                 known = self._partial
                 if known is not None and known[0] == head and wanted <= known[1]:
                     return known[2]
-                if known is not None and known[0] == head:
-                    wanted |= known[1]
-                signed = signers is not None
-                # Kept for this HEAD: read just these files' lines. None kept (a fresh clone,
-                # the cache removed): judge just these files' histories.
-                found = (
-                    load_some(self.file, signed, cut, None, wanted, basis)
-                    if cut == self._cut
-                    else None
-                )
-                if found is not None and found.humans != humans:
-                    found = None
-                if found is not None and found.head != at:
-                    found = self._still(found, at, wanted)
-                if found is None and not self.file.exists():
-                    found = partial(self.repo, self.root, wanted, signers, until=at, humans=humans)
-                if found is not None:
-                    self._partial = (head, frozenset(wanted), found)
-                    return found
+                if self._reads < PARTIAL_READS:
+                    if known is not None and known[0] == head:
+                        wanted |= known[1]
+                    found = self._some(at, cut, basis, signers, humans, wanted, self._reads == 0)
+                    if found is not None:
+                        self._reads += 1
+                        self._partial = (head, frozenset(wanted), found)
+                        return found
+                # A process that reads on (a server) takes the whole verdicts once, kept and
+                # then extended, rather than judging file by file at every read.
         return self.current()
+
+    def _some(
+        self,
+        at: str | None,
+        cut: frozenset[str],
+        basis: str,
+        signers: Signers | None,
+        humans: tuple[str, ...],
+        wanted: set[str],
+        replay: bool,
+    ) -> Trust | None:
+        """The verdicts of `wanted` at `at`: their lines of the kept file when it was made
+        for this basis, else, with no file kept and `replay`, their histories judged now
+        (`partial`)."""
+        signed = signers is not None
+        # Kept for this HEAD: read just these files' lines. None kept (a fresh clone,
+        # the cache removed): judge just these files' histories.
+        found = load_some(self.file, signed, cut, None, wanted, basis) if cut == self._cut else None
+        if found is not None and found.humans != humans:
+            found = None
+        if found is not None and found.head != at:
+            found = self._still(found, at, wanted)
+        if found is None and replay and not self.file.exists():
+            found = partial(self.repo, self.root, wanted, signers, until=at, humans=humans)
+        return found
 
     def _still(self, found: Trust, head: str | None, paths: set[str]) -> Trust | None:
         """`found` (some files' kept verdicts) moved to `head` when the few memstore commits

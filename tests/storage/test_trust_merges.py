@@ -379,3 +379,22 @@ def test_verdicts_kept_for_another_history_are_not_used(
     store.cache.mkdir(exist_ok=True)
     (store.cache / "trust.json").write_bytes((there.cache / "trust.json").read_bytes())
     assert as_agent(store, "dave").get("cache-ttl").status == "unverified"
+
+
+def test_a_process_that_reads_on_takes_the_whole_verdicts_once(
+    deprecated: tuple[Store, str],
+) -> None:
+    # A server on a fresh clone (no verdicts kept): its first recall judges the files it
+    # shows; the recalls after it must not judge (or replay) file by file again and again.
+    store, _ = deprecated
+    for i in range(6):
+        store.add(f"note-{i}", type="fact", description=f"Note number {i}")
+    (store.cache / "trust.json").unlink(missing_ok=True)
+    cache = as_agent(store, "erin").trust
+    paths = [f"{cache.prefix}fact/note-{i}.md" for i in range(6)]
+    cache.current_for(paths[:1])
+    assert cache.trust is None  # the first read judged its file only
+    for path in paths[1:]:
+        assert cache.current_for([path]).blobs.get(path)
+    assert cache.trust is not None  # the whole verdicts, kept and extended from now on
+    assert (store.cache / "trust.json").exists()
