@@ -26,6 +26,7 @@ from memstore.search.index import Index, Loader
 from memstore.search.manifest import Stamp
 from memstore.search.query import Hit, Query, since_read
 from memstore.storage import trust
+from memstore.storage import verdicts as kept
 from memstore.storage.files import version_of
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def _verdicts(
 ) -> tuple[trust.Trust, bool]:
     """What the history up to `commit` supports, and whether it was read from beside that
     commit's index (else replayed: `_keep` it there once the index is built)."""
-    file = store.cache / FOLDER / commit / trust.CACHE_FILE
-    found = trust.load(
+    file = store.cache / FOLDER / commit / kept.CACHE_FILE
+    found = kept.load(
         file,
         store.trust.signers is not None,
         gitlog.shallow_commits(store.repo),
@@ -112,16 +113,16 @@ def _verdicts(
 
 def _keep(store: Store, commit: str, verdicts: trust.Trust) -> None:
     """Keep `verdicts` beside the index of `commit` (see `_verdicts`)."""
-    file = store.cache / FOLDER / commit / trust.CACHE_FILE
+    file = store.cache / FOLDER / commit / kept.CACHE_FILE
     with _held(store.cache):
         if file.parent.is_dir():  # pruned meanwhile: nothing to keep it beside
             signed = store.trust.signers is not None
             cut = gitlog.shallow_commits(store.repo)
-            trust.save(file, verdicts, signed, cut, store.trust.basis())
+            kept.save(file, verdicts, signed, cut, store.trust.basis())
 
 
 def _shown(hit: Hit, verdicts: trust.Trust, path: str, blob: str | None) -> Hit:
-    """`hit` as the history up to the commit supported it (see `trust.judged`)."""
+    """`hit` as the history up to the commit supported it (see `kept.judged`)."""
     owner = verdicts.owners.get(path, hit.owner)
     status = hit.status
     if status == Status.CONFIRMED:

@@ -40,7 +40,7 @@ from memstore.search.manifest import Stamp
 from memstore.search.query import Hit, Query, estimate_hit_tokens, fit_tokens, since_read
 from memstore.search.rank import Dense
 from memstore.search.schema import DOC, DocSection
-from memstore.storage import settings, trust
+from memstore.storage import settings, trust, verdicts
 from memstore.storage.files import folder_times, lock_file, read_regular, stamps, version_of
 from memstore.storage.trust import UNVERIFIED
 
@@ -483,15 +483,15 @@ def count(store: Store, status: str) -> int:
 
 
 def _judged(hit: Hit) -> bool:
-    """Whether what `hit` claims needs the history's backing (see `trust.needs_history`)."""
+    """Whether what `hit` claims needs the history's backing (see `verdicts.needs_history`)."""
     return hit.status == "confirmed" or hit.type in RULE_TYPES
 
 
 def _shown(store: Store, hit: Hit, at: trust.Trust | None) -> Hit:
-    """`hit` as its history supports it (see `trust.shown`): the index keeps each file's own
+    """`hit` as its history supports it (see `verdicts.shown`): the index keeps each file's own
     status and owner, which anyone can type."""
     try:
-        status, owner = trust.shown_fields(store.trust, hit.path, hit.status, hit.owner, at)
+        status, owner = verdicts.shown_fields(store.trust, hit.path, hit.status, hit.owner, at)
     except (UnsafePath, OSError):
         return replace(hit, status=UNVERIFIED)
     if (status, owner) == (hit.status, hit.owner):
@@ -728,7 +728,7 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
     # are read and hashed.
     if any(_judged(hit) for hit in ranked):
         # One reading of HEAD for every hit (on a fresh clone: only these files' histories).
-        at = trust.snapshot(store.trust, [hit.path for hit in ranked if _judged(hit)])
+        at = verdicts.snapshot(store.trust, [hit.path for hit in ranked if _judged(hit)])
         ranked = [_shown(store, hit, at) if _judged(hit) else hit for hit in ranked]
     checked = [
         h

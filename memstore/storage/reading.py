@@ -35,7 +35,7 @@ from memstore.storage.files import (
 if TYPE_CHECKING:
     import logging
 
-    from memstore.storage import trust
+    from memstore.storage import trust, verdicts
     from memstore.storage.secrets import Patterns
 
 
@@ -79,7 +79,7 @@ class Reader:
         self._git_name: str | None = None
         self._admitted: str | None = None
         """The identity `identities.admit` let act (checked once per store object)."""
-        self._trust: trust.Cache | None = None
+        self._trust: verdicts.Cache | None = None
         self._trust_lock = threading.Lock()
         self.types = settings.store_types(self.root)
         self.secrets_allowed, self._secret_extra = settings.secret_settings(self.root)
@@ -101,14 +101,14 @@ class Reader:
         return self.signing.required
 
     @property
-    def trust(self) -> trust.Cache:
+    def trust(self) -> verdicts.Cache:
         """What the history supports, for reads (see `read_file`): made on first use, so that a
         process that only writes (`memstore add`) never loads the `trust` module."""
         with self._trust_lock:
             if self._trust is None:
-                from memstore.storage import trust
+                from memstore.storage import verdicts
 
-                self._trust = trust.Cache(self.repo, self.root, self.cache)
+                self._trust = verdicts.Cache(self.repo, self.root, self.cache)
                 self._trust.settings = self._trust_settings
             return self._trust
 
@@ -229,9 +229,9 @@ class Reader:
             raise InvalidMemory(f"{shown(path)}: {e}") from e
         if raw:
             return memory, data
-        from memstore.storage import trust
+        from memstore.storage import verdicts
 
-        return trust.shown(self.trust, self.trust.prefix + self.rel(path), memory, data), data
+        return verdicts.shown(self.trust, self.trust.prefix + self.rel(path), memory, data), data
 
     def read(self, name: str, *, raw: bool = False) -> Versioned:
         """Memory `name` with its version (pass it back to `edit` to refuse lost updates).

@@ -661,10 +661,10 @@ class Store(Reader):
                 "case-insensitively) can confirm it"
             )
         if memory.status == Status.CONFIRMED:
-            from memstore.storage import trust
+            from memstore.storage import trust, verdicts
 
             data = read_regular(path) or b""
-            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+            if verdicts.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
                 return evolve(memory, status=Status.DRAFT.value)
             force = self.force(current) if memory.type in RULE_TYPES else None
             if force is not None and force.held_by is not None:
@@ -750,7 +750,7 @@ class Store(Reader):
         Raises:
             SelfApproval, InvalidTransition (not confirmed), MemoryNotFound, Conflict.
         """
-        from memstore.storage import trust
+        from memstore.storage import trust, verdicts
 
         check_line(reason, "reason")
         self.refuse_secrets({"reason": reason}, allow_secret)
@@ -763,7 +763,7 @@ class Store(Reader):
             memory = current.memory
             key = repository.repo_path(self.repo, path)
             data = read_regular(path) or b""
-            if trust.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
+            if verdicts.shown_status(self.trust, key, memory, data) == trust.UNVERIFIED:
                 memory = evolve(memory, status=trust.UNVERIFIED)
             owner = self.trust.current().owners.get(key) or memory.owner
             new = verify_memory(memory, actor=actor, owner=owner, reason=reason, at=now())

@@ -14,7 +14,7 @@ task may touch are looked up, then judged exactly (`rules.related`), rather than
 matched in turn.
 
 What it holds is what the files say. What a read shows is judged on top, from the git history
-(`trust.judged`, with each file's blob id kept here): a confirmation the history does not back
+(`verdicts.judged`, with each file's blob id kept here): a confirmation the history does not back
 reads as `unverified` here as everywhere.
 """
 
@@ -34,7 +34,7 @@ from memstore.git import objects
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
 from memstore.search.upkeep import upkeep
-from memstore.storage import trust
+from memstore.storage import trust, verdicts
 from memstore.storage.files import memory_files, read_regular, version_of
 from memstore.workflow.rules import concepts, words
 from memstore.workflow.rules import rules as workflow
@@ -145,8 +145,8 @@ class Catalog:
             entry = _entry(row)
             if entry.status == Status.CONFIRMED or entry.type in RULE_TYPES:
                 if not taken:
-                    at, taken = trust.snapshot(cache), True  # one reading of HEAD for all
-                status, owner = trust.judged(
+                    at, taken = verdicts.snapshot(cache), True  # one reading of HEAD for all
+                status, owner = verdicts.judged(
                     cache, cache.prefix + entry.path, entry.status, entry.owner, entry.blob, at
                 )
                 if (status, owner) != (entry.status, entry.owner):

@@ -459,12 +459,12 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
 
 
 def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
-    """`memory` as its history supports it (see `trust.shown`), from its blob sha."""
-    from memstore.storage import trust
+    """`memory` as its history supports it (see `verdicts.shown`), from its blob sha."""
+    from memstore.storage import verdicts
 
-    if not trust.needs_history(memory):
+    if not verdicts.needs_history(memory):
         return memory
-    status, owner = trust.judged(
+    status, owner = verdicts.judged(
         store.trust, store.trust.prefix + rel, memory.status, memory.owner, blob
     )
     if (status, owner) == (memory.status, memory.owner):

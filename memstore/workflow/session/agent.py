@@ -178,9 +178,9 @@ def _in_force(store: Store, pool: list[Memory]) -> list[Memory | binding.Held]:
     """`pool` with each rule that binds the agents in the version in force (see `binding`):
     a change an agent made alone, or an uncommitted one, is not obeyed."""
     from memstore.git import objects
-    from memstore.storage import trust
+    from memstore.storage import trust, verdicts
 
-    snapshot = trust.snapshot(store.trust)
+    snapshot = verdicts.snapshot(store.trust)
     if snapshot is None or not snapshot.binding:
         return list(pool)
     return binding.in_force(

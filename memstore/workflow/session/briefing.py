@@ -236,10 +236,10 @@ def _in_force(
     and a pending deprecation proposal shows. Also the paths of the versions held in force
     (they may apply whatever their files now say). Reads the files of those rules only."""
     from memstore.git import objects
-    from memstore.storage import binding, trust
+    from memstore.storage import binding, trust, verdicts
     from memstore.storage.files import read_regular
 
-    snapshot = trust.snapshot(store.trust)
+    snapshot = verdicts.snapshot(store.trust)
     if snapshot is None or not snapshot.binding:
         return ruled, set()
     prefix = store.trust.prefix
