@@ -225,3 +225,83 @@ def test_the_cli_starts_without_loading_the_core() -> None:
     ).stdout.split()
     loaded = {m for m in out if not m.startswith("memstore.faces.cli")}
     assert loaded <= {"memstore", "memstore.faces", "memstore.limits"}, sorted(loaded)
+
+
+def test_a_cli_add_loads_only_what_it_uses(tmp_path: Path) -> None:
+    # A new process per command: `memstore add` loads the memories commands alone (the other
+    # groups load when asked for), and the rules' binding only a move of a rule needs.
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    script = (
+        "import sys\n"
+        "from memstore.faces.cli.main import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('memstore.')), file=sys.stderr)\n"
+    )
+    store = ["--store", str(tmp_path / "memory"), "--agent", "alice"]
+    for first in (
+        ["init"],
+        [
+            "add",
+            "use-ruff",
+            "--type",
+            "decision",
+            "--description",
+            "Lint with ruff",
+            "--body",
+            "Why: fast.",
+        ],
+    ):
+        # (the first add builds the search index, which reads the history's verdicts)
+        subprocess.run(
+            [sys.executable, "-c", script, *store, *first],
+            check=True,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            *store,
+            "add",
+            "use-zod",
+            "--type",
+            "decision",
+            "--description",
+            "Validate API input with zod",
+            "--body",
+            "Why: one schema.",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "added decision/use-zod" in done.stdout
+    loaded = set(done.stderr.split()[-1000:])
+    cli = {m for m in loaded if m.startswith("memstore.faces.cli.")}
+    assert cli == {
+        "memstore.faces.cli.main",
+        "memstore.faces.cli.common",
+        "memstore.faces.cli.memories",
+    }
+    assert "memstore.storage.binding" not in loaded
+
+
+def test_every_command_module_is_where_the_cli_looks_for_it() -> None:
+    # A command missing from `WHERE` would not run; one listed in the wrong module neither.
+    import importlib
+
+    from memstore.faces.cli.main import WHERE
+
+    found: dict[str, str] = {}
+    for module in set(WHERE.values()):
+        for command in importlib.import_module(f"memstore.faces.cli.{module}").COMMANDS:
+            found[str(command.name)] = module
+    assert found == WHERE

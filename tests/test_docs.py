@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def commands(group: click.Group, prefix: str = "") -> list[str]:
     found: list[str] = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(click.Context(group)):
+        command = group.get_command(click.Context(group), name)
+        assert command is not None, name
         found.append(f"{prefix}{name}")
         if isinstance(command, click.Group):
             found.extend(commands(command, f"{prefix}{name} "))

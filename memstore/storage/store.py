@@ -44,13 +44,15 @@ from memstore.model.memory import (
 )
 from memstore.model.status import Status, propose_deprecation, transition, unconfirm
 from memstore.model.status import verify as verify_memory
-from memstore.storage import binding, settings, transaction
+from memstore.storage import settings, transaction
 from memstore.storage.files import atomic_write, memory_files, read_regular, shown, version_of
 from memstore.storage.reading import CACHE_DIR, Reader, Versioned
 from memstore.storage.written import Written
 
 if TYPE_CHECKING:
     import logging
+
+    from memstore.storage import binding
 
 
 def _log() -> logging.Logger:
@@ -140,6 +142,8 @@ def _rehashed(before: Memory, after: Memory) -> Memory:
 
 
 def _bound_why(force: binding.Force, store: Store) -> str:
+    from memstore.storage import binding
+
     if binding.is_person(force.owner, settings.store_humans(store.root)):
         return f"{force.owner}'s, a person's"
     return "confirmed, p0"
@@ -567,6 +571,9 @@ class Store(Reader):
         store's people), else None."""
         if current.memory.type not in RULE_TYPES:  # only a rule binds: no history read
             return None
+        # Loaded here: a write that moves no rule (a `memstore add`) never needs it.
+        from memstore.storage import binding
+
         if binding.is_person(actor, settings.store_humans(self.root)):
             return None
         return self.force(current)
@@ -580,6 +587,8 @@ class Store(Reader):
         force = self.bound(actor, current)
         if force is None:
             return
+        from memstore.storage import binding
+
         who = binding.who_agrees(force, settings.store_humans(self.root))
         name = current.memory.name
         raise RuleBinds(
@@ -608,6 +617,8 @@ class Store(Reader):
         force = self.bound(actor, current)
         if force is None:
             return None
+        from memstore.storage import binding
+
         humans = settings.store_humans(self.root)
         who = binding.who_agrees(force, humans)
         name = old.name
