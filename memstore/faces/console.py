@@ -309,6 +309,7 @@ class _Pages:
                 )
             except MemstoreError as e:
                 error = str(e)
+        humans = _humans(store)
         return self.page(
             request,
             "search.html",
@@ -320,7 +321,7 @@ class _Pages:
             error=error,
             types=store.types,
             statuses=STATUSES,
-            standing={h.name: standing(h.type, h.status, h.owner, _humans(store)) for h in hits},
+            standing={h.name: standing(h.type, h.status, h.owner, humans) for h in hits},
         )
 
     def memory(self, request: Request, error: str | None = None, status: int = 200) -> Response:

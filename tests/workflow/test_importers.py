@@ -170,6 +170,21 @@ def test_basic_memory_notes_keep_types_tags_and_wiki_links(here: Path) -> None:
     assert git(here / "memory", "log", "-1", "--format=%s") == (
         "memory: import 3 files from basic-memory (basic-memory notes)\n"
     )
+    code, again = run("import", "basic-memory")
+    assert code == 0 and "created 0 (nothing new), skipped 3" in again
+
+
+def test_plain_markdown_is_no_note_and_a_note_needs_no_permalink(here: Path) -> None:
+    project = here / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# App\n\n- [WIP] the new importer\n", encoding="utf-8")
+    (project / "CHANGELOG.md").write_text("## 1.2\n- [#12] fix the build\n", encoding="utf-8")
+    (project / "idea.md").write_text(
+        "---\ntitle: Queue Idea\n---\n- [idea] Batch the webhooks #queue\n", encoding="utf-8"
+    )
+    code, out = run("import", "project", "-v")
+    assert code == 0, out
+    assert "created 1 (1 fact)" in out and "+ fact/queue-idea" in out
 
 
 def test_bad_front_matter_in_a_note_names_the_file_and_line(here: Path) -> None:
@@ -209,6 +224,8 @@ def test_claude_code_auto_memory_folder_maps_topic_files_and_index_lines(here: P
     assert staging.type == "fact"
     # the index's pointers are not memories of their own
     assert "created 7 (2 correction, 3 fact, 1 pattern, 1 reference)" in out
+    code, again = run("import", "claude-memory")
+    assert code == 0 and "created 0 (nothing new), skipped 7" in again
 
 
 def test_memory_md_given_alone_brings_the_topic_files_it_points_to(here: Path) -> None:

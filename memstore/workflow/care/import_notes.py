@@ -119,10 +119,17 @@ def read_note(text: str, label: str, stem: str) -> Note:
 
 
 def is_note(text: str) -> bool:
-    """Whether a Markdown file reads as a basic-memory note: front matter with a `permalink`,
-    or an observation or relation line."""
-    if text.startswith("---") and re.search(r"^permalink:", text.split("\n---", 1)[0], re.M):
+    """Whether a Markdown file reads as a basic-memory note: front matter with a `permalink`
+    (basic-memory writes one into every note it syncs), or front matter with a `title`,
+    `type` or `tags` and an observation or relation line. Plain Markdown is no note: a
+    README's `- [WIP] …` item is not an observation."""
+    if not text.startswith("---"):
+        return False
+    head = text.split("\n---", 1)[0]
+    if re.search(r"^permalink:", head, re.M):
         return True
+    if not re.search(r"^(?:title|type|tags):", head, re.M):
+        return False
     return any(_OBSERVATION.match(line) or _RELATION.match(line) for line in text.splitlines())
 
 

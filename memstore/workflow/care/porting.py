@@ -96,9 +96,13 @@ def _files(path: Path) -> Iterator[Path]:
             yield here / name
 
 
-def _read(path: Path) -> str | None:
+GRAPH_MAX = 64 * 1024 * 1024
+"""The largest JSON or JSON Lines file read (a memory server graph grows with every session)."""
+
+
+def _read(path: Path, limit: int = 16 * FILE_MAX) -> str | None:
     data = read_regular(path)
-    if data is None or len(data) > 16 * FILE_MAX:
+    if data is None or len(data) > limit:
         return None
     try:
         return data.decode("utf-8-sig")
@@ -151,7 +155,8 @@ def gather(path: Path) -> Gathered:
     memory_folders = {f.parent for f in files if f.name == import_automemory.INDEX}
     if path.is_file() and path.name == import_automemory.INDEX:
         pointed = import_automemory.pointers(_read(path) or "")
-        files += [path.parent / name for name in pointed if (path.parent / name).is_file()]
+        # Topic files sit beside the index: a pointer elsewhere is not followed.
+        files += [path.parent / n for n in pointed if "/" not in n and (path.parent / n).is_file()]
     topics: dict[Path, list[import_automemory.Topic]] = {folder: [] for folder in memory_folders}
     notes: list[import_notes.Note] = []
     for file in files:
@@ -161,7 +166,12 @@ def gather(path: Path) -> Gathered:
             name.endswith(".mdc") and file.parent.name == "rules"
         )
         if name.endswith((".jsonl", ".json")):
-            text = _read(file)
+            text = _read(file, GRAPH_MAX)
+            if text is None and path.is_file():
+                raise InvalidMemory(
+                    f"{label}: not UTF-8 text, not a regular file, or larger than "
+                    f"{GRAPH_MAX // 1024 // 1024} MiB"
+                )
             if text is not None and import_graph.is_graph(text):
                 found, skipped = import_graph.graph_candidates(text, label, taken)
                 out.candidates += found
