@@ -84,6 +84,19 @@ def test_memory_server_graph_becomes_linked_drafts_of_the_importer_in_one_commit
     assert code == 0 and "created 0 (nothing new), skipped 4" in again
 
 
+def test_a_link_follows_its_target_renamed_past_a_name_the_store_holds(here: Path) -> None:
+    store = here / "memory"
+    Store(store, agent="bob").add(
+        "billing-service", type="fact", description="The old billing monolith, retired in 2024"
+    )
+    code, out = run("import", "memory-server/memory.jsonl")
+    assert code == 0, out
+    assert "+ fact/billing-service-2" in out
+    assert Store(store).get("ada-lovelace").links == ("billing-service-2",)
+    assert Store(store).get("billing-service-2").links == ("use-postgres-advisory-locks",)
+    assert Store(store).get("billing-service").owner == "bob"  # left alone
+
+
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
