@@ -100,7 +100,7 @@ KINDS = (
     ("postmortem", ("postmortem", "retro", "retrospective")),
     ("incident", ("incident", "outage", "bug", "issue", "failure", "error")),
     ("pattern", ("pattern", "convention", "practice", "preference", "style", "idiom")),
-    ("reference", ("reference", "link", "doc", "docs", "resource", "url", "source", "api")),
+    ("reference", ("reference", "link", "doc", "docs", "resource", "url", "bookmark")),
 )
 """Words of another tool's type or category, and the memstore type each suggests."""
 
