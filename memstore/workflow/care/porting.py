@@ -382,7 +382,8 @@ def save(
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
         kept: list[tuple[sources.Candidate, Memory]] = []
         final: dict[str, str] = {}  # a kept candidate's name → the name it is saved under
-        before = set(names)
+        # The link targets the store held before this call (names are looked up, not listed).
+        before = {link for _, m in memories for link in m.links if link in names}
         for candidate, memory in memories:
             what = f"{candidate.source or candidate.name}: {memory.description}"
             mine = sources.key(memory.description)
