@@ -29,14 +29,18 @@ from starlette.routing import Route
 from memstore.errors import MemoryNotFound, MemstoreError, TokenError
 from memstore.faces import bearer
 from memstore.git import gitlog, refs
+from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES, Memory, now
-from memstore.model.status import Status
+from memstore.model.render_text import rule_status
+from memstore.model.status import VERBS, Status
 from memstore.search import upkeep as search
 from memstore.search.index import Sync
 from memstore.search.upkeep import Query
+from memstore.storage import settings
 from memstore.storage.store import Store
 from memstore.workflow.care import lint
 from memstore.workflow.ledger import book as ledger_io
+from memstore.workflow.rules.rules import binds_shown
 
 COOKIE = "memstore_token"
 INBOX_MAX = 200
@@ -44,8 +48,30 @@ RESULTS_MAX = 50
 EVENTS_MAX = 100
 HISTORY_MAX = 30
 STATUSES = tuple(s.value for s in Status)
-MOVES = {"confirm": Status.CONFIRMED, "deprecate": Status.DEPRECATED, "restore": Status.DRAFT}
+MOVES = {verb: status for status, verb in VERBS.items()}
 PAST = {"confirm": "confirmed", "deprecate": "deprecated", "restore": "restored"}
+
+
+def shown(value: object) -> str:
+    """A value as the console prints it: a list or tuple as its items joined by commas (never
+    Python's `['a', 'b']`), a mapping as `key: value` pairs, None as nothing."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        return ", ".join(shown(v) for v in items)
+    if isinstance(value, dict):
+        pairs: dict[object, object] = value  # pyright: ignore[reportUnknownVariableType]
+        return ", ".join(f"{shown(k)}: {shown(v)}" for k, v in pairs.items())
+    return str(value)
+
+
+def _finalize(value: object) -> object:
+    # Every `{{ … }}` of every template goes through here: no list ever prints as Python's.
+    return value if isinstance(value, str) else shown(value)
+
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False})
 _env = Environment(
@@ -53,6 +79,7 @@ _env = Environment(
     autoescape=select_autoescape(default=True, default_for_string=True),
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=_finalize,
 )
 _env.filters["markdown"] = lambda text: Markup(_markdown.render(str(text)))  # pyright: ignore[reportUnknownLambdaType]
 
@@ -127,17 +154,22 @@ def changes(store: Store, path: Path, limit: int = HISTORY_MAX) -> list[Change]:
     return found
 
 
-def front_matter(memory: Memory) -> list[tuple[str, str]]:
-    """The memory's fields (not its body) as (key, text) rows, empty ones left out."""
-    rows: list[tuple[str, str]] = []
-    for f in fields(memory):
-        value: object = getattr(memory, f.name)
-        if f.name in ("body", "extra") or value in (None, "", ()):
+def front_matter(memory: Memory) -> list[tuple[str, tuple[str, ...]]]:
+    """The memory's fields (not its body) as (key, items) rows — one item for a single
+    value, one per entry for a list — empty ones left out."""
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    pairs: list[tuple[str, object]] = [
+        (f.name, getattr(memory, f.name)) for f in fields(memory) if f.name not in ("body", "extra")
+    ]
+    pairs += [(str(k), v) for k, v in memory.extra.items()]
+    for key, value in pairs:
+        if value in (None, "", (), []):
             continue
-        items: tuple[object, ...] = value if isinstance(value, tuple) else (value,)  # pyright: ignore[reportUnknownVariableType]
-        rows.append((f.name, ", ".join(str(v) for v in items)))
-    for key, value in memory.extra.items():
-        rows.append((str(key), str(value)))
+        if isinstance(value, list | tuple):
+            listed: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+            rows.append((key, tuple(shown(v) for v in listed)))
+        else:
+            rows.append((key, (shown(value),)))
     return rows
 
 
@@ -240,7 +272,16 @@ class _Pages:
         store = self.store_for(user.name)
         drafts = search.search(store, Query("", status="draft", limit=INBOX_MAX))
         counts = {s: search.count(store, s) for s in STATUSES}
-        return self.page(request, "inbox.html", user, drafts=drafts, counts=counts)
+        humans = _humans(store)
+        return self.page(
+            request,
+            "inbox.html",
+            user,
+            drafts=drafts,
+            counts=counts,
+            standing={d.name: standing(d.type, d.status, d.owner, humans) for d in drafts},
+            yours={d.name for d in drafts if same_identity(d.owner, user.name)},
+        )
 
     def search(self, request: Request) -> Response:
         user = self.who(request)
@@ -262,11 +303,13 @@ class _Pages:
                         status=wanted["status"],
                         owner=wanted["owner"],
                         limit=RESULTS_MAX,
-                        include_deprecated=wanted["status"] == "deprecated",
+                        # "any status" is every status: deprecated memories too.
+                        include_deprecated=wanted["status"] in (None, "deprecated"),
                     ),
                 )
             except MemstoreError as e:
                 error = str(e)
+        humans = _humans(store)
         return self.page(
             request,
             "search.html",
@@ -278,6 +321,7 @@ class _Pages:
             error=error,
             types=store.types,
             statuses=STATUSES,
+            standing={h.name: standing(h.type, h.status, h.owner, humans) for h in hits},
         )
 
     def memory(self, request: Request, error: str | None = None, status: int = 200) -> Response:
@@ -314,7 +358,8 @@ class _Pages:
             trail=trail(memory),
             rule=rule,
             changes=changes(store, store.root / current.path),
-            moves=_moves(memory.status),
+            moves=[VERBS[m] for m in store.moves(current)],
+            standing=standing(memory.type, memory.status, memory.owner, _humans(store)),
             error=error,
             done=request.query_params.get("done"),
         )
@@ -431,13 +476,19 @@ class Checkup:
                 self.running_since = None
 
 
-def _moves(status: str) -> list[str]:
-    """The review actions offered for a memory in `status`."""
-    return {
-        "draft": ["confirm", "deprecate"],
-        "confirmed": ["deprecate"],
-        "deprecated": ["restore"],
-    }.get(status, ["deprecate"])
+def standing(type: str, status: str, owner: str, humans: tuple[str, ...]) -> str:
+    """A memory's status as the console shows it: for a rule, with its strength in the words
+    `check` and `brief` use (a person's draft is in force; an agent's only warns)."""
+    if type not in RULE_TYPES or status == Status.DEPRECATED:
+        return status
+    return rule_status(status, binds_shown(status, owner, humans))
+
+
+def _humans(store: Store) -> tuple[str, ...]:
+    try:
+        return settings.store_humans(store.root)
+    except MemstoreError:  # a damaged memstore.yaml: lint names it; nobody's draft binds
+        return ()
 
 
 async def _form(request: Request) -> dict[str, str]:

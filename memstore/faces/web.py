@@ -216,6 +216,12 @@ class McpGate:
         await manager.handle_request(scope, receive, send)
 
 
+def health(request: Request) -> Response:
+    """`/health`: that the server answers, for a load balancer or a supervisor. No token is
+    needed, so it says nothing of the store (no path, no name, no count): only that it is up."""
+    return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
+
+
 class _Timed:
     """Adds `Server-Timing: app;dur=MS` to each response: what rendering a page cost the server,
     apart from the network (bench/serve_http.py reads it)."""
@@ -254,6 +260,7 @@ def build_app(store: Store, *, host: str = HTTP_HOST, grouped: bool = False) -> 
     routes = [
         Route(MCP_PATH, endpoint=McpGate(agents)),
         Route("/", endpoint=home),
+        Route("/health", endpoint=health),
         Mount("/console", app=_Timed(Router(console.routes(agents.keeper, agents.store_for)))),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

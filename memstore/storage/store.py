@@ -16,6 +16,7 @@ from memstore.errors import (
     InvalidMemory,
     InvalidTransition,
     MemoryExists,
+    MemstoreError,
     RuleBinds,
     SelfApproval,
 )
@@ -42,7 +43,7 @@ from memstore.model.memory import (
     renamed,
     render,
 )
-from memstore.model.status import Status, propose_deprecation, transition, unconfirm
+from memstore.model.status import MOVES, Status, propose_deprecation, transition, unconfirm
 from memstore.model.status import verify as verify_memory
 from memstore.storage import settings, transaction
 from memstore.storage.files import atomic_write, memory_files, read_regular, shown, version_of
@@ -682,6 +683,28 @@ class Store(Reader):
                 # A change not in effect (see `binding`): another identity confirms it afresh.
                 return evolve(memory, status=Status.DRAFT.value)
         return memory
+
+    def moves(self, current: Versioned) -> tuple[Status, ...]:
+        """The status moves `move` would let the acting identity make on `current` (read as
+        shown): the state machine's, less confirming what it created and less deprecating a
+        rule whose pending deprecation it cannot add to."""
+        actor = self.require_identity()
+        shown_status = current.memory.status
+        base = Status.DRAFT if shown_status == "unverified" else shown_status
+        allowed = list(MOVES.get(Status(base), ())) if base in set(Status) else []
+        if Status.CONFIRMED in allowed:
+            try:
+                self._as_history_says(current, actor, Status.CONFIRMED)
+            except SelfApproval:
+                allowed.remove(Status.CONFIRMED)
+            except MemstoreError:
+                pass  # not a judgement on who acts: `move` names it when tried
+        force = self.bound(actor, current) if Status.DEPRECATED in allowed else None
+        if force is not None and force.proposer is not None:
+            humans = settings.store_humans(self.root)
+            if same_identity(force.proposer, actor) or binding.is_person(force.owner, humans):
+                allowed.remove(Status.DEPRECATED)
+        return tuple(allowed)
 
     def confirm(
         self,

@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
@@ -151,10 +152,18 @@ def test_confirming_ones_own_draft_is_refused_with_the_cli_message(
     page = _sign_in(browser, server, secrets["alice"])
     assert isinstance(page, Page)
     page.goto(f"{server.url}/console/memory/alice-idea")
-    page.fill("#reason-confirm", "looks right to me")
-    page.click("#confirm")
-    refused = page.inner_text("#refused")
-    assert "you (alice) created it, and nobody confirms their own memory" in refused
+    # Only the moves the store would allow her: no Confirm on her own draft.
+    assert page.locator("#confirm").count() == 0
+    assert page.locator("#deprecate").count() == 1
+    assert "You created it: someone else confirms it." in page.inner_text("#not-yours")
+    # A form posted all the same is refused by the store, with the CLI's message.
+    csrf = page.get_attribute("input[name=csrf]", "value") or ""
+    answer = page.request.post(
+        f"{server.url}/console/memory/alice-idea/move",
+        form={"action": "confirm", "reason": "looks right to me", "csrf": csrf},
+    )
+    assert answer.status == 409
+    assert "you (alice) created it, and nobody confirms their own memory" in answer.text()
     assert git(store.root, "rev-parse", "HEAD") == before
     assert store.get("alice-idea").status == "draft"
 
@@ -250,3 +259,150 @@ def test_search_ledger_and_health_pages_render(
     assert "alice-idea" in by_owner.text and "use-zod" not in by_owner.text
     assert ledger.status_code == 200 and "billing-db" in ledger.text
     assert health.status_code == 200 and "No problems." in health.text
+
+
+LONG = "a-very-long-memory-name-that-keeps-going-and-going-past-the-edge"  # 64 characters
+
+
+@pytest.fixture(scope="module")
+def phone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Server, str]]:
+    """One server for the narrow-screen and output checks: alice (a person, `humans:`) with
+    a p0 draft, bob's drafts (one with lists in its front matter, one with no body), a
+    deprecated memory, and alice's token."""
+    from tests.conftest import name_humans
+
+    root = tmp_path_factory.mktemp("phone") / "memory"
+    store = Store.init(root, agent="bob")
+    name_humans(root, "alice")
+    Store(root, agent="alice").add(
+        "no-friday-deploys",
+        type="correction",
+        description="Never deploy prod on a Friday",
+        extra={"severity": "p0", "applies_when": ["deploy prod", "npm publish"]},
+    )
+    store.add(
+        LONG,
+        type="warning",
+        description="A description with a longwordthatdoesnotbreakanywhereatallforsurereally",
+        body="```\n" + "x" * 300 + "\n```\n\n" + "word " * 200,
+        extra={"applies_when": ["rm -rf build", "git push --force"], "files": ["src/a.py"]},
+    )
+    store.add("empty-one", type="fact", description="A fact that says it all in one line")
+    store.add("old-way", type="decision", description="Deploy with the old shell script")
+    Store(root, agent="alice").deprecate("old-way", "replaced by the pipeline")
+    secret = add_token(root, "alice", human=True)
+    with http_server(root) as server:
+        yield store, server, secret
+
+
+@contextmanager
+def _signed_in(server: Server, secret: str) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=server.url) as http:
+        assert http.post("/console/login", data={"token": secret}).status_code == 303
+        yield http
+
+
+def test_every_page_fits_a_phone_without_sideways_scrolling(
+    phone: tuple[Store, Server, str], browser: object
+) -> None:
+    from playwright.sync_api import Browser
+
+    _, server, secret = phone
+    assert isinstance(browser, Browser)
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(f"{server.url}/console/login")
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+    page.fill("#token", secret)
+    page.click("#sign-in")
+    page.wait_for_url(f"{server.url}/console/")
+    for path in (
+        "/console/",
+        f"/console/memory/{LONG}",
+        "/console/memory/no-friday-deploys",
+        "/console/search?q=deploy",
+        "/console/search?status=draft",
+        "/console/ledger",
+        "/console/health",
+    ):
+        page.goto(f"{server.url}{path}")
+        wide, inner = page.evaluate("[document.scrollingElement.scrollWidth, innerWidth]")
+        assert wide <= inner, f"{path} is {wide} px wide in a {inner} px window"
+        header = page.evaluate(
+            "[...document.querySelectorAll('header > *')].map(e => e.getBoundingClientRect().right)"
+        )
+        assert max(header) <= inner, f"{path}: the header runs past the window"
+
+
+def test_any_status_finds_deprecated_memories_too(phone: tuple[Store, Server, str]) -> None:
+    _, server, secret = phone
+    with _signed_in(server, secret) as http:
+        anything = http.get("/console/search", params={"q": "shell script", "status": ""})
+        drafts = http.get("/console/search", params={"q": "shell script", "status": "draft"})
+    assert "old-way" in anything.text and 'class="badge s-deprecated"' in anything.text
+    assert "old-way" not in drafts.text
+
+
+def test_an_empty_body_says_so_instead_of_an_empty_box(phone: tuple[Store, Server, str]) -> None:
+    _, server, secret = phone
+    with _signed_in(server, secret) as http:
+        page = http.get("/console/memory/empty-one").text
+    assert 'id="no-body"' in page and 'id="body"' not in page
+
+
+def test_a_persons_p0_draft_shows_in_force_as_check_says(phone: tuple[Store, Server, str]) -> None:
+    store, server, secret = phone
+    from memstore.workflow.session import agent as session
+    from tests.conftest import as_agent
+
+    assert session.check(as_agent(store, "coder"), "deploy prod").verdict.value == "block"
+    with _signed_in(server, secret) as http:
+        memory = http.get("/console/memory/no-friday-deploys").text
+        inbox = http.get("/console/").text
+        found = http.get("/console/search", params={"q": "friday"}).text
+        agents = http.get(f"/console/memory/{LONG}").text
+    for page in (memory, inbox, found):
+        assert "draft, from a human: in force" in page
+    assert "draft, from an agent: only warns until someone else confirms it" in agents
+
+
+def test_lists_print_as_lists_never_as_python(phone: tuple[Store, Server, str]) -> None:
+    _, server, secret = phone
+    with _signed_in(server, secret) as http:
+        pages = [http.get(f"/console/memory/{n}").text for n in (LONG, "no-friday-deploys")]
+    for page in pages:
+        assert "['" not in page and "&#39;]" not in page and "[&#39;" not in page
+    assert "<li>rm -rf build</li><li>git push --force</li>" in pages[0]
+    assert "<li>deploy prod</li><li>npm publish</li>" in pages[1]
+    assert "src/a.py" in pages[0]
+
+
+def test_only_the_moves_the_signed_in_person_may_make_are_offered(
+    phone: tuple[Store, Server, str],
+) -> None:
+    _, server, secret = phone
+    with _signed_in(server, secret) as http:
+        own = http.get("/console/memory/no-friday-deploys").text
+        others = http.get("/console/memory/empty-one").text
+        gone = http.get("/console/memory/old-way").text
+    assert 'id="confirm"' not in own and 'id="deprecate"' in own and 'id="not-yours"' in own
+    assert 'id="confirm"' in others and 'id="deprecate"' in others
+    assert 'id="restore"' in gone and 'id="confirm"' not in gone and 'id="deprecate"' not in gone
+
+
+def test_health_answers_without_a_token_and_says_nothing_of_the_store(
+    phone: tuple[Store, Server, str],
+) -> None:
+    store, server, _ = phone
+    with httpx2.Client() as http:
+        answer = http.get(f"{server.url}/health")
+    assert answer.status_code == 200
+    assert answer.json() == {"status": "ok"}
+    assert str(store.root) not in answer.text and "friday" not in answer.text
+
+
+def test_no_template_prints_a_list_as_python() -> None:
+    from memstore.faces import console
+
+    template = console._env.from_string("{{ a }}|{{ b }}|{{ c }}|{{ d }}")  # pyright: ignore[reportPrivateUsage]
+    out = template.render(a=["npm publish", "<b>"], b=("x", 1), c={"k": ["v"]}, d=None)
+    assert out == "npm publish, &lt;b&gt;|x, 1|k: v|"

@@ -32,6 +32,7 @@ WHERE: dict[str, str] = {
         ("serve", "sync", "token", "config", "install-hook", "uninstall-hook"), "serving"
     ),
     **dict.fromkeys(("import", "export"), "porting"),
+    "onboard": "onboarding",
     **dict.fromkeys(("correct", "check", "outcome", "brief", "close"), "workflow"),
     "ledger": "ledger",
 }

@@ -21,7 +21,11 @@ def _imported_lines(result: Any, verbose: bool) -> list[str]:
         f"skipped {len(result.skipped)} already in the store"
         + (f" — commit {result.commit[:12]}" if result.commit else "")
     ]
-    lines += [f"  + {what}" for what in result.created]
+    origins = result.origins or ("",) * len(result.created)
+    for what, origin in zip(result.created, origins, strict=True):
+        lines.append(f"  + {what}")
+        if origin and (verbose or result.dry_run):  # the mapping: what it was, and how
+            lines.append(f"      ← {origin}")
     if verbose:
         lines += [f"  = {what}: {why}" for what, why in result.skipped]
     return lines

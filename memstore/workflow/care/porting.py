@@ -11,20 +11,26 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory, InvalidName, MemoryNotFound, SecretFound
 from memstore.limits import DEFAULT_SEVERITY
-from memstore.model.fields import check_body, check_description, check_name, check_tags
+from memstore.model.fields import (
+    check_body,
+    check_description,
+    check_links,
+    check_name,
+    check_tags,
+)
 from memstore.model.memory import FILE_MAX, Memory, evolve, now, parse, render
 from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage import transaction
 from memstore.storage.files import SKIPPED_FOLDERS, memory_files, read_regular
-from memstore.workflow.care import sources
+from memstore.workflow.care import import_automemory, import_graph, import_notes, sources
 from memstore.workflow.rules import rules as workflow
 
 if TYPE_CHECKING:
@@ -64,6 +70,12 @@ class Imported:
     """How many of the created ones are of each type."""
     commit: str | None = None
     dry_run: bool = False
+    origins: tuple[str, ...] = ()
+    """For each of `created`: where it came from and how it was mapped (`file:line: entity
+    "Ada" (person → fact)`), its links after; '' for an export's memory file."""
+    formats: tuple[str, ...] = ()
+    """The formats read: instructions, adr, memstore-export, memory-server, basic-memory,
+    claude-code-memory."""
 
 
 # -- reading the sources ----------------------------------------------------------------------
@@ -84,9 +96,13 @@ def _files(path: Path) -> Iterator[Path]:
             yield here / name
 
 
-def _read(path: Path) -> str | None:
+GRAPH_MAX = 64 * 1024 * 1024
+"""The largest JSON or JSON Lines file read (a memory server graph grows with every session)."""
+
+
+def _read(path: Path, limit: int = 16 * FILE_MAX) -> str | None:
     data = read_regular(path)
-    if data is None or len(data) > 16 * FILE_MAX:
+    if data is None or len(data) > limit:
         return None
     try:
         return data.decode("utf-8-sig")
@@ -102,30 +118,70 @@ def _label(path: Path, base: Path) -> str:
         return path.as_posix()
 
 
-def gather(path: Path) -> tuple[list[sources.Candidate], list[Copy], list[str]]:
-    """The drafts and export records found at `path` (a file or a folder), and the files read.
+@dataclass
+class Gathered:
+    """What a path holds to import: candidate drafts, export records, the files read and
+    (what, why) for each thing found there and left out."""
+
+    candidates: list[sources.Candidate] = field(default_factory=list[sources.Candidate])
+    copies: list[Copy] = field(default_factory=list[Copy])
+    read: list[str] = field(default_factory=list[str])
+    skipped: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    formats: list[str] = field(default_factory=list[str])
+    """The formats found, in order (`Imported.formats`)."""
+
+    def found(self, label: str, kind: str) -> None:
+        self.read.append(label)
+        if kind not in self.formats:
+            self.formats.append(kind)
+
+
+def gather(path: Path) -> Gathered:
+    """The drafts and export records found at `path` (a file or a folder), each file's format
+    told by its name and text: agent instruction files, ADRs, memstore's export, the official
+    memory server's `memory.jsonl`, basic-memory notes, Claude Code's auto memory folder
+    (a folder holding `MEMORY.md`, or that file).
 
     Raises:
-        InvalidMemory: when `path` does not exist, or a file named as an export is not one.
+        InvalidMemory: when `path` does not exist, or a file is not what its format says
+            (`file:line: …`).
     """
     if not path.exists():
         raise InvalidMemory(f"nothing to import at {path}: give a file or a folder")
     taken: set[str] = set()
-    candidates: list[sources.Candidate] = []
-    copies: list[Copy] = []
-    read: list[str] = []
-    for file in _files(path):
+    out = Gathered()
+    files = list(_files(path))
+    # A folder holding MEMORY.md is Claude Code's auto memory: its Markdown files are topics.
+    memory_folders = {f.parent for f in files if f.name == import_automemory.INDEX}
+    if path.is_file() and path.name == import_automemory.INDEX:
+        pointed = import_automemory.pointers(_read(path) or "")
+        # Topic files sit beside the index: a pointer elsewhere is not followed.
+        files += [path.parent / n for n in pointed if "/" not in n and (path.parent / n).is_file()]
+    topics: dict[Path, list[import_automemory.Topic]] = {folder: [] for folder in memory_folders}
+    notes: list[import_notes.Note] = []
+    for file in files:
         name = file.name
         label = _label(file, path)
         is_instructions = name in sources.INSTRUCTION_FILES or (
             name.endswith(".mdc") and file.parent.name == "rules"
         )
         if name.endswith((".jsonl", ".json")):
-            text = _read(file)
-            found = _export_records(text or "", label, explicit=path.is_file())
-            if found is not None:
-                copies.extend(found)
-                read.append(label)
+            text = _read(file, GRAPH_MAX)
+            if text is None and path.is_file():
+                raise InvalidMemory(
+                    f"{label}: not UTF-8 text, not a regular file, or larger than "
+                    f"{GRAPH_MAX // 1024 // 1024} MiB"
+                )
+            if text is not None and import_graph.is_graph(text):
+                found, skipped = import_graph.graph_candidates(text, label, taken)
+                out.candidates += found
+                out.skipped += skipped
+                out.found(label, "memory-server")
+                continue
+            records = _export_records(text or "", label, explicit=path.is_file())
+            if records is not None:
+                out.copies.extend(records)
+                out.found(label, "memstore-export")
             continue
         if not (is_instructions or name.endswith(".md")):
             continue
@@ -133,12 +189,30 @@ def gather(path: Path) -> tuple[list[sources.Candidate], list[Copy], list[str]]:
         if text is None:
             continue
         if is_instructions:
-            candidates.extend(sources.instruction_candidates(text, label, taken))
-            read.append(label)
+            out.candidates.extend(sources.instruction_candidates(text, label, taken))
+            out.found(label, "instructions")
+        elif file.parent in topics:
+            topics[file.parent].append(import_automemory.Topic(name, label, text))
+            out.found(label, "claude-code-memory")
+        elif import_notes.is_note(text) and (
+            "permalink" in text.split("\n---", 1)[0] or not sources.is_adr(text)
+        ):
+            notes.append(import_notes.read_note(text, label, file.stem))
+            out.found(label, "basic-memory")
         elif sources.is_adr(text):
-            candidates.append(sources.adr_candidate(text, file.stem, label, taken))
-            read.append(label)
-    return candidates, copies, read
+            out.candidates.append(sources.adr_candidate(text, file.stem, label, taken))
+            out.found(label, "adr")
+    out.candidates += import_notes.note_candidates(notes, taken)
+    for folder, found_topics in topics.items():
+        index = next((t for t in found_topics if t.file == import_automemory.INDEX), None)
+        rest = [t for t in found_topics if t.file != import_automemory.INDEX]
+        label = index.label if index else _label(folder / import_automemory.INDEX, path)
+        made, skipped = import_automemory.memory_candidates(
+            index.text if index else None, label, rest, taken
+        )
+        out.candidates += made
+        out.skipped += skipped
+    return out
 
 
 def _export_records(text: str, label: str, explicit: bool) -> list[Copy] | None:
@@ -162,13 +236,15 @@ def _export_records(text: str, label: str, explicit: bool) -> list[Copy] | None:
                 listed: Any = mapping.get("memories") or []
                 records = list(listed) if isinstance(listed, list) else []  # pyright: ignore[reportUnknownArgumentType]
                 marked = True
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         if explicit:
-            raise InvalidMemory(f"{label} is not memstore's export: {e}") from e
+            where = f"{label}:{e.lineno}" if isinstance(e, json.JSONDecodeError) else label
+            why = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
+            raise InvalidMemory(f"{where}: {NOT_EXPORT}; not JSON there ({why})") from e
         return None
     if not marked:
         if explicit:
-            raise InvalidMemory(f"{label} is not memstore's export (no '{EXPORT_MARK}' mark)")
+            raise InvalidMemory(f"{label}: {NOT_EXPORT}; no '{EXPORT_MARK}' mark")
         return None
     copies: list[Copy] = []
     for i, record in enumerate(records, start=1):
@@ -180,6 +256,12 @@ def _export_records(text: str, label: str, explicit: bool) -> list[Copy] | None:
             raise InvalidMemory(f"{label}: record {i} has no 'path' and 'text'")
         copies.append(Copy(path, text_, f"{label}:{i}"))
     return copies
+
+
+NOT_EXPORT = (
+    "neither memstore's export nor the memory server's graph (one JSON object a line, "
+    '{"type": "entity", …} or {"type": "relation", …})'
+)
 
 
 # -- saving -----------------------------------------------------------------------------------
@@ -199,18 +281,24 @@ def _memory(candidate: sources.Candidate, actor: str, at: str) -> Memory:
     extra.update(dict(candidate.extra))
     if candidate.source:
         extra["source"] = candidate.source
-    return Memory(
-        name=check_name(candidate.name),
-        description=check_description(candidate.description),
-        type=candidate.type,
-        status=Status.DRAFT.value,
-        owner=actor,
-        created=at,
-        updated=at,
-        tags=check_tags(list(candidate.tags)),
-        body=check_body(candidate.body),
-        extra=extra,
-    )
+    try:
+        return Memory(
+            name=check_name(candidate.name),
+            description=check_description(candidate.description),
+            type=candidate.type,
+            status=Status.DRAFT.value,
+            owner=actor,
+            created=at,
+            updated=at,
+            tags=check_tags(list(candidate.tags)),
+            links=check_links(list(candidate.links)),
+            body=check_body(candidate.body),
+            extra=extra,
+        )
+    except (InvalidMemory, InvalidName) as e:
+        if not candidate.source:
+            raise
+        raise InvalidMemory(f"{candidate.source}: {e}") from e
 
 
 def _names(store: Store) -> dict[str, str]:
@@ -252,6 +340,8 @@ def save(
     """
     actor = store.require_identity()
     at = now()
+    fallback = "fact" if "fact" in store.types else store.types[0]
+    candidates = [c if c.type in store.types else replace(c, type=fallback) for c in candidates]
     memories = [(c, _memory(c, actor, at)) for c in candidates]
     checked = [(copy, _checked_copy(store, copy)) for copy in copies]
     held: list[tuple[str, str]] = []
@@ -273,6 +363,7 @@ def save(
         writes: list[transaction.Write] = []
         by_type: dict[str, int] = {}
         new_descriptions: list[str] = []
+        origins: list[str] = []
         for copy, memory in checked:
             where = names.get(memory.name)
             if where is not None:
@@ -286,8 +377,13 @@ def save(
             text = copy.text if exact else render(as_draft(memory, actor))
             writes.append(transaction.Write(store.root / copy.path, text))
             created.append(copy.path.removesuffix(".md"))
+            origins.append("")
             new_descriptions.append(memory.description)
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
+        kept: list[tuple[sources.Candidate, Memory]] = []
+        final: dict[str, str] = {}  # a kept candidate's name → the name it is saved under
+        # The link targets the store held before this call (names are looked up, not listed).
+        before = {link for _, m in memories for link in m.links if link in names}
         for candidate, memory in memories:
             what = f"{candidate.source or candidate.name}: {memory.description}"
             mine = sources.key(memory.description)
@@ -300,13 +396,22 @@ def save(
                 if name not in names:
                     break
                 name = f"{memory.name[: 64 - len(str(n)) - 1]}-{n}"
-            if name != memory.name:
-                memory = evolve(memory, name=name)
             keys.append(mine)
-            path = store.root / memory.type / f"{name}.md"
+            final[memory.name] = name
             names[name] = f"{memory.type}/{name}.md"
+            kept.append((candidate, memory))
+        for candidate, memory in kept:
+            # A link follows its target's rename; one to a draft left out stays only if the
+            # store holds that name (an earlier import of the same source made it).
+            links = tuple(
+                final.get(link, link) for link in memory.links if link in final or link in before
+            )
+            memory = evolve(memory, name=final[memory.name], links=links)
+            path = store.root / memory.type / f"{memory.name}.md"
             writes.append(transaction.Write(path, render(memory)))
-            created.append(f"{memory.type}/{name}")
+            created.append(f"{memory.type}/{memory.name}")
+            shown = f"{candidate.source}: {candidate.origin}" if candidate.origin else ""
+            origins.append(shown + (f"; links: {', '.join(links)}" if shown and links else ""))
             new_descriptions.append(memory.description)
             by_type[memory.type] = by_type.get(memory.type, 0) + 1
         sha = None
@@ -322,6 +427,7 @@ def save(
         by_type=by_type,
         commit=sha,
         dry_run=dry_run,
+        origins=tuple(origins),
     )
 
 
@@ -389,6 +495,17 @@ def _refuse(store: Store, source: str, memory: Memory, allow_secret: bool) -> No
     store.refuse_secrets(texts, allow_secret)
 
 
+FORMAT_NAMES = {
+    "instructions": "agent instruction files",
+    "adr": "ADRs",
+    "memstore-export": "memstore export",
+    "memory-server": "official memory server graph",
+    "basic-memory": "basic-memory notes",
+    "claude-code-memory": "Claude Code auto memory",
+}
+"""Each format `gather` tells apart, as a commit message names it."""
+
+
 def import_path(
     store: Store,
     path: Path,
@@ -397,39 +514,40 @@ def import_path(
     allow_secret: bool = False,
     exact: bool = False,
 ) -> Imported:
-    """Import instruction files, ADRs and memstore exports at `path` (a file or a folder):
-    rules, decisions and exported memories become drafts owned by the acting identity (with
-    `exact`, exported memories are written back byte for byte); one commit for all of it.
-    What the store already holds is skipped.
+    """Import what `path` (a file or a folder) holds, its format told by `gather`: rules,
+    decisions, notes, graph entities and exported memories become drafts owned by the acting
+    identity (with `exact`, exported memories are written back byte for byte); one commit for
+    the whole source. What the store already holds is skipped.
 
     Raises:
-        InvalidMemory (nothing importable, a bad export), SecretFound, NoIdentity, StoreLocked.
+        InvalidMemory (nothing importable, a bad file: `file:line: …`), SecretFound (nothing
+        is written), NoIdentity, StoreLocked.
     """
-    candidates, copies, read = gather(path)
-    if not read:
+    found = gather(path)
+    if not found.read:
         raise InvalidMemory(
             f"found nothing to import at {path}: give CLAUDE.md, AGENTS.md, .cursorrules, an ADR "
-            "folder (docs/adr) or a file `memstore export` wrote"
+            "folder (docs/adr), a file `memstore export` wrote, the memory server's "
+            "memory.jsonl, a folder of basic-memory notes or Claude Code's memory folder "
+            "(~/.claude/projects/<project>/memory)"
         )
+    read = found.read
     shown = read[0] if len(read) == 1 else f"{len(read)} files from {path.name or path}"
+    kinds = ", ".join(FORMAT_NAMES[f] for f in found.formats)
     result = save(
         store,
-        candidates,
-        copies,
-        f"memory: import {shown}",
+        found.candidates,
+        found.copies,
+        f"memory: import {shown} ({kinds})",
         dry_run=dry_run,
         allow_secret=allow_secret,
         exact=exact,
     )
-    return Imported(
-        created=result.created,
-        descriptions=result.descriptions,
-        skipped=result.skipped,
-        found=result.found,
+    return replace(
+        result,
+        skipped=(*found.skipped, *result.skipped),
         sources=tuple(read),
-        by_type=result.by_type,
-        commit=result.commit,
-        dry_run=dry_run,
+        formats=tuple(found.formats),
     )
 
 

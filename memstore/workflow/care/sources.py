@@ -42,6 +42,11 @@ class Candidate:
     """Where it was found, e.g. `CLAUDE.md:12`."""
     extra: tuple[tuple[str, str], ...] = ()
     """Other front-matter fields to keep (an ADR's own status and date)."""
+    links: tuple[str, ...] = ()
+    """Names of other candidates of the same import it links to (renamed with them on save)."""
+    origin: str = ""
+    """How the source's item became this draft, for `import --dry-run` (e.g. `entity "Ada"
+    (person → fact)`)."""
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -89,6 +94,28 @@ def duplicate(
     return len(a[1] & b[1]) / len(a[1] | b[1]) >= threshold
 
 
+KINDS = (
+    ("decision", ("decision", "decisions", "adr", "choice")),
+    ("runbook", ("runbook", "howto", "procedure", "playbook", "guide", "workflow", "steps")),
+    ("postmortem", ("postmortem", "retro", "retrospective")),
+    ("incident", ("incident", "outage", "bug", "issue", "failure", "error")),
+    ("pattern", ("pattern", "convention", "practice", "preference", "style", "idiom")),
+    ("reference", ("reference", "link", "doc", "docs", "resource", "url", "bookmark")),
+)
+"""Words of another tool's type or category, and the memstore type each suggests."""
+
+
+def kind_of(label: str, default: str = "fact") -> str:
+    """The memstore type another tool's type or category (`Decision`, `how-to`, `person`)
+    suggests: the first of `KINDS` one of its words names, else `default`. Never a rule type:
+    a rule is only made from wording that reads as one."""
+    found = set(re.findall(r"[a-z0-9]+", label.lower().replace("how-to", "howto")))
+    for kind, cues in KINDS:
+        if found & set(cues):
+            return kind
+    return default
+
+
 # -- lines of Markdown ------------------------------------------------------------------------
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(?P<text>\S.*)$")
@@ -117,7 +144,7 @@ _LEAD = re.compile(
 )
 
 
-def _plain(text: str) -> str:
+def plain_line(text: str) -> str:
     """Markdown emphasis and links taken out of one line, spacing collapsed."""
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
@@ -133,7 +160,7 @@ def is_imperative(line: str) -> bool:
 
 def _imperative_clause(line: str) -> str | None:
     """The first clause of `line` (split at `;`, `:` and `, `) that is an imperative."""
-    bare = _plain(line).replace("`", "")
+    bare = plain_line(line).replace("`", "")
     for clause in [bare, *re.split(r"[;:]\s+|,\s+", bare)[1:]]:
         clause = clause.strip()
         if _PROHIBIT.match(clause) or _REQUIRE.match(clause):
@@ -145,7 +172,7 @@ def patterns_of(line: str) -> tuple[str, ...]:
     """`applies_when` candidates from an imperative line: its code spans (`npm publish`),
     then its wording without the leading never/always/don't."""
     found: list[str] = []
-    clause = _imperative_clause(line) or _plain(line).replace("`", "")
+    clause = _imperative_clause(line) or plain_line(line).replace("`", "")
     for span in _CODE_SPAN.findall(line):
         span = span.strip()
         # One bare word (`main`, `print`) would match far more than the rule means.
@@ -168,7 +195,7 @@ def patterns_of(line: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))[:APPLIES_WHEN_MAX]
 
 
-def _describe(text: str) -> str:
+def describe(text: str) -> str:
     """One line of at most DESCRIPTION_MAX characters, cut at a word with '…'."""
     line = " ".join(text.split())
     if len(line) <= DESCRIPTION_MAX:
@@ -176,7 +203,7 @@ def _describe(text: str) -> str:
     return line[: DESCRIPTION_MAX - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
 
 
-def _unique(name: str, taken: set[str]) -> str:
+def unique(name: str, taken: set[str]) -> str:
     if name not in taken:
         taken.add(name)
         return name
@@ -220,7 +247,7 @@ def rule_lines(text: str) -> list[tuple[int, str, str]]:
             current = None
             continue
         if m := _HEADING.match(raw):
-            heading = _plain(m.group("text"))
+            heading = plain_line(m.group("text"))
             current = None
             continue
         stripped = raw.strip()
@@ -239,7 +266,7 @@ def rule_lines(text: str) -> list[tuple[int, str, str]]:
         for sentence in _sentences(stripped):
             if is_imperative(sentence):
                 found.append((number, heading, sentence))
-    return [(n, h, t) for n, h, t in found if words(_plain(t))]
+    return [(n, h, t) for n, h, t in found if words(plain_line(t))]
 
 
 def _sentences(line: str) -> list[str]:
@@ -252,16 +279,16 @@ def instruction_candidates(text: str, source: str, taken: set[str]) -> list[Cand
     used (it is extended)."""
     out: list[Candidate] = []
     for number, heading, line in rule_lines(text):
-        plain = _plain(line)
+        plain = plain_line(line)
         imperative = is_imperative(line)
         section = f", section “{heading}”" if heading else ""
         body = f"{plain}\n\nImported from `{source}` (line {number}{section})."
         tags = ("imported", *(t for t in [slug(heading, 32)] if heading and t != "note"))
         out.append(
             Candidate(
-                name=_unique(slug(plain), taken),
+                name=unique(slug(plain), taken),
                 type="correction" if imperative else "decision",
-                description=_describe(plain),
+                description=describe(plain),
                 body=body,
                 tags=tags,
                 applies_when=patterns_of(line) if imperative else (),
@@ -286,7 +313,7 @@ def is_adr(text: str) -> bool:
     return "decision" in sections and bool(sections & {"context", "status", "consequences"})
 
 
-def _front_matter(text: str) -> tuple[dict[str, Any], str]:
+def front_matter(text: str) -> tuple[dict[str, Any], str]:
     if not text.startswith("---\n"):
         return {}, text
     end = text.find("\n---", 4)
@@ -314,9 +341,9 @@ def _section(text: str, *titles: str) -> str:
 def adr_candidate(text: str, stem: str, source: str, taken: set[str]) -> Candidate:
     """A draft decision from an ADR: its title, its status and date as the ADR states them,
     the chosen option, and the whole record as the body."""
-    meta, rest = _front_matter(text)
+    meta, rest = front_matter(text)
     title_match = re.search(r"^#\s+(.+?)\s*$", rest, re.MULTILINE)
-    title = _plain(title_match.group(1)) if title_match else stem
+    title = plain_line(title_match.group(1)) if title_match else stem
     title = re.sub(r"^(?:ADR[-\s]?)?\d{1,5}[.:]?\s+", "", title, flags=re.IGNORECASE)
     status = str(meta.get("status") or "").strip()
     if not status:
@@ -332,17 +359,17 @@ def adr_candidate(text: str, stem: str, source: str, taken: set[str]) -> Candida
     outcome = _section(rest, "decision outcome", "decision")
     chosen = re.search(r"Chosen option:\s*\"?([^\",\n]+)", outcome)
     summary = chosen.group(1).strip() if chosen else _first_sentence(outcome)
-    description = _describe(f"{title}: {summary}" if summary and summary != title else title)
+    description = describe(f"{title}: {summary}" if summary and summary != title else title)
     number = _ADR_STEM.match(stem)
     base = f"adr-{number.group(1)}-{slug(number.group(2), 40)}" if number else f"adr-{slug(stem)}"
     extra = tuple(
-        (k, v) for k, v in (("adr_status", _plain(status).lower()), ("adr_date", date)) if v
+        (k, v) for k, v in (("adr_status", plain_line(status).lower()), ("adr_date", date)) if v
     )
     body = rest.strip()
     if len(body) > BODY_MAX - 200:
         body = body[: BODY_MAX - 200].rsplit("\n", 1)[0] + "\n\n[…]"
     return Candidate(
-        name=_unique(slug(base, 64), taken),
+        name=unique(slug(base, 64), taken),
         type="decision",
         description=description,
         body=f"{body}\n\nImported from `{source}`.",
@@ -354,7 +381,7 @@ def adr_candidate(text: str, stem: str, source: str, taken: set[str]) -> Candida
 
 def _first_sentence(text: str) -> str:
     for line in text.splitlines():
-        line = _plain(line.strip().lstrip("-*").strip())
+        line = plain_line(line.strip().lstrip("-*").strip())
         if line and not line.startswith("#"):
             return re.split(r"(?<=[.!?])\s", line)[0].rstrip(".")
     return ""
@@ -393,7 +420,7 @@ def session_candidates(text: str, taken: set[str]) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
     for number, _, item in _session_items(text):
-        plain = _plain(item)
+        plain = plain_line(item)
         label = _CORRECTION_LABEL.match(plain)
         said = _CORRECTION_CUE.sub("", plain)
         if label and label.group(0).lower().startswith("correction"):
@@ -415,9 +442,9 @@ def session_candidates(text: str, taken: set[str]) -> list[Candidate]:
         seen.add(_key(line))
         out.append(
             Candidate(
-                name=_unique(slug(line), taken),
+                name=unique(slug(line), taken),
                 type=kind,
-                description=_describe(line),
+                description=describe(line),
                 body=f"{line}\n\nProposed at the end of a session (line {number} of its text).",
                 tags=("session",),
                 applies_when=patterns_of(line) if kind == "correction" else (),
