@@ -495,3 +495,31 @@ def test_building_the_server_imports_no_workflow_module(tmp_path: Path) -> None:
         "workflow.ledger.sync",
     }
     assert not loaded & {f"memstore.{m}" for m in workflow}
+
+
+async def test_memory_promote_confirms_several_and_says_why_one_was_refused(store: Store) -> None:
+    bob = as_agent(store, "bob")
+    bob.add("b-one", type="fact", description="Bob's first")
+    bob.add("b-two", type="fact", description="Bob's second")
+    store.add("mine", type="fact", description="Alice's own")
+    done = await call(
+        store, "memory_promote", name=["b-one", "mine", "b-two"], to="confirmed", reason="read"
+    )
+    assert data(done)["confirmed"] == ["b-one", "b-two"]
+    assert "refused mine: cannot confirm 'mine'" in text(done)
+    assert git(store.root, "log", "-1", "--format=%s").startswith("memory: confirm 2")
+    refused = await call(store, "memory_promote", name=["mine"], to="confirmed", reason="read")
+    assert refused.is_error and "nobody confirms their own memory" in text(refused)
+
+
+async def test_memory_merge_folds_duplicates_into_one(store: Store) -> None:
+    store.add("use-zod", type="decision", description="Validate input with zod", tags=["api"])
+    as_agent(store, "bob").add(
+        "zod-input", type="decision", description="Zod for input", tags=["zod"]
+    )
+    merged = await call(store, "memory_merge", keep="use-zod", others=["zod-input"])
+    assert data(merged)["memory"]["tags"] == ["api", "zod"]
+    assert data(merged)["deprecated"] == ["zod-input"]
+    assert store.get("zod-input").superseded_by == "use-zod"
+    bad = await call(store, "memory_merge", keep="use-zod", others=["use-zod"])
+    assert bad.is_error and "kept one is not merged" in text(bad)
