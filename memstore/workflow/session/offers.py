@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WORTH_RECALLS = 2
+"""A draft recalled this often is offered for review whatever the task: the team relies on it
+(as is a rule, which acts already); other drafts only when they bear on the task."""
+
 
 @dataclass(frozen=True, slots=True)
 class Offer:
@@ -52,8 +56,9 @@ def offers(
     found: catalog.Catalog,
     shown: int,
 ) -> Offers:
-    """The drafts among `drafts` (the catalog's) that `identity` can review, as `Offers`: with
-    a task, only those that bear on it (and those asked of it) are offered, at most `shown`."""
+    """The drafts among `drafts` (the catalog's) that `identity` can review, as `Offers`, at
+    most `shown` of each kind: with a task, those asked of it, those that bear on the task,
+    then rules and drafts recalled WORTH_RECALLS times or more; the others only counted."""
     moment = when.utcnow()
     record = reviews.read(store)
     counted = uses.counts(store)
@@ -89,7 +94,8 @@ def offers(
     others: list[Offer] = []
     for e in rest:
         asker = record.asked_by(e.name, identity)
-        if for_text and not asker and not shared.get(e.path):
+        worth = e.type in workflow.RULE_TYPES or counted.recalled[e.name] >= WORTH_RECALLS
+        if for_text and not asker and not shared.get(e.path) and not worth:
             continue
         why = [f"{word(asker)} asked you"] if asker else []
         if shared.get(e.path):
