@@ -55,12 +55,17 @@ class Uses:
     """How often each draft was recalled, and which identities read which whole."""
 
     recalled: Counter[str] = field(default_factory=Counter[str])
+    recalled_by: dict[str, set[str]] = field(default_factory=dict[str, set[str]])
+    """Identity key → the drafts its recalls returned."""
     read_by: dict[str, set[str]] = field(default_factory=dict[str, set[str]])
     """Identity key → the drafts it read whole (`memory_get`)."""
 
     def used(self, identity: str | None) -> set[str]:
         """The drafts `identity` recalled and read whole."""
-        return set() if not identity else self.read_by.get(identity_key(identity), set())
+        if not identity:
+            return set()
+        key = identity_key(identity)
+        return self.read_by.get(key, set()) & self.recalled_by.get(key, set())
 
 
 def counts(store: Reader) -> Uses:
@@ -83,6 +88,7 @@ def counts(store: Reader) -> Uses:
         kind, who, name = parts
         if kind == RECALL:
             out.recalled[name] += 1
+            out.recalled_by.setdefault(identity_key(who), set()).add(name)
         elif kind == GET:
             out.read_by.setdefault(identity_key(who), set()).add(name)
     return out

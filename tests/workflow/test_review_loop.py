@@ -14,7 +14,7 @@ from memstore.faces.cli.main import main
 from memstore.model import when
 from memstore.storage import uses
 from memstore.storage.store import Store
-from memstore.workflow.care import merge, reviews, steward, tidy
+from memstore.workflow.care import lint, merge, reviews, steward, tidy
 from memstore.workflow.session import agent as session
 from memstore.workflow.session import briefing
 from tests.conftest import as_agent, git
@@ -49,6 +49,7 @@ def duplicates(store: Store) -> None:
 def test_merge_folds_deprecates_and_redirects_in_one_commit(store: Store) -> None:
     duplicates(store)
     as_agent(store, "carol").confirm("use-zod", "checked")
+    as_agent(store, "carol").confirm("why-zod", "checked")
     before = commits(store)
 
     done = merge.merge(as_agent(store, "dave"), "use-zod", ["zod-for-input"], body=True)
@@ -68,6 +69,8 @@ def test_merge_folds_deprecates_and_redirects_in_one_commit(store: Store) -> Non
     )
     assert gone.deprecated_reason == "merged into use-zod"
     assert store.get("why-zod").links == ("use-zod",)
+    assert store.read("why-zod").memory.status == "confirmed"  # links are not content
+    assert lint.lint_store(store) == []  # the history backs every move the merge made
     # A confirmed body keeps its reference (and its confirmation), reported.
     assert done.left == ("see-zod",) and "[[zod-for-input]]" in store.get("see-zod").body
     assert store.read("see-zod").memory.status == "confirmed"
@@ -239,6 +242,8 @@ def test_the_briefing_asks_whoever_relied_on_a_draft_to_judge_it(store: Store) -
     bob.add("cache-ttl", type="fact", description="The cache TTL is 5 minutes")
     session.record_outcome(store, "no-force-push", "heeded", "pushed a branch instead")
     uses.note(store, uses.GET, ["cache-ttl"])
+    assert "cache-ttl` by bob (you" not in briefing.brief(store, mark=False).text  # not recalled
+    uses.note(store, uses.RECALL, ["cache-ttl"])
     text = briefing.brief(store, for_text="write the billing report", mark=False).text
     relied = text.split("## Drafts you relied on: confirm or deprecate them\n", 1)[1]
     relied = relied.split("\n\n")[0]

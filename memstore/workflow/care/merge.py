@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import InvalidMemory, InvalidTransition
+from memstore.git import grep
 from memstore.model.fields import check_body, check_files, check_line, check_name, check_tags
 from memstore.model.memory import (
     RULE_TYPES,
@@ -180,11 +181,11 @@ def _redirect(
     to = dict.fromkeys(names, keep)
     changes: list[tuple[Path, Memory]] = []
     left: list[str] = []
-    for entry in memory_files(store.root):
-        if entry.rel in skip:
+    for path in _mentioning(store, names):
+        if store.rel(path) in skip:
             continue
         try:
-            other = store.read_file(entry.path, raw=True)[0]
+            other = store.read_file(path, raw=True)[0]
         except (InvalidMemory, OSError):
             continue  # lint reports an unreadable file; a merge is no reason to fail on it
         links = tuple(
@@ -199,8 +200,19 @@ def _redirect(
         elif refs:
             new = evolve(new, body=rename_links(other.body, to))
         if new != other:
-            changes.append((entry.path, evolve(new, updated=at)))
+            changes.append((path, evolve(new, updated=at)))
     return changes, sorted(left)
+
+
+def _mentioning(store: Store, names: list[str]) -> list[Path]:
+    """The memory files that may refer to `names`: those `git grep` finds holding one (a
+    superset: each is read and checked), else, when git cannot say, every memory file."""
+    found = grep.files_naming(store.root, names)
+    if found is None:
+        return [e.path for e in memory_files(store.root)]
+    rels = {p.relative_to(store.root).as_posix() for p in found}
+    folders = {rel.partition("/")[0] for rel in rels if "/" in rel}
+    return [e.path for e in memory_files(store.root, folders) if e.rel in rels]
 
 
 def suggest(memories: Iterable[Memory]) -> list[str]:
