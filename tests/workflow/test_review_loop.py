@@ -189,6 +189,11 @@ def test_defer_hides_a_draft_from_the_deferrer_until_its_time(
     start = when.utcnow()
     monkeypatch.setattr(when, "utcnow", lambda: start + timedelta(days=4))
     assert "later-one" in [m.name for m in tidy.review_queue(store)]
+    monkeypatch.setattr(when, "utcnow", lambda: start)
+    reviews.defer(store, ["later-one"], "1w")
+    assert "later-one" not in [m.name for m in tidy.review_queue(store)]
+    reviews.defer(store, ["later-one"], "now")  # the latest deferral counts
+    assert "later-one" in [m.name for m in tidy.review_queue(store)]
 
 
 @pytest.mark.parametrize("span", ["0d", "-3d", "soon", "400d", "2000-01-01"])

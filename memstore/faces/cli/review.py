@@ -202,9 +202,7 @@ def deprecate(
 
 @click.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
-@click.option(
-    "--defer", "defer", metavar="SPAN", help="Put NAMEs off: out of your queue for SPAN (3d)."
-)
+@click.option("--defer", "defer", metavar="SPAN", help="Put NAMEs off for SPAN (3d; now ends it).")
 @click.option("--for", "reviewer", metavar="WHO", help="Ask WHO to review NAMEs (first in theirs).")
 @click.option("--all", "show_all", is_flag=True, help="List the ones you deferred too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON (for agents).")

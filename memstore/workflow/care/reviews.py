@@ -107,12 +107,15 @@ def read(store: Store) -> Reviews:
 
 
 def until(text: str, at: datetime | None = None) -> str:
-    """The moment a deferral of `text` (`3d`, `2w`, `12h`, or a date or time) ends.
+    """The moment a deferral of `text` (`3d`, `2w`, `12h`, or a date or time) ends; `now`
+    ends an earlier deferral.
 
     Raises:
         InvalidQuery: for anything else, a moment past, or past DEFER_MAX_DAYS.
     """
     start = at or when.utcnow()
+    if text.strip() == "now":
+        return when.stamp(start)
     span = when.seconds(text.strip(), "hdw")
     if span is not None:
         end = start + timedelta(seconds=span)
