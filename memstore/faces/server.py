@@ -337,6 +337,10 @@ def build_server(
         """Confirm someone else's draft after checking it (never your own), deprecate a wrong or
         stale memory (kept, with the reason), or restore a deprecated one to draft."""
         if isinstance(name, list):
+            if superseded_by is not None or version is not None:
+                from memstore.errors import InvalidTransition
+
+                raise InvalidTransition("superseded_by and version go with a single name")
             return _promoted_many(store, name, to, reason)
         memory = store.move(name, Status(to), reason, superseded_by, expected_version=version)
         if Status(to) == Status.DEPRECATED and memory.status != Status.DEPRECATED:

@@ -510,6 +510,10 @@ async def test_memory_promote_confirms_several_and_says_why_one_was_refused(stor
     assert git(store.root, "log", "-1", "--format=%s").startswith("memory: confirm 2")
     refused = await call(store, "memory_promote", name=["mine"], to="confirmed", reason="read")
     assert refused.is_error and "nobody confirms their own memory" in text(refused)
+    both = await call(
+        store, "memory_promote", name=["b-one"], to="deprecated", reason="x", version="0" * 12
+    )
+    assert both.is_error and "a single name" in text(both)
 
 
 async def test_memory_merge_folds_duplicates_into_one(store: Store) -> None:

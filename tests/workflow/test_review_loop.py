@@ -223,6 +223,7 @@ def test_a_request_puts_the_draft_first_in_that_reviewer_s_inbox_and_briefing(
     text = briefing.brief(carol, for_text="deploy the frontend", mark=False).text
     review = text.split("## Drafts awaiting your review\n", 1)[1]
     assert "`plain-fact` by bob (alice asked you)" in review
+    assert "- 1 note for review recorded by alice: `ask plain-fact`" in text
 
 
 def test_the_inbox_ranks_rules_then_recalled_then_oldest(

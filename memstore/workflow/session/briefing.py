@@ -33,7 +33,7 @@ from memstore.model.render_text import (
 from memstore.model.status import Status
 from memstore.search.query import Hit
 from memstore.storage import settings
-from memstore.storage.files import atomic_write
+from memstore.storage.files import REVIEWS_FILE, atomic_write
 from memstore.workflow.care import catalog, stats, steward
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import claims
@@ -578,6 +578,9 @@ def _group(
         if rel == outcomes:
             name = f"{record.get('name')} {record.get('outcome')}"
             _count(groups, "outcome recorded", change.author, name)
+        elif rel == REVIEWS_FILE:  # a review request or deferral
+            name = f"{record.get('kind')} {record.get('name')}"
+            _count(groups, "note for review recorded", change.author, name)
         else:
             parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
             _count(groups, f"record appended to {rel}", change.author, " ".join(parts))
