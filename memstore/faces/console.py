@@ -108,6 +108,8 @@ def routes(keeper: bearer.Keeper, store_for: StoreFor) -> list[Route]:
         Route("/search", pages.search),
         Route("/memory/{name}", pages.memory),
         Route("/memory/{name}/move", pages.move, methods=["POST"]),
+        Route("/memory/{name}/merge", pages.merge, methods=["POST"]),
+        Route("/review", pages.review_many, methods=["POST"]),
         Route("/ledger", pages.ledger),
         Route("/health", pages.health),
         Route("/health/check", pages.recheck, methods=["POST"]),
@@ -265,7 +267,7 @@ class _Pages:
 
     # -- pages -------------------------------------------------------------------------------
 
-    def inbox(self, request: Request) -> Response:
+    def inbox(self, request: Request, notice: list[str] | None = None) -> Response:
         user = self.who(request)
         if user is None:
             return _to_login(request)
@@ -281,6 +283,7 @@ class _Pages:
             counts=counts,
             standing={d.name: standing(d.type, d.status, d.owner, humans) for d in drafts},
             yours={d.name for d in drafts if same_identity(d.owner, user.name)},
+            notice=notice or [],
         )
 
     def search(self, request: Request) -> Response:
@@ -396,6 +399,76 @@ class _Pages:
         proposed = verb == "deprecate" and moved.status != Status.DEPRECATED
         done = "proposed" if proposed else PAST[verb]
         return RedirectResponse(f"/console/memory/{name}?done={done}", status_code=303)
+
+    async def review_many(self, request: Request) -> Response:
+        """Confirm or deprecate the drafts ticked in the inbox, in one commit (see
+        `tidy.promote_many`): the inbox again, saying what moved and what was refused."""
+        user = await run_in_threadpool(self.who, request)
+        async with request.form(max_files=0) as posted:
+            form = {k: v for k, v in posted.items() if isinstance(v, str)}
+            names = [v for v in posted.getlist("names") if isinstance(v, str)]
+        refused = self._refused(user, form)
+        if refused is not None:
+            return refused
+        assert user is not None
+        return await run_in_threadpool(self._review_many, request, user, form, names)
+
+    def _review_many(
+        self, request: Request, user: bearer.Token, form: dict[str, str], names: list[str]
+    ) -> Response:
+        from memstore.workflow.care import tidy
+
+        verb = form.get("action", "")
+        if verb not in ("confirm", "deprecate") or not names:
+            return self.inbox(request, ["tick the drafts, then confirm or deprecate them"])
+        try:
+            done, refused = tidy.promote_many(
+                self.store_for(user.name), names, MOVES[verb], form.get("reason", "").strip()
+            )
+        except MemstoreError as e:
+            return self.inbox(request, [str(e)])
+        lines = [f"{PAST[verb]} {m.name}" for m in done]
+        lines += [f"refused {name}: {why}" for name, why in refused]
+        return self.inbox(request, lines)
+
+    async def merge(self, request: Request) -> Response:
+        """Merge the duplicates named into this memory (see `merge.merge`)."""
+        user = await run_in_threadpool(self.who, request)
+        form = await _form(request)
+        refused = self._refused(user, form)
+        if refused is not None:
+            return refused
+        assert user is not None
+        return await run_in_threadpool(self._merge, request, user, form)
+
+    def _merge(self, request: Request, user: bearer.Token, form: dict[str, str]) -> Response:
+        from memstore.workflow.care import merge
+
+        name = request.path_params["name"]
+        others = form.get("others", "").replace(",", " ").split()
+        try:
+            merge.merge(
+                self.store_for(user.name),
+                name,
+                others,
+                form.get("reason", "").strip() or None,
+                body=form.get("body") == "on",
+            )
+        except MemstoreError as e:
+            return self.memory(request, str(e), 409)
+        return RedirectResponse(f"/console/memory/{name}?done=merged", status_code=303)
+
+    def _refused(self, user: bearer.Token | None, form: dict[str, str]) -> Response | None:
+        """Why a posted form is not acted on (not signed in, a foreign form), else None."""
+        if user is None:
+            return Response("sign in first", status_code=403, media_type="text/plain")
+        if not self.form_ok(form, user):
+            return Response(
+                "this form has expired or did not come from this console; reload the page",
+                status_code=403,
+                media_type="text/plain",
+            )
+        return None
 
     def ledger(self, request: Request) -> Response:
         user = self.who(request)

@@ -593,6 +593,11 @@ def recall(store: Store, query: Query) -> Recall:
             h for h in upkeep(store).index.search(wider) if h.expired and h.status != "deprecated"
         ]
     _count_recall(store, any(h.status == "confirmed" for h in hits))
+    drafts = [h.name for h in hits if h.status == "draft"]
+    if drafts:  # what a draft's review is worth: how often it is relied on
+        from memstore.storage import uses
+
+        uses.note(store, uses.RECALL, drafts)
     return Recall(hits, expired)
 
 

@@ -22,6 +22,8 @@ LEDGER_FILE = "ledger.jsonl"
 """The store's append-only ledger of external actions, at its root."""
 OUTCOMES_FILE = "outcomes.jsonl"
 """The store's append-only record of correction outcomes, at its root."""
+REVIEWS_FILE = "reviews.jsonl"
+"""The store's append-only record of review requests and deferrals, at its root."""
 SKIPPED_FOLDERS = frozenset({".git", ".memstore", "node_modules", ".venv", "venv", "__pycache__"})
 """Folders a look through a project's own files never enters (its documents, a folder to
 import): git's, a store's cache, dependencies and bytecode."""

@@ -70,6 +70,8 @@ STORE_GITATTRIBUTES = (
     "ledger.jsonl text eol=lf merge=union\n"
     # Correction outcomes are append-only records too: a union merge keeps both branches' lines.
     "outcomes.jsonl text eol=lf merge=union\n"
+    # So are review requests and deferrals.
+    "reviews.jsonl text eol=lf merge=union\n"
 )
 
 
@@ -424,7 +426,7 @@ class Store(Reader):
         with transaction.locked(self):
             current = self.read(name, raw=True)
             check_version(self, name, current, expected_version)
-            old = self._as_history_says(current, actor, to)
+            old = self.as_history_says(current, actor, to)
             at = now()
             if str(to) == Status.DEPRECATED:
                 proposal = self._proposal(current, old, actor, reason, at, superseded_by)
@@ -645,7 +647,7 @@ class Store(Reader):
         )
         return new
 
-    def _as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
+    def as_history_says(self, current: Versioned, actor: str, to: Status | str) -> Memory:
         """`current` as its history supports it, for a move to `to` by `actor`.
 
         For a confirmation: nobody confirms a memory they created, whatever its `owner` field

@@ -38,6 +38,7 @@ from memstore.model.identity import check_identity
 from memstore.storage.files import (
     LEDGER_FILE,
     OUTCOMES_FILE,
+    REVIEWS_FILE,
     atomic_write,
     lock_file,
     read_regular,
@@ -62,7 +63,7 @@ JOURNAL = "pending.json"
 """The change the lock holder is writing; a writer that finds it left over undoes it."""
 HOLDER = "holder"
 """Who holds the store's lock (pid and identity), for the "store busy" message."""
-RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE)
+RECORD_FILES = (LEDGER_FILE, OUTCOMES_FILE, REVIEWS_FILE)
 """The append-only record files at the store's root."""
 LOCK_POLL = 0.002
 """How often recovery looks again whether the gits a killed writer started have ended."""

@@ -406,3 +406,33 @@ def test_no_template_prints_a_list_as_python() -> None:
     template = console._env.from_string("{{ a }}|{{ b }}|{{ c }}|{{ d }}")  # pyright: ignore[reportPrivateUsage]
     out = template.render(a=["npm publish", "<b>"], b=("x", 1), c={"k": ["v"]}, d=None)
     assert out == "npm publish, &lt;b&gt;|x, 1|k: v|"
+
+
+def test_a_human_confirms_ticked_drafts_at_once_then_merges_a_duplicate(
+    reviewed: tuple[Store, Server, dict[str, str]], browser: object
+) -> None:
+    from playwright.sync_api import Page
+
+    store, server, secrets = reviewed
+    Store(store.root, agent="bob").add(
+        "zod-bodies", type="decision", description="Zod for request bodies", tags=["zod"]
+    )
+    before = int(git(store.root, "rev-list", "--count", "HEAD"))
+    page = _sign_in(browser, server, secrets["alice"])
+    assert isinstance(page, Page)
+    assert page.locator("input[name=names][value=alice-idea]").count() == 0  # her own
+    page.check("input[name=names][value=use-zod]")
+    page.check("input[name=names][value=migration-once]")
+    page.fill("#batch-reason", "read both against the code")
+    page.click("#confirm-selected")
+    notice = page.inner_text("main")
+    assert "confirmed use-zod" in notice and "confirmed migration-once" in notice
+    assert int(git(store.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "alice"
+
+    page.goto(f"{server.url}/console/memory/use-zod")
+    page.fill("#merge-others", "zod-bodies")
+    page.click("#merge")
+    page.wait_for_url("**/console/memory/use-zod?done=merged")
+    assert store.get("zod-bodies").superseded_by == "use-zod"
+    assert store.get("use-zod").tags == ("api", "zod")

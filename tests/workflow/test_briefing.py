@@ -314,14 +314,12 @@ def test_sections_come_in_order_changes_grouped_and_drafts_capped(store: Store) 
     assert len(changes.splitlines()) <= 3
     drafts = text.split("## Drafts awaiting your review\n", 1)[1].split("\n\n")[0]
     lines = drafts.splitlines()
-    assert len(lines) == briefing.DRAFTS_SHOWN + 1
-    shown = "\n".join(lines)  # the drafts about the task first
+    shown = "\n".join(lines)  # only the drafts about the task, each saying why
     assert all(f"`{n}`" in shown for n in ("release-checklist", "no-manual-publish"))
+    assert "(bears on your task" in shown
     assert "`draft-0`" not in shown
-    assert (
-        lines[-1]
-        == f"- and {6 + 10 + 2 - briefing.DRAFTS_SHOWN} more: `memstore list --status draft`"
-    )
+    offered = len(lines) - 1
+    assert lines[-1] == f"- and {6 + 10 + 2 - offered} more awaiting review: `memstore review`"
 
 
 def test_cli_brief_keeps_the_release_rule_in_150_tokens(store: Store) -> None:
@@ -340,7 +338,7 @@ def test_cli_brief_keeps_the_release_rule_in_150_tokens(store: Store) -> None:
         "## Drafts awaiting review",  # no identity given: everyone's drafts
     ]
     assert "- 12 outcomes recorded by human: `no-manual-publish heeded` ×12\n" in full.output
-    assert "- and 13 more: `memstore list --status draft`\n" in full.output
+    assert "more awaiting review: `memstore review`\n" in full.output
 
 
 def test_past_twenty_p0_rules_the_rest_are_cut_and_counted(store: Store) -> None:

@@ -181,13 +181,16 @@ def test_a_damaged_catalog_is_built_again(store: Store) -> None:
     assert out.exit_code == 0 and "Still listed" in out.stdout
 
 
-def test_drafts_sharing_the_task_s_words_come_first_for_review(store: Store) -> None:
+def test_only_drafts_bearing_on_the_task_are_offered_for_review(store: Store) -> None:
     bob = as_agent(store, "bob")
     bob.add("cache-redis", type="fact", description="Redis cache eviction policy")
     bob.add("newer-other", type="fact", description="Something else entirely")
     text = briefing.brief(store, for_text="tune the redis cache", mark=False).text
     review = text.split("## Drafts awaiting your review")[1]
-    assert review.index("cache-redis") < review.index("newer-other")
+    assert "`cache-redis` by bob (bears on your task)" in review
+    assert "newer-other" not in review and "1 more awaiting review" in review
+    without_task = briefing.brief(store, mark=False).text
+    assert "newer-other" in without_task.split("## Drafts awaiting your review")[1]
 
 
 def test_the_catalog_is_not_read_again_when_nothing_changed(store: Store, tmp_path: Path) -> None:

@@ -109,8 +109,11 @@ def _doctor_lines(report: Report) -> list[str]:
 
     section(
         "duplicate clusters",
-        [", ".join(c) for c in report.duplicates],
-        "deprecate all but one with --superseded-by",
+        [
+            f"{', '.join(c)}: `{fix}`"
+            for c, fix in zip(report.duplicates, report.merges, strict=True)
+        ],
+        "merge each into the first named",
     )
     for title, items, advice in (
         ("broken links", report.broken_links, "save the missing memory or fix the link"),

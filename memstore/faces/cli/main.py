@@ -25,7 +25,7 @@ WHERE: dict[str, str] = {
         "memories",
     ),
     **dict.fromkeys(("forget", "recover"), "memories"),
-    **dict.fromkeys(("confirm", "deprecate", "review", "restore", "verify"), "review"),
+    **dict.fromkeys(("confirm", "deprecate", "review", "restore", "verify", "merge"), "review"),
     **dict.fromkeys(("lint", "doctor", "stats", "signers"), "care"),
     **dict.fromkeys(("search", "get", "reindex"), "search"),
     **dict.fromkeys(

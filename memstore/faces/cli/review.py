@@ -1,5 +1,6 @@
-"""Commands that move a memory through review: confirm, deprecate (one, or a batch in one
-commit), restore, verify, and the queue of drafts awaiting you."""
+"""Commands that move a memory through review: confirm and deprecate (one, or a batch in one
+commit), merge duplicates, restore, verify, and the queue of drafts awaiting you (defer one,
+or ask someone to review it)."""
 
 from __future__ import annotations
 
@@ -22,27 +23,78 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
 @expect_version_option
 @allow_secret_option
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the memory (several: confirmed and refused)."
+)
 @click.pass_context
 def confirm(
-    ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
+    ctx: click.Context,
+    names: tuple[str, ...],
+    reason: str,
+    expect_version: str | None,
+    allow_secret: bool,
+    as_json: bool,
 ) -> None:
     """Confirm draft NAME. You cannot confirm a memory you own.
 
     Pass --expect-version with the version you reviewed, so a change made since is not
     confirmed unseen.
 
+    Several NAMEs are confirmed in one commit, each judged as one would be: one you cannot
+    confirm (your own, not a draft) is refused with the reason, and the others still go
+    (exit 1 only when none could be).
+
     \b
     Example:
       memstore --agent bob confirm use-zod --reason "verified in src/types.ts"
+      memstore --agent bob confirm use-zod retry-429 --reason "read both against the code"
     """
-    memory = store_of(ctx).confirm(
-        name, reason, expected_version=expect_version, allow_secret=allow_secret
+    if len(names) == 1:
+        memory = store_of(ctx).confirm(
+            names[0], reason, expected_version=expect_version, allow_secret=allow_secret
+        )
+        if as_json:
+            echo_json(json_object(memory))
+            return
+        click.echo(f"confirmed {label(memory)}")
+        return
+    if expect_version:
+        raise click.UsageError("--expect-version takes a single NAME")
+    from memstore.workflow.care import tidy
+
+    done, refused = tidy.promote_many(
+        store_of(ctx), names, "confirmed", reason, allow_secret=allow_secret
     )
-    click.echo(f"confirmed {label(memory)}")
+    _batch_report(ctx, "confirmed", done, refused, as_json)
+
+
+def _batch_report(
+    ctx: click.Context,
+    verb: str,
+    done: list[Memory],
+    refused: list[tuple[str, str]],
+    as_json: bool,
+) -> None:
+    if as_json:
+        echo_json(
+            {
+                verb: [m.name for m in done],
+                "refused": [{"name": n, "why": why} for n, why in refused],
+            }
+        )
+    else:
+        for memory in done:
+            click.echo(f"{verb} {label(memory)}")
+        for name, why in refused:
+            click.echo(f"refused {name}: {why}", err=True)
+        if done and refused:
+            click.echo(f"{len(done)} {verb} in one commit, {len(refused)} refused", err=True)
+    if refused and not done:
+        ctx.exit(1)
 
 
 @click.command()
@@ -149,6 +201,10 @@ def deprecate(
 
 
 @click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--defer", "defer", metavar="SPAN", help="Put NAMEs off for SPAN (3d; now ends it).")
+@click.option("--for", "reviewer", metavar="WHO", help="Ask WHO to review NAMEs (first in theirs).")
+@click.option("--all", "show_all", is_flag=True, help="List the ones you deferred too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON (for agents).")
 @click.option(
     "--interactive/--list",
@@ -157,25 +213,51 @@ def deprecate(
     help="Ask about each memory (the default at a terminal), or only list them.",
 )
 @click.pass_context
-def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
-    """The drafts awaiting your review (never your own), most relevant first.
+def review(
+    ctx: click.Context,
+    names: tuple[str, ...],
+    defer: str | None,
+    reviewer: str | None,
+    show_all: bool,
+    as_json: bool,
+    interactive: bool | None,
+) -> None:
+    """The drafts awaiting your review (never your own), most worth reviewing first; or, with
+    NAMEs, put them off (--defer) or ask someone to review them (--for).
 
-    Rules come first (they act already), then the memories most linked to, then those
-    waiting longest. At a terminal, each is shown and you confirm, deprecate or skip it
-    (the version you saw is the one confirmed: a change made meanwhile is refused).
+    First those someone asked you to review, then rules (they act already), then the drafts
+    recalled most, then the most linked to, then those waiting longest; each says why. At a
+    terminal, each is shown and you confirm, deprecate, defer or skip it (the version you saw
+    is the one confirmed: a change made meanwhile is refused).
+
+    --defer and --for are committed to reviews.jsonl, so the team sees them: a deferral hides
+    the memory from your queue and briefing only, until SPAN is over; a request puts it first
+    in WHO's queue and briefing.
 
     \b
     Example:
       memstore --agent bob review
+      memstore --agent bob review retry-429 --defer 3d
+      memstore review use-zod --for carol
       memstore review --json        # for an agent: then memory_get and memory_promote
     """
     from memstore.errors import MemstoreError
-    from memstore.workflow.care import tidy
+    from memstore.workflow.care import reviews, tidy
 
     store = store_of(ctx)
-    queue = tidy.review_queue(store)
+    if names or defer or reviewer:
+        if not names or bool(defer) == bool(reviewer):
+            raise click.UsageError("give NAMEs with one of --defer SPAN or --for WHO")
+        if defer:
+            done = reviews.defer(store, names, defer)
+            click.echo(f"deferred {', '.join(r.name for r in done)} until {done[0].until}")
+        else:
+            done = reviews.ask(store, names, reviewer or "")
+            click.echo(f"asked {reviewer} to review {', '.join(r.name for r in done)}")
+        return
+    queue = tidy.inbox(store, deferred=show_all)
     if as_json:
-        echo_json([json_object(m) for m in queue])
+        echo_json([json_object(w.memory) | {"why": list(w.why)} for w in queue])
         return
     if not queue:
         click.echo("nothing awaits your review", err=True)
@@ -183,24 +265,26 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
-        for m in queue:
+        for w in queue:
+            m = w.memory
             pending = _proposal(m)
             click.echo(
                 f"{m.type}/{m.name} [{m.status}] by {m.owner}, {m.updated[:10]}: {m.description}"
                 + (f" [{pending}: {m.deprecation_proposed_reason}]" if pending else "")
+                + (f" ({'; '.join(w.why)})" if w.why else "")
             )
         return
     store.require_identity()
-    for at, memory in enumerate(queue, 1):
+    for at, waiting in enumerate(queue, 1):
         try:
-            current = store.read(memory.name)
+            current = store.read(waiting.memory.name)
         except MemstoreError as e:
-            click.echo(f"skipped {memory.name}: {e}", err=True)
+            click.echo(f"skipped {waiting.memory.name}: {e}", err=True)
             continue
         m = current.memory
         click.echo(
             f"\n[{at}/{len(queue)}] {m.type}/{m.name} [{m.status}] by {m.owner}, "
-            f"updated {m.updated[:10]}"
+            f"updated {m.updated[:10]}" + (f" ({'; '.join(waiting.why)})" if waiting.why else "")
         )
         click.echo(f"  {m.description}")
         if _proposal(m):
@@ -208,8 +292,8 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         for line in m.body.strip().splitlines()[:20]:
             click.echo(f"  | {line}")
         choice = click.prompt(
-            "[c]onfirm, [d]eprecate, [s]kip, [q]uit",
-            type=click.Choice(["c", "d", "s", "q"]),
+            f"[c]onfirm, [d]eprecate, [l]ater (defer {LATER}), [s]kip, [q]uit",
+            type=click.Choice(["c", "d", "l", "s", "q"]),
             show_choices=False,
             default="s",
         )
@@ -217,8 +301,12 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
             break
         if choice == "s":
             continue
-        reason = click.prompt("reason (one line)")
         try:
+            if choice == "l":
+                reviews.defer(store, [m.name], LATER)
+                click.echo(f"deferred {m.type}/{m.name} for {LATER}")
+                continue
+            reason = click.prompt("reason (one line)")
             if choice == "c":
                 done = store.confirm(m.name, reason, expected_version=current.version)
             else:
@@ -230,6 +318,68 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
         if choice == "d" and _proposal(done):
             verb = "proposed deprecating"
         click.echo(f"{verb} {label(done)}")
+
+
+LATER = "3d"
+"""How long `l` in the interactive review puts a memory off."""
+
+
+@click.command()
+@click.argument("keep", metavar="KEEP")
+@click.argument("others", nargs=-1, required=True, metavar="OTHER...")
+@click.option("--reason", "-r", help='Why they are one (one line; default "merged into KEEP").')
+@click.option("--body", is_flag=True, help="Append each OTHER's body KEEP lacks as a section.")
+@allow_secret_option
+@click.option("--json", "as_json", is_flag=True, help="Print what the merge did.")
+@click.pass_context
+def merge(
+    ctx: click.Context,
+    keep: str,
+    others: tuple[str, ...],
+    reason: str | None,
+    body: bool,
+    allow_secret: bool,
+    as_json: bool,
+) -> None:
+    """Merge duplicates into KEEP in one commit: the tags, links and files of each OTHER join
+    KEEP (with --body, its text too, as a section), each OTHER is deprecated as superseded by
+    KEEP with the reason, and links to an OTHER in other memories name KEEP instead.
+
+    KEEP goes back to draft when its content changed (files or body folded in), so someone
+    else confirms what it now says. `memstore doctor` prints this command for each duplicate
+    cluster, the one to keep first.
+
+    \b
+    Example:
+      memstore merge use-zod zod-for-validation validate-with-zod --body
+    """
+    from memstore.workflow.care import merge as merging
+
+    done = merging.merge(
+        store_of(ctx), keep, list(others), reason, body=body, allow_secret=allow_secret
+    )
+    if as_json:
+        echo_json(
+            {
+                "kept": json_object(done.kept),
+                "deprecated": [m.name for m in done.deprecated],
+                "redirected": list(done.redirected),
+                "left": list(done.left),
+                "back_to_draft": done.back_to_draft,
+            }
+        )
+        return
+    click.echo(f"kept {label(done.kept)}" + (" (back to draft)" if done.back_to_draft else ""))
+    for m in done.deprecated:
+        click.echo(f"deprecated {label(m)}, superseded by {keep}")
+    if done.redirected:
+        click.echo(f"links redirected in {', '.join(done.redirected)}")
+    if done.left:
+        click.echo(
+            f"[[references]] left in confirmed {', '.join(done.left)} (they lead to {keep} "
+            "through superseded_by)",
+            err=True,
+        )
 
 
 @click.command()
@@ -291,6 +441,7 @@ COMMANDS: tuple[click.Command, ...] = (
     confirm,
     deprecate,
     review,
+    merge,
     restore,
     verify,
 )

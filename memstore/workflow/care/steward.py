@@ -351,6 +351,8 @@ class Report:
 
     memories: int
     duplicates: list[list[str]] = field(default_factory=list[list[str]])
+    merges: list[str] = field(default_factory=list[str])
+    """For each duplicate cluster, the `memstore merge` command, the memory to keep first."""
     broken_links: list[Finding] = field(default_factory=list[Finding])
     expired: list[Finding] = field(default_factory=list[Finding])
     stale: list[Finding] = field(default_factory=list[Finding])
@@ -445,9 +447,14 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     drifted = [Finding(m.name, notes[m.name]) for m in confirmed_with_files if m.name in notes]
 
     health, synced = _index_health(store, len(memories))
+    from memstore.workflow.care import merge  # its command names each cluster's fix
+
+    duplicates = clusters(memories)
+    by_name = {m.name: m for m in memories}
     report = Report(
         memories=len(memories),
-        duplicates=clusters(memories),
+        duplicates=duplicates,
+        merges=[merge.command(c, by_name) for c in duplicates],
         broken_links=broken,
         expired=expired,
         stale=stale,

@@ -1,5 +1,6 @@
 """Tidying a store in batches: choosing memories by tag, type, status and age for a bulk
-deprecation, and the review queue (drafts awaiting someone other than their owner)."""
+deprecation, confirming or deprecating several in one commit, and the review queue (drafts
+awaiting someone other than their owner), ranked by what a confirmation is worth."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memstore.errors import InvalidMemory, InvalidQuery, MemstoreError
+from memstore.errors import InvalidMemory, InvalidQuery, InvalidTransition, MemstoreError
 from memstore.model import when
 from memstore.model.fields import check_line
 from memstore.model.identity import same_identity
@@ -17,8 +18,10 @@ from memstore.model.memory import RULE_TYPES, Memory, links_in_body, now
 from memstore.model.render_text import proposal
 from memstore.model.status import Status, transition
 from memstore.storage import binding, settings, transaction
-from memstore.storage.store import Store, subject
+from memstore.storage.store import Store, check_version, subject
 from memstore.storage.trust import UNVERIFIED
+from memstore.storage.uses import counts
+from memstore.workflow.care import reviews
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,53 @@ def deprecate_many(
     return [m for _, m in done], refused
 
 
+def promote_many(
+    store: Store,
+    names: Iterable[str],
+    to: Status | str,
+    reason: str,
+    *,
+    versions: dict[str, str] | None = None,
+    allow_secret: bool = False,
+) -> tuple[list[Memory], list[tuple[str, str]]]:
+    """Confirm (or deprecate) every memory named, in one commit as the acting identity, each
+    judged as a single move is: a memory that cannot move (your own, by its history; not a
+    draft; changed since the version in `versions`; a rule that binds you, for a deprecation)
+    is refused with the reason and the others still go. Returns those moved and the refused.
+
+    Raises:
+        InvalidTransition (a move other than confirm or deprecate), InvalidMemory (a reason
+        that is not one line), SecretFound, NoIdentity, StoreLocked, GitError.
+    """
+    target = Status(str(to)) if str(to) in {s.value for s in Status} else None
+    if target is Status.DEPRECATED:
+        return deprecate_many(store, names, reason, allow_secret=allow_secret)
+    if target is not Status.CONFIRMED:
+        raise InvalidTransition("several memories move at once only to confirmed or deprecated")
+    check_line(reason, "reason")
+    store.refuse_secrets({"reason": reason}, allow_secret)
+    actor = store.require_identity()
+    done: list[tuple[Path, Memory]] = []
+    refused: list[tuple[str, str]] = []
+    with transaction.locked(store):
+        at = now()
+        for name in dict.fromkeys(names):
+            try:
+                current = store.read(name, raw=True)
+                check_version(store, name, current, (versions or {}).get(name))
+                old = store.as_history_says(current, actor, Status.CONFIRMED)
+                new = transition(old, Status.CONFIRMED, actor=actor, reason=reason, at=at)
+            except MemstoreError as e:
+                refused.append((name, str(e).split("\n", 1)[0]))
+                continue
+            done.append((store.root / current.path, new))
+        if done:
+            listed = ", ".join(m.name for _, m in done)
+            message = subject(f"memory: confirm {len(done)}", reason.strip())
+            store.commit_memories(done, f"{message}\n\n{listed}", actor)
+    return [m for _, m in done], refused
+
+
 def _awaits(memory: Memory, me: str | None, humans: tuple[str, ...]) -> bool:
     """Whether `me` can agree to the deprecation an agent proposed for `memory` (a rule that
     binds it): not its proposer, and a person for a person's rule (see `binding`)."""
@@ -148,25 +198,66 @@ def _awaits(memory: Memory, me: str | None, humans: tuple[str, ...]) -> bool:
     return binding.is_person(me, humans) or not binding.is_person(memory.owner, humans)
 
 
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A memory in the review queue, with why its review matters."""
+
+    memory: Memory
+    why: tuple[str, ...]
+    """`asked by bob`, `a rule: it acts already`, `recalled 4 times`, `linked from 2`."""
+
+
 def review_queue(store: Store) -> list[Memory]:
+    """The memories of `inbox`, in its order."""
+    return [w.memory for w in inbox(store)]
+
+
+def inbox(store: Store, *, deferred: bool = False, at: datetime | None = None) -> list[Waiting]:
     """The drafts awaiting the acting identity's review (never its own; the owner as history
     says), confirmations the history does not back, and the deprecations proposed for rules
-    that bind the agents which the acting identity can agree to: most relevant first — rules
-    (they act already), then the most linked to, then the longest waiting."""
+    that bind the agents which the acting identity can agree to, ranked by what a review is
+    worth: those someone asked you to review, then rules (they act already), then the most
+    recalled (see `storage.uses`), then the most linked to, then the longest waiting. Those
+    you deferred are left out until their time (with `deferred`, kept, last)."""
     me = store.identity
+    moment = at or when.utcnow()
     everything = list(store.memories())
     linked = Counter(target for m in everything for target in {*m.links, *links_in_body(m.body)})
     try:
         humans = settings.store_humans(store.root)
     except InvalidMemory:
         humans = ()
-    waiting = [
-        m
-        for m in everything
-        if (m.status in (Status.DRAFT, UNVERIFIED) and not (me and same_identity(m.owner, me)))
-        or _awaits(m, me, humans)
-    ]
-    return sorted(
-        waiting,
-        key=lambda m: (0 if m.type in RULE_TYPES else 1, -linked[m.name], m.updated, m.name),
-    )
+    record = reviews.read(store)
+    uses = counts(store)
+    out: list[tuple[tuple[object, ...], Waiting]] = []
+    for m in everything:
+        mine = bool(me and same_identity(m.owner, me))
+        if not ((m.status in (Status.DRAFT, UNVERIFIED) and not mine) or _awaits(m, me, humans)):
+            continue
+        later = record.deferred_by(m.name, me, moment)
+        if later and not deferred:
+            continue
+        asker = record.asked_by(m.name, me)
+        why: list[str] = []
+        if asker:
+            why.append(f"asked by {asker}")
+        if m.type in RULE_TYPES:
+            why.append("a rule: it acts already")
+        if uses.recalled[m.name]:
+            why.append(f"recalled {uses.recalled[m.name]} times")
+        if linked[m.name]:
+            why.append(f"linked from {linked[m.name]}")
+        if later:
+            why.append(f"deferred until {later[:10]}")
+        key = (
+            bool(later),
+            not asker,
+            m.type not in RULE_TYPES,
+            -uses.recalled[m.name],
+            -linked[m.name],
+            m.updated,
+            m.name,
+        )
+        out.append((key, Waiting(m, tuple(why))))
+    out.sort(key=lambda kw: kw[0])
+    return [w for _, w in out]

@@ -35,7 +35,7 @@ from memstore.model import memory, when
 from memstore.model.status import Status
 from memstore.search import upkeep as search
 from memstore.storage import secrets, transaction
-from memstore.storage.files import LEDGER_FILE, OUTCOMES_FILE
+from memstore.storage.files import LEDGER_FILE, OUTCOMES_FILE, REVIEWS_FILE
 from memstore.storage.settings import sync_settings
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import claims
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS = 30
 """How many times a sync or a remote claim fetches again after the remote moved."""
-_RECORDS = (LEDGER_FILE, OUTCOMES_FILE)
+_RECORDS = (LEDGER_FILE, OUTCOMES_FILE, REVIEWS_FILE)
 _MEMORY = re.compile(r"[a-z0-9][a-z0-9-]{0,63}/[a-z0-9][a-z0-9-]{0,63}\.md")
 _SETTINGS = (*transaction.SETTINGS_FILES, *transaction.SYNCED_FILES)
 

@@ -33,14 +33,14 @@ from memstore.model.render_text import (
 from memstore.model.status import Status
 from memstore.search.query import Hit
 from memstore.storage import settings
-from memstore.storage.files import atomic_write
+from memstore.storage.files import REVIEWS_FILE, atomic_write
 from memstore.workflow.care import catalog, stats, steward
 from memstore.workflow.ledger import book as ledger_io
 from memstore.workflow.ledger import claims
 from memstore.workflow.ledger import lines as ledger
-from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
+from memstore.workflow.session import offers as review
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -318,11 +318,13 @@ def brief(
             applies = {p for p, r in ruled if p in maybe and workflow.related(r, for_text)}
             applying = [r for p, r in ruled if p in applies]
             others = [r for p, r in ruled if p not in applies]
-        drafts = _awaiting_review(
+        drafts = review.offers(
+            store,
             identity,
             found.entries(f"status = 'draft' AND {live}", (today,)),
             for_text,
             found,
+            DRAFTS_SHOWN,
         )
         pinned_lines = _pinned_lines(
             store, found, found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
@@ -351,6 +353,11 @@ def brief(
         Section("Pinned and important", 1, tuple(pinned_lines)),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
         Section(
+            "Drafts you relied on: confirm or deprecate them",
+            2,
+            tuple(_draft_bullet(o, RELIED_ASK) for o in drafts.relied),
+        ),
+        Section(
             "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
             3,
             tuple(_knowledge_bullet(m, notes.get(m.name)) for m in knowledge),
@@ -364,7 +371,7 @@ def brief(
         Section(
             "Drafts awaiting your review" if identity else "Drafts awaiting review",
             5,
-            tuple(_draft_bullet(m) for m in drafts[:DRAFTS_SHOWN]) + _more(drafts),
+            tuple(_draft_bullet(o) for o in drafts.others) + _more(drafts.more),
         ),
         Section(
             "Other corrections and warnings",
@@ -425,12 +432,18 @@ def _knowledge_bullet(
     return Bullet(lead, " · ".join([m.description, *hidden, *([note] if note else [])]))
 
 
-def _draft_bullet(m: catalog.Entry) -> Bullet:
+RELIED_ASK = "confirm or deprecate it (memory_promote), saying what you saw"
+"""What the briefing asks of an agent about a draft it relied on (it is not the author)."""
+
+
+def _draft_bullet(offer: review.Offer, ask: str = "") -> Bullet:
+    m = offer.entry
     hidden = unshown([("type", m.type, kind(m.type)), ("owner", m.owner, word(m.owner))])
+    why = f" ({offer.why}" + (f"; {ask})" if ask else ")")
     return Bullet(
-        f"- {kind(m.type)} `{m.name}` by {word(m.owner)}",
+        f"- {kind(m.type)} `{m.name}` by {word(m.owner)}{why}",
         " · ".join([m.description, *hidden]),
-        plain=f"- {m.type} `{m.name}` by {m.owner}: {m.description}",
+        plain=f"- {m.type} `{m.name}` by {m.owner}{why}: {m.description}",
     )
 
 
@@ -474,29 +487,10 @@ def _knowledge(
     return [m for e in confirmed[:10] if (m := found.memory(e)) is not None]
 
 
-def _awaiting_review(
-    identity: str | None,
-    drafts: list[catalog.Entry],
-    for_text: str | None,
-    found: catalog.Catalog,
-) -> list[catalog.Entry]:
-    """Others' drafts: those sharing the most words (or action synonyms) with the task first,
-    then rules (they already act, so reviewing them matters most), then newest first."""
-    drafts = [
-        m for m in drafts if m.status == Status.DRAFT and (identity is None or m.owner != identity)
-    ]
-    task = {f for f in concepts.features(for_text or "") if len(f) > 2 and not f.isdigit()}
-    shared = found.shared(task) if task else {}
-    drafts.sort(key=lambda m: (m.updated, m.name), reverse=True)
-    drafts.sort(key=lambda m: (-shared.get(m.path, 0), 0 if m.type in workflow.RULE_TYPES else 1))
-    return drafts
-
-
-def _more(drafts: list[catalog.Entry]) -> tuple[Bullet, ...]:
-    rest = len(drafts) - DRAFTS_SHOWN
+def _more(rest: int) -> tuple[Bullet, ...]:
     if rest <= 0:
         return ()
-    return (Bullet(f"- and {rest} more: `memstore list --status draft`"),)
+    return (Bullet(f"- and {rest} more awaiting review: `memstore review`"),)
 
 
 def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
@@ -584,6 +578,9 @@ def _group(
         if rel == outcomes:
             name = f"{record.get('name')} {record.get('outcome')}"
             _count(groups, "outcome recorded", change.author, name)
+        elif rel == REVIEWS_FILE:  # a review request or deferral
+            name = f"{record.get('kind')} {record.get('name')}"
+            _count(groups, "note for review recorded", change.author, name)
         else:
             parts = [str(record.get(k)) for k in ("action", "target", "status") if record.get(k)]
             _count(groups, f"record appended to {rel}", change.author, " ".join(parts))
