@@ -696,7 +696,7 @@ class Store(Reader):
         allowed = list(MOVES.get(Status(base), ())) if base in set(Status) else []
         if Status.CONFIRMED in allowed:
             try:
-                self._as_history_says(current, actor, Status.CONFIRMED)
+                self.as_history_says(current, actor, Status.CONFIRMED)
             except SelfApproval:
                 allowed.remove(Status.CONFIRMED)
             except MemstoreError:
