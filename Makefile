@@ -7,7 +7,14 @@ DEV := $(VENV)/.dev
 
 .PHONY: venv serve test lint check bench clean chromium screenshots
 
-# Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
+# Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run, and
+# make itself says nothing there (no "Entering directory" under `make -C DIR serve`). A make
+# older than 4.4.1 prints that line before reading this file: `make -s -C DIR serve` there.
+MAKEFLAGS += --no-print-directory
+OLD_MAKE := $(filter 3.% 4.0% 4.1% 4.2% 4.3% 4.4,$(MAKE_VERSION))
+ifneq ($(and $(OLD_MAKE),$(filter serve,$(MAKECMDGOALS)),$(findstring w,$(firstword -$(MAKEFLAGS)))),)
+$(shell echo 'make $(MAKE_VERSION) wrote "Entering directory" on stdout, the MCP wire: run `make -s -C DIR serve` (make 4.4.1+ does not)' >&2)
+endif
 # `serve` installs the runtime dependencies only; `test` adds the dev tools.
 # Installs go through uv when it can be had (bootstrapped from the package registry into
 # .venv/.uv: a fresh `make serve` answers in ~15 s instead of ~35 s with pip), else pip. The

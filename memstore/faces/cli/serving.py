@@ -4,11 +4,15 @@ remote, bearer tokens, client configurations, and the pre-commit hook."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from memstore.faces.cli.common import config_of, store_of
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
 
 
 @click.command()
@@ -78,8 +82,26 @@ def serve(
                 f"{sync_every!r} must be a duration from 1s to 1d, such as 60s or 5m",
                 param_hint="--sync-every",
             )
+    from memstore.faces.cli import stopping
+
+    at_terminal = sys.stdin.isatty()  # before the relay puts a pipe on fd 0
+    with stopping.stop_on_signals(relay=not over_http and _on_std_fds()) as stop:
+        _serve(ctx, grouped, over_http, host, port, every, at_terminal)
+    if stop.signal is not None:
+        ctx.exit(stop.status)
+
+
+def _serve(
+    ctx: click.Context,
+    grouped: bool,
+    over_http: bool,
+    host: str,
+    port: int,
+    every: float | None,
+    at_terminal: bool,
+) -> None:
     wire = None
-    if not over_http and not sys.stdin.isatty():
+    if not over_http and not at_terminal:
         from memstore.faces import handshake
 
         # Before the store and the SDK load: a client's opening requests answered before
@@ -93,13 +115,7 @@ def serve(
 
         web.serve(store, host, port, grouped=grouped, sync_every=every)
         return
-    if sys.stdin.isatty():  # a person typed the command: say what it waits for
-        click.echo(
-            f"memstore: serving {store.root} over MCP on stdin/stdout as "
-            f"{store.identity or '(no identity: writes are refused)'}; waiting for an MCP "
-            "client (an agent's config starts this command). Press Ctrl-C to stop.",
-            err=True,
-        )
+    _announce(ctx, store, at_terminal)
     from memstore.faces import sdk
 
     if wire is not None and wire.closed.is_set() and not wire.asked:
@@ -110,6 +126,50 @@ def serve(
     build_server(store, grouped=grouped, sync_every=every).run("stdio")
     if wire is not None:
         wire.finish()
+
+
+def _announce(ctx: click.Context, store: Store, at_terminal: bool) -> None:
+    """Say on stderr, once, what the server serves and as whom; at a terminal, what it waits
+    for. An identity taken from git's user.name is the person's own: a hint says how to give
+    the agent one of its own (docs/clients.md)."""
+    import logging
+
+    from memstore.faces.cli.words import shown_path
+
+    who = store.identity
+    from_git = who is not None and config_of(ctx).agent is None
+    if at_terminal:
+        click.echo(
+            f"memstore: serving {shown_path(store.root)} over MCP on stdin/stdout as "
+            f"{who or '(no identity: writes are refused)'}"
+            f"{' (git user.name)' if from_git else ''}; waiting for an MCP client (an agent's "
+            "config starts this command). Press Ctrl-C to stop.",
+            err=True,
+        )
+        # The server's own start line would say the same again.
+        logging.getLogger("memstore.faces.server").addFilter(_NotServingLine())
+    if from_git:
+        click.echo(
+            f"memstore: the agent acts as {who!r}, git's user.name, which names you: it could "
+            "confirm your drafts and you its; give it a name of its own with MEMSTORE_AGENT=NAME "
+            "(`make serve MEMSTORE_AGENT=NAME`) or --agent NAME",
+            err=True,
+        )
+
+
+class _NotServingLine:
+    """Drops the server's `memstore serving … as …` start line (the banner said it)."""
+
+    def filter(self, record: object) -> bool:
+        return not str(getattr(record, "msg", "")).startswith("memstore serving ")
+
+
+def _on_std_fds() -> bool:
+    """Whether stdin and stdout are fd 0 and 1 (not streams a test runner put in their place)."""
+    try:
+        return sys.stdin.fileno() == 0 and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 @click.command(name="sync")
