@@ -606,10 +606,10 @@ def _count_recall(store: Store, confirmed: bool) -> None:
     path, flags = store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     try:
         try:
-            fd = os.open(path, flags)
+            fd = os.open(path, flags, 0o666)  # a file, not a program: 0644 under umask 022
         except FileNotFoundError:  # no cache folder yet
             store.cache.mkdir(exist_ok=True)
-            fd = os.open(path, flags)
+            fd = os.open(path, flags, 0o666)
         try:
             os.write(fd, b"c" if confirmed else b"-")
         finally:

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from memstore.faces.cli.common import (
+    Result,
     allow_secret_option,
     echo_json,
     expect_version_option,
     json_object,
     label,
+    memory_json,
+    reports,
     store_of,
 )
 
@@ -27,9 +30,10 @@ if TYPE_CHECKING:
 @expect_version_option
 @allow_secret_option
 @click.pass_context
+@reports
 def confirm(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
-) -> None:
+) -> Result:
     """Confirm draft NAME. You cannot confirm a memory you own.
 
     Pass --expect-version with the version you reviewed, so a change made since is not
@@ -42,7 +46,7 @@ def confirm(
     memory = store_of(ctx).confirm(
         name, reason, expected_version=expect_version, allow_secret=allow_secret
     )
-    click.echo(f"confirmed {label(memory)}")
+    return Result(memory_json(memory), f"confirmed {label(memory)}")
 
 
 @click.command()
@@ -238,9 +242,10 @@ def review(ctx: click.Context, as_json: bool, interactive: bool | None) -> None:
 @expect_version_option
 @allow_secret_option
 @click.pass_context
+@reports
 def restore(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
-) -> None:
+) -> Result:
     """Bring deprecated NAME back as a draft (someone else must confirm it again).
 
     \b
@@ -250,7 +255,7 @@ def restore(
     memory = store_of(ctx).restore(
         name, reason, expected_version=expect_version, allow_secret=allow_secret
     )
-    click.echo(f"restored {label(memory)}")
+    return Result(memory_json(memory), f"restored {label(memory)}")
 
 
 @click.command()

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memstore.faces.cli.common import config_of, store_of
+from memstore.faces.cli.common import Result, asdict, config_of, reports, store_of
+from memstore.faces.cli.words import plural
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ def _on_std_fds() -> bool:
     "--branch", metavar="BRANCH", help="The remote's branch (default: the branch HEAD is on)."
 )
 @click.pass_context
-def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> None:
+@reports
+def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> Result:
     """Bring the store in step with its git remote: fetch, merge, push.
 
     Merges (never rebases), so every commit keeps its author; ledger and outcomes merge as
@@ -193,18 +195,23 @@ def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> None:
     from memstore.workflow.ledger import sync
 
     result = sync.sync(store_of(ctx), remote, branch)
-    click.echo(
+    line = (
         f"synced with {result.remote}/{result.branch}: {result.integrated}, "
-        f"{len(result.received)} file(s) received, "
+        f"{plural(len(result.received), 'file')} received, "
         f"{'pushed' if result.pushed else 'nothing to push'}"
         + (f" (after {result.attempts} attempts)" if result.attempts > 1 else "")
     )
-    for name in result.conflicts:
-        click.echo(
-            f"conflict: {name} was changed on both sides; kept this clone's version as a draft "
-            "with a note naming the other",
-            err=True,
-        )
+    notes = [
+        f"conflict: {name} was changed on both sides; kept this clone's version as a draft "
+        "with a note naming the other"
+        for name in result.conflicts
+    ]
+    data = {
+        **asdict(result),
+        "received": list(result.received),
+        "conflicts": list(result.conflicts),
+    }
+    return Result(data, line, notes=notes)
 
 
 @click.group(name="token")
@@ -225,7 +232,8 @@ def token_group() -> None:
 @click.argument("name")
 @click.option("--human", is_flag=True, help="A person: the token can sign in to the console.")
 @click.pass_context
-def token_add(ctx: click.Context, name: str, human: bool) -> None:
+@reports
+def token_add(ctx: click.Context, name: str, human: bool) -> Result:
     """Make a token for identity NAME and print it once (store it in the client's config).
 
     \b
@@ -238,18 +246,18 @@ def token_add(ctx: click.Context, name: str, human: bool) -> None:
     store = store_of(ctx)
     name = identities.admit(store.repo, name, store.secret_patterns)
     token = bearer.add(store.cache, name, human=human, timeout=store.lock_timeout)
-    click.echo(token)
     kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"
-    click.echo(
+    note = (
         f"added a token for {name}, {kind}; it is shown only now: put it in the client's "
-        "Authorization header (memstore config CLIENT --http prints one)",
-        err=True,
+        "Authorization header (memstore config CLIENT --http prints one)"
     )
+    return Result({"name": name, "human": human, "token": token}, token, notes=[note])
 
 
 @token_group.command(name="list")
 @click.pass_context
-def token_list(ctx: click.Context) -> None:
+@reports
+def token_list(ctx: click.Context) -> Result:
     """List who has a token (never the tokens: only their hashes are kept).
 
     \b
@@ -258,17 +266,19 @@ def token_list(ctx: click.Context) -> None:
     """
     from memstore.faces import bearer
 
-    found = bearer.read(store_of(ctx).cache)
-    if not found:
-        click.echo("no tokens: add one with memstore token add NAME", err=True)
-    for t in sorted(found.values(), key=lambda t: t.name):
-        click.echo(f"{t.name:<24} {'human' if t.human else 'agent':<6} added {t.created}")
+    found = sorted(bearer.read(store_of(ctx).cache).values(), key=lambda t: t.name)
+    return Result(
+        [{"name": t.name, "human": t.human, "created": t.created} for t in found],
+        [f"{t.name:<24} {'human' if t.human else 'agent':<6} added {t.created}" for t in found],
+        notes=[] if found else ["no tokens: add one with memstore token add NAME"],
+    )
 
 
 @token_group.command(name="revoke")
 @click.argument("name")
 @click.pass_context
-def token_revoke(ctx: click.Context, name: str) -> None:
+@reports
+def token_revoke(ctx: click.Context, name: str) -> Result:
     """Revoke NAME's token: a running `serve --http` refuses it from its next request on.
 
     \b
@@ -279,7 +289,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     store = store_of(ctx)
     bearer.revoke(store.cache, name, timeout=store.lock_timeout)
-    click.echo(f"revoked the token of {name}")
+    return Result({"revoked": name}, f"revoked the token of {name}")
 
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
@@ -347,7 +357,8 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
 @click.command(name="install-hook")
 @click.option("--force", is_flag=True, help="Replace a pre-commit hook memstore did not install.")
 @click.pass_context
-def install_hook(ctx: click.Context, force: bool) -> None:
+@reports
+def install_hook(ctx: click.Context, force: bool) -> Result:
     """Install a git pre-commit hook that runs `memstore lint --staged` on this store (opt-in).
 
     The hook checks the store's staged files as the commit's author, so a hand edit that
@@ -368,12 +379,13 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     store = store_of(ctx)
     package = Path(memstore.__file__).parent
     hook = precommit.install(store.repo, store.root, sys.executable, package, force)
-    click.echo(f"installed {hook}")
+    return Result({"hook": str(hook), "installed": True}, f"installed {hook}")
 
 
 @click.command(name="uninstall-hook")
 @click.pass_context
-def uninstall_hook(ctx: click.Context) -> None:
+@reports
+def uninstall_hook(ctx: click.Context) -> Result:
     """Remove the pre-commit hook `memstore install-hook` installed; any other is left alone.
 
     \b
@@ -383,10 +395,8 @@ def uninstall_hook(ctx: click.Context) -> None:
     from memstore.git import precommit
 
     hook, removed = precommit.uninstall_from(config_of(ctx).store)
-    if removed:
-        click.echo(f"removed {hook}")
-    else:
-        click.echo(f"no pre-commit hook at {hook}; nothing to remove")
+    line = f"removed {hook}" if removed else f"no pre-commit hook at {hook}; nothing to remove"
+    return Result({"hook": str(hook), "removed": removed}, line)
 
 
 COMMANDS: tuple[click.Command, ...] = (
