@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 # duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.model.memory import RULE_TYPES, Memory
+from memstore.model.words import plural
 from memstore.search.analysis import content_words
 from memstore.search.index import Index, Progress, Sync
 from memstore.search.manifest import Stamp
@@ -422,7 +423,7 @@ def semantic_state(store: Store, embedded: Progress | None = None) -> str:
     up.embed(store, progress=embedded)
     vectors = up.vectors
     count = len(vectors) if vectors is not None else 0
-    return f"by words (BM25) and meaning: {spec} ({count} memories embedded)"
+    return f"by words (BM25) and meaning: {spec} ({plural(count, 'memory')} embedded)"
 
 
 def _digest(store: Store) -> Callable[[str], str]:

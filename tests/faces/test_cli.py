@@ -82,7 +82,7 @@ def test_a_mistyped_name_gets_the_closest_existing_names(store_dir: Path) -> Non
     code, out = run("show", "deploy-note")
     assert code == 1
     assert out.splitlines() == [
-        f"Error: no memory named 'deploy-note' in {store_dir}; "
+        "Error: no memory named 'deploy-note' in the store; "
         "did you mean 'deploy-notes' or 'deploy-steps'?"
     ]
 

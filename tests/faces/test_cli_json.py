@@ -128,9 +128,7 @@ def test_every_json_output_parses(tmp_path: Path) -> None:
         if args[0] == "import":
             exported = cli(agent, ["export", "--output", args[1]])
             assert exported.exit_code == 0, exported.output
-        path = next(
-            " ".join(args[:n]) for n in (2, 1) if " ".join(args[:n]) in _all_commands()
-        )
+        path = next(" ".join(args[:n]) for n in (2, 1) if " ".join(args[:n]) in _all_commands())
         done = cli(agent, [*args, "--json"])
         assert done.exit_code in codes, f"{args}: {done.output}"
         try:

@@ -121,7 +121,7 @@ DOCTOR_SHOWN = 5
 
 
 def _doctor_lines(report: Report) -> list[str]:
-    lines = [f"{report.memories} memories; index: {report.index}"]
+    lines = [f"{plural(report.memories, 'memory')}; index: {report.index}"]
 
     def section(title: str, items: list[str], advice: str) -> None:
         lines.append(f"{title}: {len(items) or 'none'}" + (f"  ({advice})" if items else ""))

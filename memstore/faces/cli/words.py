@@ -1,18 +1,14 @@
-"""The command line's words for counts and paths: `1 memory`, `2 memories`, and a path as the
-person would type it (relative to the working directory when under it)."""
+"""The command line's words for paths: a path as the person would type it (relative to the
+working directory when under it); counts are `model.words.plural`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-IRREGULAR = {"memory": "memories", "identity": "identities", "entry": "entries"}
-"""Plurals that are not the word and an `s`."""
+from memstore.model.words import plural
 
-
-def plural(count: int, word: str) -> str:
-    """`1 memory`, `0 memories`, `2 files`: the count and the word in its number."""
-    return f"{count} {word if count == 1 else IRREGULAR.get(word, word + 's')}"
+__all__ = ["plural", "shown_path"]
 
 
 def shown_path(path: Path) -> str:
