@@ -51,12 +51,21 @@ serve: $(RUNTIME)
 
 ## The browser tests drive the system's headless Chromium: install it where apt-get runs as
 ## root; elsewhere those tests (only those) are skipped with a message saying why. CI=true makes
-## a missing browser a test failure instead.
+## a missing browser a test failure instead. Quietly: apt-get's few hundred lines go to
+## $(APT_LOG), shown (its end) only when the install fails; the packages it downloads stay in
+## apt's own cache (/var/cache/apt/archives, shared by every clone), and the package lists are
+## refreshed only when the install cannot go without.
+APT_LOG := $(VENV)/chromium-install.log
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  -o APT::Keep-Downloaded-Packages=true chromium
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    echo "installing chromium for the browser tests (apt-get)" >&2; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2; \
+	    mkdir -p $(VENV); \
+	    echo "installing chromium for the browser tests (apt-get; its output: $(APT_LOG))" >&2; \
+	    { $(APT_INSTALL) || { apt-get update -q && $(APT_INSTALL); }; } >$(APT_LOG) 2>&1 \
+	      || { tail -n 15 $(APT_LOG) >&2; echo "installing chromium failed: see $(APT_LOG)" >&2; \
+	           exit 1; }; \
 	  else \
 	    echo "no chromium and no apt-get as root: the browser tests will be skipped" >&2; \
 	  fi; }
