@@ -15,7 +15,6 @@ from memstore.faces.cli.common import (
     reports,
     store_of,
 )
-from memstore.faces.cli.words import plural
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store
@@ -44,6 +43,7 @@ def lint(ctx: click.Context, staged: bool) -> Result:
       memstore --store memory lint
       memstore --store memory --agent alice lint --staged   # before `git commit`
     """
+    from memstore.model.words import plural
     from memstore.workflow.care import lint as linting
 
     store = store_of(ctx)
@@ -121,6 +121,8 @@ DOCTOR_SHOWN = 5
 
 
 def _doctor_lines(report: Report) -> list[str]:
+    from memstore.model.words import plural
+
     lines = [f"{plural(report.memories, 'memory')}; index: {report.index}"]
 
     def section(title: str, items: list[str], advice: str) -> None:

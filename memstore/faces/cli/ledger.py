@@ -15,7 +15,6 @@ from memstore.faces.cli.common import (
     reports,
     store_of,
 )
-from memstore.faces.cli.words import plural
 from memstore.limits import CLAIM_TTL, CLAIM_TTL_MAX
 
 if TYPE_CHECKING:
@@ -272,6 +271,7 @@ def ledger_verify(ctx: click.Context) -> Result:
     Example:
       memstore ledger verify
     """
+    from memstore.model.words import plural
     from memstore.workflow.ledger import book as ledger_io
 
     result = ledger_io.verify(store_of(ctx))

@@ -22,6 +22,7 @@ from memstore import __version__
 # when it runs, so that `memstore --help` loads no core module.
 from memstore.faces.cli import (
     care,
+    completion,
     ledger,
     memories,
     porting,
@@ -105,3 +106,4 @@ def _short_lived() -> None:
 for _group in (memories, review, care, search, serving, porting, workflow, ledger):
     for _command in _group.COMMANDS:
         main.add_command(_command)
+completion.attach(main)

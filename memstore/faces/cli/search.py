@@ -17,7 +17,6 @@ from memstore.faces.cli.common import (
     reports,
     store_of,
 )
-from memstore.faces.cli.words import plural
 from memstore.limits import BUDGETS
 
 if TYPE_CHECKING:
@@ -219,6 +218,7 @@ def reindex(ctx: click.Context) -> Result:
     """
     import os
 
+    from memstore.model.words import plural
     from memstore.search import upkeep as searching
 
     # Both cores (Whoosh's multiprocessing writer), up to four: more add merging, not speed.

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import click
 
 from memstore.faces.cli.common import Result, asdict, config_of, reports, store_of
-from memstore.faces.cli.words import plural
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
 
 if TYPE_CHECKING:
@@ -192,6 +191,7 @@ def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> Result:
       memstore sync
       memstore sync --remote origin --branch memory
     """
+    from memstore.model.words import plural
     from memstore.workflow.ledger import sync
 
     result = sync.sync(store_of(ctx), remote, branch)

@@ -1,14 +1,10 @@
 """The command line's words for paths: a path as the person would type it (relative to the
-working directory when under it); counts are `model.words.plural`."""
+working directory when under it). Counts are `model.words.plural`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from memstore.model.words import plural
-
-__all__ = ["plural", "shown_path"]
 
 
 def shown_path(path: Path) -> str:
