@@ -70,8 +70,10 @@ chromium:
 	    echo "no chromium and no apt-get as root: the browser tests will be skipped" >&2; \
 	  fi; }
 
-## Run the whole test suite: static checks, the project's own store, then pytest.
-test: $(DEV) chromium
+## Run the whole test suite: static checks, the project's own store, then pytest. The virtual
+## environment and the browser are installed side by side (both wait on downloads mostly).
+test:
+	@$(MAKE) -s -j2 $(DEV) chromium
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/basedpyright
