@@ -7,7 +7,14 @@ DEV := $(VENV)/.dev
 
 .PHONY: venv serve test lint check bench clean chromium screenshots
 
-# Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run.
+# Set-up output goes to stderr: `make serve` speaks MCP on stdout, even on its first run, and
+# make itself says nothing there (no "Entering directory" under `make -C DIR serve`). A make
+# older than 4.4.1 prints that line before reading this file: `make -s -C DIR serve` there.
+MAKEFLAGS += --no-print-directory
+OLD_MAKE := $(filter 3.% 4.0% 4.1% 4.2% 4.3% 4.4,$(MAKE_VERSION))
+ifneq ($(and $(OLD_MAKE),$(filter serve,$(MAKECMDGOALS)),$(findstring w,$(firstword -$(MAKEFLAGS)))),)
+$(shell echo 'make $(MAKE_VERSION) wrote "Entering directory" on stdout, the MCP wire: run `make -s -C DIR serve` (make 4.4.1+ does not)' >&2)
+endif
 # `serve` installs the runtime dependencies only; `test` adds the dev tools.
 # Installs go through uv when it can be had (bootstrapped from the package registry into
 # .venv/.uv: a fresh `make serve` answers in ~15 s instead of ~35 s with pip), else pip. The
@@ -44,18 +51,29 @@ serve: $(RUNTIME)
 
 ## The browser tests drive the system's headless Chromium: install it where apt-get runs as
 ## root; elsewhere those tests (only those) are skipped with a message saying why. CI=true makes
-## a missing browser a test failure instead.
+## a missing browser a test failure instead. Quietly: apt-get's few hundred lines go to
+## $(APT_LOG), shown (its end) only when the install fails; the packages it downloads stay in
+## apt's own cache (/var/cache/apt/archives, shared by every clone), and the package lists are
+## refreshed only when the install cannot go without.
+APT_LOG := $(VENV)/chromium-install.log
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  -o APT::Keep-Downloaded-Packages=true chromium
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    echo "installing chromium for the browser tests (apt-get)" >&2; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2; \
+	    mkdir -p $(VENV); \
+	    echo "installing chromium for the browser tests (apt-get; its output: $(APT_LOG))" >&2; \
+	    { $(APT_INSTALL) || { apt-get update -q && $(APT_INSTALL); }; } >$(APT_LOG) 2>&1 \
+	      || { tail -n 15 $(APT_LOG) >&2; echo "installing chromium failed: see $(APT_LOG)" >&2; \
+	           exit 1; }; \
 	  else \
 	    echo "no chromium and no apt-get as root: the browser tests will be skipped" >&2; \
 	  fi; }
 
-## Run the whole test suite: static checks, the project's own store, then pytest.
-test: $(DEV) chromium
+## Run the whole test suite: static checks, the project's own store, then pytest. The virtual
+## environment and the browser are installed side by side (both wait on downloads mostly).
+test:
+	@$(MAKE) -s -j2 $(DEV) chromium
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/basedpyright

@@ -1,4 +1,38 @@
-"""The exceptions the core raises; each message is one sentence a person or a model can act on."""
+"""The exceptions the core raises; each message is one sentence a person or a model can act on.
+
+A message speaks of the store's files relative to the store (`decision/use-zod.md`) and of
+the store itself as "the store": however a face shows it (CLI, MCP, HTTP, the console), it
+never gives away where the server keeps its files, nor buries what matters in a long path.
+Each store opened in the process names its folder here (`speak_within`); a message written
+with the absolute path anywhere in the core is said that way when it is shown (`str(e)`).
+"""
+
+import os
+
+_ROOTS: dict[str, None] = {}
+"""The absolute folders of the stores opened in this process (insertion-ordered, the newest
+last, at most `_ROOTS_KEPT`), each also as its resolved path where that differs."""
+_ROOTS_KEPT = 64
+
+
+def speak_within(root: str) -> None:
+    """Let messages speak of paths under `root` (a store's folder) relative to it."""
+    for path in {os.path.abspath(root), os.path.realpath(root)}:
+        _ROOTS.pop(path, None)
+        _ROOTS[path] = None
+    while len(_ROOTS) > _ROOTS_KEPT:
+        del _ROOTS[next(iter(_ROOTS))]
+
+
+def within_stores(text: str) -> str:
+    """`text` with each known store's absolute folder spelled as the store does: a path under
+    it relative to it, the folder itself as "the store"."""
+    for root in sorted(_ROOTS, key=len, reverse=True):  # a nested store's folder first
+        if root not in text:
+            continue
+        text = text.replace(f"the store {root}", "the store").replace(f"{root}{os.sep}", "")
+        text = text.replace(f"in {root}", "in the store").replace(root, "the store")
+    return text
 
 
 class MemstoreError(Exception):
@@ -8,6 +42,9 @@ class MemstoreError(Exception):
     # override for an agent), each face appends its own hint (#17).
     cli_hint = ""
     mcp_hint = ""
+
+    def __str__(self) -> str:
+        return within_stores(super().__str__())
 
 
 class InvalidName(MemstoreError):

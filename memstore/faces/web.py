@@ -35,6 +35,7 @@ from memstore.faces.server import build_server
 from memstore.limits import HTTP_HOST
 from memstore.search.watch import Watcher
 from memstore.storage import identities
+from memstore.storage.files import shown as shown_path
 from memstore.storage.store import Store
 
 if TYPE_CHECKING:
@@ -297,7 +298,7 @@ def serve(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     _say(
-        f"memstore: serving {store.root} over MCP streamable HTTP at "
+        f"memstore: serving {shown_path(store.root)} over MCP streamable HTTP at "
         f"http://{shown}:{bound}{MCP_PATH} and the review console at "
         f"http://{shown}:{bound}/console/ (Ctrl-C stops)"
     )

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 # duplicate hint (`steward.similar`) searches the index and needs none of them.
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.model.memory import RULE_TYPES, Memory
+from memstore.model.words import plural
 from memstore.search.analysis import content_words
 from memstore.search.index import Index, Progress, Sync
 from memstore.search.manifest import Stamp
@@ -422,7 +423,7 @@ def semantic_state(store: Store, embedded: Progress | None = None) -> str:
     up.embed(store, progress=embedded)
     vectors = up.vectors
     count = len(vectors) if vectors is not None else 0
-    return f"by words (BM25) and meaning: {spec} ({count} memories embedded)"
+    return f"by words (BM25) and meaning: {spec} ({plural(count, 'memory')} embedded)"
 
 
 def _digest(store: Store) -> Callable[[str], str]:
@@ -611,10 +612,10 @@ def _count_recall(store: Store, confirmed: bool) -> None:
     path, flags = store.cache / RECALLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     try:
         try:
-            fd = os.open(path, flags)
+            fd = os.open(path, flags, 0o666)  # a file, not a program: 0644 under umask 022
         except FileNotFoundError:  # no cache folder yet
             store.cache.mkdir(exist_ok=True)
-            fd = os.open(path, flags)
+            fd = os.open(path, flags, 0o666)
         try:
             os.write(fd, b"c" if confirmed else b"-")
         finally:

@@ -55,6 +55,12 @@ def known(repo: Repo) -> Known:
     return names
 
 
+def kept(repo: Repo) -> list[str]:
+    """The names kept for the repository, as the last write or check left them: no git runs,
+    so it may lag HEAD by the commits since (for shell completion)."""
+    return [name for name, _ in _read(cache_file(repo))[1]]
+
+
 def admit(repo: Repo, identity: str, patterns: secrets.Patterns | None) -> str:
     """`identity`, checked (`check_identity`), if it may act on this store.
 

@@ -17,6 +17,7 @@ from memstore.errors import (
     MemstoreError,
     NoIdentity,
     NotAStore,
+    speak_within,
 )
 from memstore.git import commit, repository
 from memstore.model.fields import check_name
@@ -73,6 +74,7 @@ class Reader:
                 "store"
             )
         self.root = root.resolve()
+        speak_within(str(root))  # errors name its files relative to it (see errors.py)
         self.repo = repo
         self.cache = self.root / CACHE_DIR
         self._agent = check_identity(agent) if agent else None

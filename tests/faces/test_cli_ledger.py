@@ -118,7 +118,7 @@ def test_check_after_a_restore_exits_4_with_a_loud_warning(store_dir: Path) -> N
     assert err.startswith("WARNING: the working ledger.jsonl lacks 1 line(s)")
     code, out, err = run("verify")
     assert code == 1 and "but the working ledger lacks it" in out
-    assert "verification failed: 1 problem(s)" in err
+    assert "verification failed: 1 problem" in err
 
 
 def test_check_on_a_damaged_ledger_exits_1_not_0(store_dir: Path) -> None:
@@ -146,7 +146,7 @@ def test_list_prints_lines_and_json_with_filters(store_dir: Path) -> None:
 def test_verify_is_ok_on_an_intact_ledger(store_dir: Path) -> None:
     run("record", "publish", "post-1", "--evidence", URL)
     code, out, _ = run("verify")
-    assert code == 0 and out.startswith("ok: 1 events on 1 lines, 1 head(s), 1 committed")
+    assert code == 0 and out.startswith("ok: 1 event on 1 line, 1 head, 1 committed")
 
 
 def test_every_ledger_command_has_help_with_an_example(store_dir: Path) -> None:

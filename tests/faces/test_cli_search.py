@@ -131,8 +131,11 @@ def test_reindex_reports_progress_on_stderr(store: Store) -> None:
     (store.root / "fact" / "bad.md").write_text("no front matter", encoding="utf-8")
     code, out, err = run(store, "reindex")
     assert code == 0
-    assert out == "reindexed 1 memories\n"
-    assert "indexed 2/2 files" in err and "skipped fact/bad.md" in err
+    assert out == "reindexed 1 memory; skipped 1 file that is no valid memory\n"
+    assert "read 2/2 files" in err
+    # Each skipped file is named once, with why.
+    assert err.count("fact/bad.md") == 1
+    assert "skipped fact/bad.md: no YAML front matter" in err
 
 
 def test_an_empty_search_says_what_was_hidden_and_how_to_see_it(store: Store) -> None:
@@ -174,8 +177,8 @@ def test_reindex_progress_says_the_time_left_once_a_run_is_long(
     pace(1500, 2000)  # 300 s for 1500: 100 s more
     pace(2000, 2000)
     assert capsys.readouterr().err.splitlines() == [
-        "indexed 500/2000 files",
-        "indexed 1000/2000 files, about 10 s left to add, then the index is written",
-        "indexed 1500/2000 files, about 2 min left to add, then the index is written",
-        "indexed 2000/2000 files, writing the index",
+        "read 500/2000 files",
+        "read 1000/2000 files, about 10 s left to add, then the index is written",
+        "read 1500/2000 files, about 2 min left to add, then the index is written",
+        "read 2000/2000 files, writing the index",
     ]

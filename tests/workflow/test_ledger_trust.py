@@ -254,7 +254,7 @@ def test_the_cli_exits_4_for_an_action_a_dropping_merge_hid_and_verify_exits_1(
     verified = runner.invoke(main, [*args, "verify"])
     assert verified.exit_code == 1
     assert verified.stdout.count("a merge dropped it") == 2
-    assert "verification failed: 2 problem(s)" in verified.stderr
+    assert "verification failed: 2 problems" in verified.stderr
 
 
 # -- the cache ---------------------------------------------------------------------------------

@@ -211,7 +211,7 @@ def test_cli_sync_reports_what_it_did_and_errors_without_a_traceback(
     args = ["--store", str(a.root), "--agent", "alice", "sync"]
     done = runner.invoke(main, args)
     assert done.exit_code == 0, done.output
-    assert "synced with origin/main: fast-forward, 1 file(s) received" in done.output
+    assert "synced with origin/main: fast-forward, 1 file received" in done.output
     server.kill()
     done = runner.invoke(main, args)
     assert done.exit_code == 1

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memstore.faces.cli.common import asdict, echo_json, embedding_progress, store_of
+from memstore.faces.cli.common import (
+    Result,
+    asdict,
+    echo_json,
+    embedding_progress,
+    reports,
+    store_of,
+)
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store
@@ -23,7 +30,8 @@ if TYPE_CHECKING:
     "not the working tree: what the pre-commit hook runs.",
 )
 @click.pass_context
-def lint(ctx: click.Context, staged: bool) -> None:
+@reports
+def lint(ctx: click.Context, staged: bool) -> Result:
     """Check every file in the store and how each confirmation was committed.
 
     Reports bad names, unknown types or statuses, duplicates, over-long descriptions, YAML
@@ -35,29 +43,43 @@ def lint(ctx: click.Context, staged: bool) -> None:
       memstore --store memory lint
       memstore --store memory --agent alice lint --staged   # before `git commit`
     """
+    from memstore.model.words import plural
     from memstore.workflow.care import lint as linting
 
     store = store_of(ctx)
     linted = linting.lint(store, staged=staged)
     problems = linted.problems
-    for problem in problems:
-        click.echo(_where(store, problem))
+    data = {
+        "ok": not problems,
+        "staged": staged,
+        "memories": linted.memories,
+        "problems": [
+            {"path": _path(store, p), "line": p.line, "message": p.message} for p in problems
+        ],
+    }
     if problems:
         files = len({p.path for p in problems})
-        raise click.ClickException(f"{len(problems)} problem(s) in {files} file(s)")
+        return Result(
+            data,
+            [_where(store, p) for p in problems],
+            failure=f"{plural(len(problems), 'problem')} in {plural(files, 'file')}",
+        )
     if staged:
-        click.echo("ok: the staged store files have no problems")
-        return
-    click.echo(f"ok: {linted.memories} memories, no problems")
+        return Result(data, "ok: the staged store files have no problems")
+    return Result(data, f"ok: {plural(linted.memories, 'memory')}, no problems")
 
 
 def _where(store: Store, problem: Problem) -> str:
     """A lint problem with its file as the user would type it from where they stand."""
-    from memstore.storage.files import shown
-
-    path = problem.path if problem.path.startswith("/") else shown(store.root / problem.path)
+    path = _path(store, problem)
     where = f"{path}:{problem.line}" if problem.line else path
     return f"{where}: {problem.message}"
+
+
+def _path(store: Store, problem: Problem) -> str:
+    from memstore.storage.files import shown
+
+    return problem.path if problem.path.startswith("/") else shown(store.root / problem.path)
 
 
 @click.command()
@@ -99,7 +121,9 @@ DOCTOR_SHOWN = 5
 
 
 def _doctor_lines(report: Report) -> list[str]:
-    lines = [f"{report.memories} memories; index: {report.index}"]
+    from memstore.model.words import plural
+
+    lines = [f"{plural(report.memories, 'memory')}; index: {report.index}"]
 
     def section(title: str, items: list[str], advice: str) -> None:
         lines.append(f"{title}: {len(items) or 'none'}" + (f"  ({advice})" if items else ""))
@@ -222,7 +246,8 @@ def signers_group() -> None:
 @click.argument("identity")
 @click.argument("public_key", metavar="KEYFILE.pub", type=click.Path(dir_okay=False))
 @click.pass_context
-def signers_add(ctx: click.Context, identity: str, public_key: str) -> None:
+@reports
+def signers_add(ctx: click.Context, identity: str, public_key: str) -> Result:
     """Let the SSH key in KEYFILE.pub sign as IDENTITY (one commit, by you).
 
     \b
@@ -240,14 +265,17 @@ def signers_add(ctx: click.Context, identity: str, public_key: str) -> None:
         raise InvalidMemory(f"cannot read the public key {public_key}: {e}") from e
     key = signers.add(store_of(ctx), identity, text)
     if key is None:
-        click.echo(f"already allowed: {identity}")
-    else:
-        click.echo(f"allowed {key.identity} to sign with {key.fingerprint}")
+        return Result({"identity": identity, "added": False}, f"already allowed: {identity}")
+    return Result(
+        {"identity": key.identity, "fingerprint": key.fingerprint, "added": True},
+        f"allowed {key.identity} to sign with {key.fingerprint}",
+    )
 
 
 @signers_group.command(name="list")
 @click.pass_context
-def signers_list(ctx: click.Context) -> None:
+@reports
+def signers_list(ctx: click.Context) -> Result:
     """Show each allowed signer and its key's fingerprint; unusable lines go to stderr, exit 1.
 
     \b
@@ -257,11 +285,15 @@ def signers_list(ctx: click.Context) -> None:
     from memstore.storage import signers
 
     keys, problems = signers.allowed(store_of(ctx))
-    for key in keys:
-        click.echo(f"{key.identity:<24} {key.fingerprint}")
-    for problem in problems:
-        click.echo(f"problem: {problem}", err=True)
-    ctx.exit(1 if problems else 0)
+    return Result(
+        {
+            "signers": [{"identity": k.identity, "fingerprint": k.fingerprint} for k in keys],
+            "problems": list(problems),
+        },
+        [f"{key.identity:<24} {key.fingerprint}" for key in keys],
+        notes=[f"problem: {problem}" for problem in problems],
+        status=1 if problems else 0,
+    )
 
 
 COMMANDS: tuple[click.Command, ...] = (

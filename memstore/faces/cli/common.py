@@ -3,7 +3,9 @@ output, and the options several commands take. Light on purpose: `memstore --hel
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -86,3 +88,59 @@ expect_version_option = click.option(
     metavar="VERSION",
     help="Refuse if the memory is no longer at this version (from `show`).",
 )
+
+
+class Result:
+    """What a command reports: the lines a person reads (stdout), notes for them (stderr),
+    the data `--json` prints instead of the lines, and how the command ends: `failure` is
+    said as `Error: …` on stderr with exit 1, in both forms; `status` is an exit code
+    without one."""
+
+    def __init__(
+        self,
+        data: object,
+        lines: str | Iterable[str] = (),
+        *,
+        notes: Iterable[str] = (),
+        failure: str | None = None,
+        status: int = 0,
+    ) -> None:
+        self.data = data
+        self.lines = [lines] if isinstance(lines, str) else list(lines)
+        self.notes = list(notes)
+        self.failure = failure
+        self.status = status
+
+    def print(self, as_json: bool) -> None:
+        if as_json:
+            echo_json(self.data)
+        else:
+            for line in self.lines:
+                click.echo(line)
+        for note in self.notes:
+            click.echo(note, err=True)
+        if self.failure is not None:
+            raise click.ClickException(self.failure)
+        if self.status:
+            raise click.exceptions.Exit(self.status)
+
+
+JSON_HELP = "Print the result as JSON (each command's shape: docs/cli.md, JSON output)."
+
+
+def reports(command: Callable[..., Result]) -> Callable[..., None]:
+    """Give `command` the `--json` flag: it returns a `Result`, printed as lines or as JSON.
+
+    Goes under `@click.command()` (and `@click.pass_context`), over the function."""
+
+    @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+    @functools.wraps(command)
+    def reporting(*args: Any, as_json: bool, **kwargs: Any) -> None:
+        command(*args, **kwargs).print(as_json)
+
+    return reporting
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    """The memory a writing command changed, as `show --json` prints it (without `version`)."""
+    return json_object(memory)

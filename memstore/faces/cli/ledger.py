@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memstore.faces.cli.common import allow_secret_option, asdict, echo_json, store_of
+from memstore.faces.cli.common import (
+    Result,
+    allow_secret_option,
+    asdict,
+    echo_json,
+    reports,
+    store_of,
+)
 from memstore.limits import CLAIM_TTL, CLAIM_TTL_MAX
 
 if TYPE_CHECKING:
@@ -107,6 +114,7 @@ def ledger_check(
 )
 @allow_secret_option
 @click.pass_context
+@reports
 def ledger_claim(
     ctx: click.Context,
     action: str,
@@ -114,7 +122,7 @@ def ledger_claim(
     ttl: str,
     remote: bool | None,
     allow_secret: bool,
-) -> None:
+) -> Result:
     """Claim ACTION on TARGET before doing it, so no one else starts it.
 
     Refused (exit 3) while someone else holds a valid claim, and (exit 4) once it is done.
@@ -143,7 +151,9 @@ def ledger_claim(
     except AlreadyExecuted as e:
         click.echo(f"Error: {e}", err=True)
         ctx.exit(4)
-    click.echo(f"claimed {action} {target} until {event.expires} (event {event.id})")
+    return Result(
+        _event_json(event), f"claimed {action} {target} until {event.expires} (event {event.id})"
+    )
 
 
 @ledger_group.command(name="release")
@@ -151,7 +161,8 @@ def ledger_claim(
 @click.argument("target")
 @allow_secret_option
 @click.pass_context
-def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: bool) -> None:
+@reports
+def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: bool) -> Result:
     """Give up your claim on ACTION on TARGET without doing it.
 
     \b
@@ -161,7 +172,7 @@ def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: b
     from memstore.workflow.ledger import book as ledger_io
 
     event = ledger_io.release(store_of(ctx), action, target, allow_secret=allow_secret)
-    click.echo(f"released {action} {target} (event {event.id})")
+    return Result(_event_json(event), f"released {action} {target} (event {event.id})")
 
 
 @ledger_group.command(name="record")
@@ -172,6 +183,7 @@ def ledger_release(ctx: click.Context, action: str, target: str, allow_secret: b
 @click.option("--failed", is_flag=True, help="Record a failed attempt (ends your claim).")
 @allow_secret_option
 @click.pass_context
+@reports
 def ledger_record(
     ctx: click.Context,
     action: str,
@@ -180,7 +192,7 @@ def ledger_record(
     note: str | None,
     failed: bool,
     allow_secret: bool,
-) -> None:
+) -> Result:
     """Record that you did ACTION on TARGET, with evidence, or that it failed.
 
     A record needs no claim and is written with a warning if it was already recorded done;
@@ -203,7 +215,10 @@ def ledger_record(
         click.echo(f"Error: {e}", err=True)
         ctx.exit(3)
     detail = event.evidence or event.note or ""
-    click.echo(f"recorded {event.status} {action} {target} — {detail} (event {event.id})")
+    return Result(
+        _event_json(event),
+        f"recorded {event.status} {action} {target} — {detail} (event {event.id})",
+    )
 
 
 @ledger_group.command(name="list")
@@ -244,7 +259,8 @@ def ledger_list(
 
 @ledger_group.command(name="verify")
 @click.pass_context
-def ledger_verify(ctx: click.Context) -> None:
+@reports
+def ledger_verify(ctx: click.Context) -> Result:
     """Check every line's hash and link, and that the file holds every line git committed.
 
     Prints each problem (an edited line, a deleted line, a line git has that the file lost, a
@@ -255,17 +271,24 @@ def ledger_verify(ctx: click.Context) -> None:
     Example:
       memstore ledger verify
     """
+    from memstore.model.words import plural
     from memstore.workflow.ledger import book as ledger_io
 
     result = ledger_io.verify(store_of(ctx))
-    for problem in result.problems:
-        click.echo(problem)
-    _warn(result.warnings)
+    data = {**asdict(result), "problems": list(result.problems), "warnings": list(result.warnings)}
+    notes = [w if w.startswith("WARNING") else f"warning: {w}" for w in result.warnings]
     if not result.ok:
-        raise click.ClickException(f"ledger verification failed: {len(result.problems)} problem(s)")
-    click.echo(
-        f"ok: {result.events} events on {result.lines} lines, {result.heads} head(s), "
-        f"{result.committed} committed to git"
+        return Result(
+            data,
+            list(result.problems),
+            notes=notes,
+            failure=f"ledger verification failed: {plural(len(result.problems), 'problem')}",
+        )
+    return Result(
+        data,
+        f"ok: {plural(result.events, 'event')} on {plural(result.lines, 'line')}, "
+        f"{plural(result.heads, 'head')}, {result.committed} committed to git",
+        notes=notes,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from memstore import __version__
+from memstore.faces.cli import completion
 
 WHERE: dict[str, str] = {
     **dict.fromkeys(
@@ -56,6 +57,7 @@ class _Group(click.Group):
             module = importlib.import_module(f"memstore.faces.cli.{WHERE[cmd_name]}")
             for command in module.COMMANDS:
                 self.add_command(command)
+            completion.attach(self)  # the new commands' arguments complete too
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -123,3 +125,6 @@ def _short_lived() -> None:
 
     gc.set_threshold(100_000, 50, 100)
     atexit.register(gc.freeze)
+
+
+completion.attach(main)

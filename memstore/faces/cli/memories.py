@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memstore.faces.cli.common import (
+    Result,
     allow_secret_option,
     asdict,
     comma_list,
@@ -16,6 +17,8 @@ from memstore.faces.cli.common import (
     expect_version_option,
     json_object,
     label,
+    memory_json,
+    reports,
     stdin_text,
     store_of,
 )
@@ -31,7 +34,8 @@ from memstore.faces.cli.common import (
     "store) rather than in the store itself.",
 )
 @click.pass_context
-def init(ctx: click.Context, directory: str | None, git_root: str | None) -> None:
+@reports
+def init(ctx: click.Context, directory: str | None, git_root: str | None) -> Result:
     """Make DIRECTORY a store (default: the --store directory, else ./memory).
 
     Inside a git repository the store lives in it. Outside one, `git init` runs in the store
@@ -54,21 +58,23 @@ def init(ctx: click.Context, directory: str | None, git_root: str | None) -> Non
     root = Path(directory).absolute() if directory else config.store
     new_repo = repository.find_repo(root) is None
     store = Store.init(root, config.agent, Path(git_root) if git_root else None)
-    click.echo(f"store ready at {store.root} (git repository {store.repo.top})")
+    notes: list[str] = []
     if new_repo and git_root is None:
-        click.echo(
+        notes.append(
             f"note: {shown(root)} was in no git repository, so it is now one of its own. "
             "If it belongs to a project you will put under git later, that project would hold "
             f"it as an embedded repository: instead `rm -rf {shown(root / '.git')}` and run "
-            "`memstore init --git-root PROJECT_FOLDER`, or `git init` the project first",
-            err=True,
+            "`memstore init --git-root PROJECT_FOLDER`, or `git init` the project first"
         )
     if store.identity is None:
-        click.echo(
+        notes.append(
             "note: no identity is set; writes will need --agent NAME, MEMSTORE_AGENT or git's "
-            "user.name",
-            err=True,
+            "user.name"
         )
+    data = {"store": str(store.root), "repository": str(store.repo.top), "identity": store.identity}
+    return Result(
+        data, f"store ready at {store.root} (git repository {store.repo.top})", notes=notes
+    )
 
 
 @click.command()
@@ -308,6 +314,7 @@ def _more(rest: int) -> None:
     "--force", is_flag=True, help="Edit a deprecated memory as it is (it stays deprecated)."
 )
 @click.pass_context
+@reports
 def edit(
     ctx: click.Context,
     name: str,
@@ -318,7 +325,7 @@ def edit(
     expect_version: str | None,
     allow_secret: bool,
     force: bool,
-) -> None:
+) -> Result:
     """Change a memory's description, body, tags or links, and commit it.
 
     Changing the description or body of a confirmed memory sends it back to draft, so someone
@@ -350,7 +357,7 @@ def edit(
         allow_secret=allow_secret,
         force=force,
     )
-    click.echo(f"edited {label(memory)}")
+    return Result(memory_json(memory), f"edited {label(memory)}")
 
 
 @click.command()
@@ -378,7 +385,8 @@ def pin(ctx: click.Context, name: str, unpin: bool, as_json: bool) -> None:
 @click.command(name="history")
 @click.argument("name")
 @click.pass_context
-def history_(ctx: click.Context, name: str) -> None:
+@reports
+def history_(ctx: click.Context, name: str) -> Result:
     """Show the git history of memory NAME, newest first: when, who, what and why.
 
     \b
@@ -389,15 +397,18 @@ def history_(ctx: click.Context, name: str) -> None:
 
     store = store_of(ctx)
     revisions = gitlog.log(store.repo, store.path_for(name))
-    if not revisions:
-        click.echo(f"'{name}' has no commits yet", err=True)
+    lines: list[str] = []
     for rev in revisions:
         subject, _, rest = rev.message.partition("\n")
-        click.echo(
+        lines.append(
             f"{rev.date[:16].replace('T', ' ')}  {rev.commit[:10]}  {rev.author:16} {subject}"
         )
-        for line in rest.strip().splitlines():
-            click.echo(f"{'':46}{line}")
+        lines += [f"{'':46}{line}" for line in rest.strip().splitlines()]
+    data = [
+        {"date": r.date, "commit": r.commit, "author": r.author, "message": r.message}
+        for r in revisions
+    ]
+    return Result(data, lines, notes=[] if revisions else [f"'{name}' has no commits yet"])
 
 
 @click.command()
@@ -518,7 +529,8 @@ def forget(ctx: click.Context, name: str, reason: str, allow_secret: bool, as_js
 
 @click.command()
 @click.pass_context
-def recover(ctx: click.Context) -> None:
+@reports
+def recover(ctx: click.Context) -> Result:
     """Undo a write that a killed memstore process left before its commit.
 
     Any write does this first; `recover` does only this. The files are put back as HEAD holds
@@ -533,7 +545,7 @@ def recover(ctx: click.Context) -> None:
     from memstore.storage import transaction
 
     left = transaction.undo_pending(store_of(ctx))
-    click.echo(f"undone: {left}" if left else "nothing to recover")
+    return Result({"undone": left or None}, f"undone: {left}" if left else "nothing to recover")
 
 
 COMMANDS: tuple[click.Command, ...] = (

@@ -18,7 +18,7 @@ def _imported_lines(result: Any, verbose: bool) -> list[str]:
     verb = "would create" if result.dry_run else "created"
     lines = [
         f"found {result.found}, {verb} {len(result.created)} ({kinds}), "
-        f"skipped {len(result.skipped)} already in the store"
+        f"skipped {_skips(result.skipped)}"
         + (f" — commit {result.commit[:12]}" if result.commit else "")
     ]
     origins = result.origins or ("",) * len(result.created)
@@ -29,6 +29,23 @@ def _imported_lines(result: Any, verbose: bool) -> list[str]:
     if verbose:
         lines += [f"  = {what}: {why}" for what, why in result.skipped]
     return lines
+
+
+def _skips(skipped: tuple[tuple[str, str], ...]) -> str:
+    """`0 already in the store`, `1 deprecated (--exact keeps it)`, or `3: 2 …, 1 …`: the
+    count by reason, so a deprecated memory left out is not said to be in the store."""
+    from collections import Counter
+
+    def kind(why: str) -> str:
+        if why.startswith("deprecated"):
+            return "deprecated (--exact keeps them)"
+        return "whose name is taken" if why.endswith(" exists") else why
+
+    counts = Counter(kind(why) for _, why in skipped)
+    if len(counts) <= 1:
+        reason = next(iter(counts), "already in the store")
+        return f"{len(skipped)} {reason}"
+    return f"{len(skipped)}: " + ", ".join(f"{n} {reason}" for reason, n in counts.items())
 
 
 @click.command(name="import")
@@ -89,7 +106,8 @@ def import_(
     type=click.Choice(list(EXPORT_FORMATS)),
     default="jsonl",
     show_default=True,
-    help="jsonl/json: every file's exact text (import restores it); markdown: one context file.",
+    help="jsonl/json: every file's exact text (import --exact restores it); markdown: one "
+    "context file.",
 )
 # A str, as import's PATH is.
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here.")
@@ -107,8 +125,9 @@ def export(
 ) -> None:
     """Write the store's memories (or a filtered part) to stdout or --output.
 
-    jsonl and json hold each memory file's exact text: `memstore import` of the export in
-    another store writes the same files, byte for byte. markdown is one context file (rules
+    jsonl and json hold each memory file's exact text: `memstore import --exact` of the
+    export in another store writes the same files, byte for byte (a plain import makes each
+    memory your draft, and leaves deprecated ones out). markdown is one context file (rules
     first, each with its status) for tools that read a single file; it leaves deprecated
     memories out unless --status asks for them.
 

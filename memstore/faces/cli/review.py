@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING
 import click
 
 from memstore.faces.cli.common import (
+    Result,
     allow_secret_option,
     echo_json,
     expect_version_option,
     json_object,
     label,
+    memory_json,
+    reports,
     store_of,
 )
 
@@ -27,18 +30,15 @@ if TYPE_CHECKING:
 @click.option("--reason", "-r", required=True, help="What you checked (one line).")
 @expect_version_option
 @allow_secret_option
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the memory (several: confirmed and refused)."
-)
 @click.pass_context
+@reports
 def confirm(
     ctx: click.Context,
     names: tuple[str, ...],
     reason: str,
     expect_version: str | None,
     allow_secret: bool,
-    as_json: bool,
-) -> None:
+) -> Result:
     """Confirm draft NAME. You cannot confirm a memory you own.
 
     Pass --expect-version with the version you reviewed, so a change made since is not
@@ -57,11 +57,7 @@ def confirm(
         memory = store_of(ctx).confirm(
             names[0], reason, expected_version=expect_version, allow_secret=allow_secret
         )
-        if as_json:
-            echo_json(json_object(memory))
-            return
-        click.echo(f"confirmed {label(memory)}")
-        return
+        return Result(memory_json(memory), f"confirmed {label(memory)}")
     if expect_version:
         raise click.UsageError("--expect-version takes a single NAME")
     from memstore.workflow.care import tidy
@@ -69,32 +65,21 @@ def confirm(
     done, refused = tidy.promote_many(
         store_of(ctx), names, "confirmed", reason, allow_secret=allow_secret
     )
-    _batch_report(ctx, "confirmed", done, refused, as_json)
+    return _batch_result("confirmed", done, refused)
 
 
-def _batch_report(
-    ctx: click.Context,
-    verb: str,
-    done: list[Memory],
-    refused: list[tuple[str, str]],
-    as_json: bool,
-) -> None:
-    if as_json:
-        echo_json(
-            {
-                verb: [m.name for m in done],
-                "refused": [{"name": n, "why": why} for n, why in refused],
-            }
-        )
-    else:
-        for memory in done:
-            click.echo(f"{verb} {label(memory)}")
-        for name, why in refused:
-            click.echo(f"refused {name}: {why}", err=True)
-        if done and refused:
-            click.echo(f"{len(done)} {verb} in one commit, {len(refused)} refused", err=True)
-    if refused and not done:
-        ctx.exit(1)
+def _batch_result(verb: str, done: list[Memory], refused: list[tuple[str, str]]) -> Result:
+    """A batch's report: the memories moved, each refused one with why (exit 1 when none
+    moved)."""
+    notes = [f"refused {name}: {why}" for name, why in refused]
+    if done and refused:
+        notes.append(f"{len(done)} {verb} in one commit, {len(refused)} refused")
+    return Result(
+        {verb: [m.name for m in done], "refused": [{"name": n, "why": w} for n, w in refused]},
+        [f"{verb} {label(memory)}" for memory in done],
+        notes=notes,
+        status=1 if refused and not done else 0,
+    )
 
 
 @click.command()
@@ -388,9 +373,10 @@ def merge(
 @expect_version_option
 @allow_secret_option
 @click.pass_context
+@reports
 def restore(
     ctx: click.Context, name: str, reason: str, expect_version: str | None, allow_secret: bool
-) -> None:
+) -> Result:
     """Bring deprecated NAME back as a draft (someone else must confirm it again).
 
     \b
@@ -400,7 +386,7 @@ def restore(
     memory = store_of(ctx).restore(
         name, reason, expected_version=expect_version, allow_secret=allow_secret
     )
-    click.echo(f"restored {label(memory)}")
+    return Result(memory_json(memory), f"restored {label(memory)}")
 
 
 @click.command()

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
 
-from memstore.faces.cli.common import echo_json, embedding_progress, json_object, store_of
+from memstore.faces.cli.common import (
+    Result,
+    echo_json,
+    embedding_progress,
+    json_object,
+    reports,
+    store_of,
+)
 from memstore.limits import BUDGETS
 
 if TYPE_CHECKING:
@@ -195,7 +203,8 @@ def get(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 
 @click.command()
 @click.pass_context
-def reindex(ctx: click.Context) -> None:
+@reports
+def reindex(ctx: click.Context) -> Result:
     """Rebuild the search index from the memory files (progress and time left on stderr).
 
     A large store's documents are analysed on every core, up to four.
@@ -209,18 +218,57 @@ def reindex(ctx: click.Context) -> None:
     """
     import os
 
+    from memstore.model.words import plural
     from memstore.search import upkeep as searching
 
     # Both cores (Whoosh's multiprocessing writer), up to four: more add merging, not speed.
     procs = max(1, min(4, os.cpu_count() or 1))
-    result = searching.reindex(store_of(ctx), Pace(), embedding_progress, procs)
-    click.echo(f"reindexed {result.indexed} memories")
-    for path in result.skipped:
-        click.echo(f"skipped {path}: not a valid memory (run `memstore lint`)", err=True)
+    with _why_skipped() as why:
+        result = searching.reindex(store_of(ctx), Pace(), embedding_progress, procs)
+    line = f"reindexed {plural(result.indexed, 'memory')}"
+    if result.skipped:
+        line += f"; skipped {plural(len(result.skipped), 'file')} that is no valid memory"
+        line = line.replace("file that is", "files that are") if len(result.skipped) > 1 else line
+    notes = [
+        f"skipped {path}: {why.get(path, 'not a valid memory')} (`memstore lint` checks them all)"
+        for path in result.skipped
+    ]
+    data = {
+        "indexed": result.indexed,
+        "skipped": [{"path": p, "why": why.get(p, "not a valid memory")} for p in result.skipped],
+    }
+    return Result(data, line, notes=notes)
+
+
+@contextmanager
+def _why_skipped() -> Generator[dict[str, str]]:
+    """While inside, the index's `not indexing PATH: WHY` warnings are kept (PATH -> WHY)
+    rather than printed: `reindex` names each skipped file once, with its reason."""
+    import logging
+
+    found: dict[str, str] = {}
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            args = record.args
+            if record.msg == "not indexing %s: %s" and isinstance(args, tuple) and len(args) == 2:
+                path, why = str(args[0]), str(args[1])
+                # The reason usually starts with the file's own path: said once.
+                found[path] = why.split(": ", 1)[1] if why.split(": ", 1)[0].endswith(path) else why
+
+    logger = logging.getLogger("memstore.search.index")
+    keep, propagate = Keep(), logger.propagate
+    logger.addHandler(keep)
+    logger.propagate = False
+    try:
+        yield found
+    finally:
+        logger.removeHandler(keep)
+        logger.propagate = propagate
 
 
 class Pace:
-    """`reindex`'s progress on stderr, "indexed N/M files", with an estimate of the time left
+    """`reindex`'s progress on stderr, "read N/M files", with an estimate of the time left
     to add the documents once the run has lasted long enough for its rate to say something
     (`LONG` seconds); writing the index after them (merging the processes' work) is said, not
     estimated."""
@@ -232,7 +280,7 @@ class Pace:
         self.start = clock()
 
     def __call__(self, done: int, total: int) -> None:
-        line = f"indexed {done}/{total} files"
+        line = f"read {done}/{total} files"
         took = self.clock() - self.start
         if 0 < done < total and took >= self.LONG:
             left = took / done * (total - done)

@@ -4,11 +4,15 @@ remote, bearer tokens, client configurations, and the pre-commit hook."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from memstore.faces.cli.common import config_of, store_of
+from memstore.faces.cli.common import Result, asdict, config_of, reports, store_of
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
 
 
 @click.command()
@@ -78,8 +82,26 @@ def serve(
                 f"{sync_every!r} must be a duration from 1s to 1d, such as 60s or 5m",
                 param_hint="--sync-every",
             )
+    from memstore.faces.cli import stopping
+
+    at_terminal = sys.stdin.isatty()  # before the relay puts a pipe on fd 0
+    with stopping.stop_on_signals(relay=not over_http and _on_std_fds()) as stop:
+        _serve(ctx, grouped, over_http, host, port, every, at_terminal)
+    if stop.signal is not None:
+        ctx.exit(stop.status)
+
+
+def _serve(
+    ctx: click.Context,
+    grouped: bool,
+    over_http: bool,
+    host: str,
+    port: int,
+    every: float | None,
+    at_terminal: bool,
+) -> None:
     wire = None
-    if not over_http and not sys.stdin.isatty():
+    if not over_http and not at_terminal:
         from memstore.faces import handshake
 
         # Before the store and the SDK load: a client's opening requests answered before
@@ -93,13 +115,7 @@ def serve(
 
         web.serve(store, host, port, grouped=grouped, sync_every=every)
         return
-    if sys.stdin.isatty():  # a person typed the command: say what it waits for
-        click.echo(
-            f"memstore: serving {store.root} over MCP on stdin/stdout as "
-            f"{store.identity or '(no identity: writes are refused)'}; waiting for an MCP "
-            "client (an agent's config starts this command). Press Ctrl-C to stop.",
-            err=True,
-        )
+    _announce(ctx, store, at_terminal)
     from memstore.faces import sdk
 
     if wire is not None and wire.closed.is_set() and not wire.asked:
@@ -112,13 +128,58 @@ def serve(
         wire.finish()
 
 
+def _announce(ctx: click.Context, store: Store, at_terminal: bool) -> None:
+    """Say on stderr, once, what the server serves and as whom; at a terminal, what it waits
+    for. An identity taken from git's user.name is the person's own: a hint says how to give
+    the agent one of its own (docs/clients.md)."""
+    import logging
+
+    from memstore.faces.cli.words import shown_path
+
+    who = store.identity
+    from_git = who is not None and config_of(ctx).agent is None
+    if at_terminal:
+        click.echo(
+            f"memstore: serving {shown_path(store.root)} over MCP on stdin/stdout as "
+            f"{who or '(no identity: writes are refused)'}"
+            f"{' (git user.name)' if from_git else ''}; waiting for an MCP client (an agent's "
+            "config starts this command). Press Ctrl-C to stop.",
+            err=True,
+        )
+        # The server's own start line would say the same again.
+        logging.getLogger("memstore.faces.server").addFilter(_NotServingLine())
+    if from_git:
+        click.echo(
+            f"memstore: the agent acts as {who!r}, git's user.name, which names you: it could "
+            "confirm your drafts and you its; give it a name of its own with MEMSTORE_AGENT=NAME "
+            "(`make serve MEMSTORE_AGENT=NAME`) or --agent NAME",
+            err=True,
+        )
+
+
+class _NotServingLine:
+    """Drops the server's `memstore serving … as …` start line (the banner said it)."""
+
+    def filter(self, record: object) -> bool:
+        return not str(getattr(record, "msg", "")).startswith("memstore serving ")
+
+
+def _on_std_fds() -> bool:
+    """Whether stdin and stdout are fd 0 and 1 (not streams a test runner put in their place)."""
+    try:
+        return sys.stdin.fileno() == 0 and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 @click.command(name="sync")
 @click.option("--remote", metavar="NAME", help="The git remote (default: origin).")
 @click.option(
     "--branch", metavar="BRANCH", help="The remote's branch (default: the branch HEAD is on)."
 )
 @click.pass_context
-def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> None:
+@reports
+def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> Result:
     """Bring the store in step with its git remote: fetch, merge, push.
 
     Merges (never rebases), so every commit keeps its author; ledger and outcomes merge as
@@ -130,21 +191,27 @@ def sync_(ctx: click.Context, remote: str | None, branch: str | None) -> None:
       memstore sync
       memstore sync --remote origin --branch memory
     """
+    from memstore.model.words import plural
     from memstore.workflow.ledger import sync
 
     result = sync.sync(store_of(ctx), remote, branch)
-    click.echo(
+    line = (
         f"synced with {result.remote}/{result.branch}: {result.integrated}, "
-        f"{len(result.received)} file(s) received, "
+        f"{plural(len(result.received), 'file')} received, "
         f"{'pushed' if result.pushed else 'nothing to push'}"
         + (f" (after {result.attempts} attempts)" if result.attempts > 1 else "")
     )
-    for name in result.conflicts:
-        click.echo(
-            f"conflict: {name} was changed on both sides; kept this clone's version as a draft "
-            "with a note naming the other",
-            err=True,
-        )
+    notes = [
+        f"conflict: {name} was changed on both sides; kept this clone's version as a draft "
+        "with a note naming the other"
+        for name in result.conflicts
+    ]
+    data = {
+        **asdict(result),
+        "received": list(result.received),
+        "conflicts": list(result.conflicts),
+    }
+    return Result(data, line, notes=notes)
 
 
 @click.group(name="token")
@@ -165,7 +232,8 @@ def token_group() -> None:
 @click.argument("name")
 @click.option("--human", is_flag=True, help="A person: the token can sign in to the console.")
 @click.pass_context
-def token_add(ctx: click.Context, name: str, human: bool) -> None:
+@reports
+def token_add(ctx: click.Context, name: str, human: bool) -> Result:
     """Make a token for identity NAME and print it once (store it in the client's config).
 
     \b
@@ -178,18 +246,18 @@ def token_add(ctx: click.Context, name: str, human: bool) -> None:
     store = store_of(ctx)
     name = identities.admit(store.repo, name, store.secret_patterns)
     token = bearer.add(store.cache, name, human=human, timeout=store.lock_timeout)
-    click.echo(token)
     kind = "a person (console sign-in and MCP)" if human else "an agent (MCP only)"
-    click.echo(
+    note = (
         f"added a token for {name}, {kind}; it is shown only now: put it in the client's "
-        "Authorization header (memstore config CLIENT --http prints one)",
-        err=True,
+        "Authorization header (memstore config CLIENT --http prints one)"
     )
+    return Result({"name": name, "human": human, "token": token}, token, notes=[note])
 
 
 @token_group.command(name="list")
 @click.pass_context
-def token_list(ctx: click.Context) -> None:
+@reports
+def token_list(ctx: click.Context) -> Result:
     """List who has a token (never the tokens: only their hashes are kept).
 
     \b
@@ -198,17 +266,19 @@ def token_list(ctx: click.Context) -> None:
     """
     from memstore.faces import bearer
 
-    found = bearer.read(store_of(ctx).cache)
-    if not found:
-        click.echo("no tokens: add one with memstore token add NAME", err=True)
-    for t in sorted(found.values(), key=lambda t: t.name):
-        click.echo(f"{t.name:<24} {'human' if t.human else 'agent':<6} added {t.created}")
+    found = sorted(bearer.read(store_of(ctx).cache).values(), key=lambda t: t.name)
+    return Result(
+        [{"name": t.name, "human": t.human, "created": t.created} for t in found],
+        [f"{t.name:<24} {'human' if t.human else 'agent':<6} added {t.created}" for t in found],
+        notes=[] if found else ["no tokens: add one with memstore token add NAME"],
+    )
 
 
 @token_group.command(name="revoke")
 @click.argument("name")
 @click.pass_context
-def token_revoke(ctx: click.Context, name: str) -> None:
+@reports
+def token_revoke(ctx: click.Context, name: str) -> Result:
     """Revoke NAME's token: a running `serve --http` refuses it from its next request on.
 
     \b
@@ -219,7 +289,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     store = store_of(ctx)
     bearer.revoke(store.cache, name, timeout=store.lock_timeout)
-    click.echo(f"revoked the token of {name}")
+    return Result({"revoked": name}, f"revoked the token of {name}")
 
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
@@ -287,7 +357,8 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
 @click.command(name="install-hook")
 @click.option("--force", is_flag=True, help="Replace a pre-commit hook memstore did not install.")
 @click.pass_context
-def install_hook(ctx: click.Context, force: bool) -> None:
+@reports
+def install_hook(ctx: click.Context, force: bool) -> Result:
     """Install a git pre-commit hook that runs `memstore lint --staged` on this store (opt-in).
 
     The hook checks the store's staged files as the commit's author, so a hand edit that
@@ -308,12 +379,13 @@ def install_hook(ctx: click.Context, force: bool) -> None:
     store = store_of(ctx)
     package = Path(memstore.__file__).parent
     hook = precommit.install(store.repo, store.root, sys.executable, package, force)
-    click.echo(f"installed {hook}")
+    return Result({"hook": str(hook), "installed": True}, f"installed {hook}")
 
 
 @click.command(name="uninstall-hook")
 @click.pass_context
-def uninstall_hook(ctx: click.Context) -> None:
+@reports
+def uninstall_hook(ctx: click.Context) -> Result:
     """Remove the pre-commit hook `memstore install-hook` installed; any other is left alone.
 
     \b
@@ -323,10 +395,8 @@ def uninstall_hook(ctx: click.Context) -> None:
     from memstore.git import precommit
 
     hook, removed = precommit.uninstall_from(config_of(ctx).store)
-    if removed:
-        click.echo(f"removed {hook}")
-    else:
-        click.echo(f"no pre-commit hook at {hook}; nothing to remove")
+    line = f"removed {hook}" if removed else f"no pre-commit hook at {hook}; nothing to remove"
+    return Result({"hook": str(hook), "removed": removed}, line)
 
 
 COMMANDS: tuple[click.Command, ...] = (

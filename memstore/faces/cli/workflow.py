@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import click
 
-from memstore.faces.cli.common import asdict, comma_list, echo_json, label, stdin_text, store_of
+from memstore.faces.cli.common import (
+    Result,
+    asdict,
+    comma_list,
+    echo_json,
+    label,
+    memory_json,
+    reports,
+    stdin_text,
+    store_of,
+)
 from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, SEVERITIES
 
 # The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
@@ -44,6 +54,7 @@ OUTCOMES = ("heeded", "recurred")
     help="A correction (a human corrected an agent) or a warning (a known trap).",
 )
 @click.pass_context
+@reports
 def correct(
     ctx: click.Context,
     name: str,
@@ -54,7 +65,7 @@ def correct(
     body: str | None,
     tags: str | None,
     type_: str,
-) -> None:
+) -> Result:
     """Record a correction NAME. It starts as a draft but acts in `brief` and `check` at once.
 
     \b
@@ -78,7 +89,10 @@ def correct(
         type=type_,
     )
     severity_shown = memory.extra.get("severity", "")
-    click.echo(f"recorded {label(memory)} {severity_shown}: it acts in brief and check now")
+    return Result(
+        memory_json(memory),
+        f"recorded {label(memory)} {severity_shown}: it acts in brief and check now",
+    )
 
 
 @click.command(name="check")
@@ -148,7 +162,8 @@ def check_(
 @click.argument("outcome", type=click.Choice(list(OUTCOMES)))
 @click.option("--evidence", help="What happened (one line): the command, the commit, the PR.")
 @click.pass_context
-def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -> None:
+@reports
+def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -> Result:
     """Record that correction NAME was heeded or recurred (an append-only, committed record).
 
     \b
@@ -158,7 +173,10 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     from memstore.workflow.session import agent as session
 
     record = session.record_outcome(store_of(ctx), name, outcome, evidence)
-    click.echo(f"recorded {record.outcome.value} for {record.name} [{record.status}]")
+    return Result(
+        {**asdict(record), "outcome": record.outcome.value},
+        f"recorded {record.outcome.value} for {record.name} [{record.status}]",
+    )
 
 
 @click.command()

@@ -13,6 +13,7 @@ from memstore.errors import MemstoreError
 from memstore.git import precommit, refs
 from memstore.model.identity import same_identity
 from memstore.model.memory import Memory
+from memstore.model.words import plural
 from memstore.search import upkeep as search
 from memstore.storage.files import shown
 
@@ -68,7 +69,7 @@ def orient(
         sync = search.catch_up(store) if synced is None else synced
         count = len(every)
         what = "rebuilt just now" if sync.rebuilt else "up to date"
-        index = f"{count} memories, {what}"
+        index = f"{plural(count, 'memory')}, {what}"
         if sync.skipped:
             index += f"; {len(sync.skipped)} malformed file(s) left out (see `memstore lint`)"
     except MemstoreError as e:

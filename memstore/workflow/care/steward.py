@@ -21,6 +21,7 @@ from memstore.errors import GitError, MemstoreError
 from memstore.model import when
 from memstore.model.memory import Memory, evolve, expiry, links_in_body
 from memstore.model.status import Status
+from memstore.model.words import plural
 from memstore.search import manifest
 from memstore.storage.files import Kind, folder_times, lock_file, stamps
 
@@ -490,7 +491,9 @@ def _index_health(store: Store, files: int) -> tuple[str, index.Sync]:
         fixed.append(f"caught up {synced.indexed} changed, {synced.removed} removed")
     if synced.skipped:
         fixed.append(f"{len(synced.skipped)} unreadable: {', '.join(synced.skipped[:5])}")
-    line = f"{files} memories indexed" + (f" ({'; '.join(fixed)})" if fixed else ", up to date")
+    line = f"{plural(files, 'memory')} indexed" + (
+        f" ({'; '.join(fixed)})" if fixed else ", up to date"
+    )
     return line, synced
 
 
