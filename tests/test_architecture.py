@@ -289,6 +289,7 @@ def test_a_cli_add_loads_only_what_it_uses(tmp_path: Path) -> None:
     assert cli == {
         "memstore.faces.cli.main",
         "memstore.faces.cli.common",
+        "memstore.faces.cli.completion",
         "memstore.faces.cli.memories",
     }
     assert "memstore.storage.binding" not in loaded

@@ -26,7 +26,9 @@ REPORTS_NOTHING = {
 
 
 def commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in group.commands.items():
+    for name in group.list_commands(click.Context(group)):
+        command = group.get_command(click.Context(group), name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             yield from commands(command, (*path, name))
         else:
@@ -37,7 +39,9 @@ def command_at(path: tuple[str, ...]) -> click.Command:
     command: click.Command = main
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        found = command.get_command(click.Context(command), name)
+        assert found is not None, name
+        command = found
     return command
 
 
@@ -83,6 +87,8 @@ def _runs(tmp: Path) -> list[tuple[str, list[str], tuple[int, ...]]]:
         ("bob", ["review"], (0,)),
         ("bob", ["restore", "old-way", "--reason", "back again"], (0,)),
         ("carol", ["verify", "use-zod", "--reason", "still so"], (0,)),
+        ("bob", ["merge", "use-zod", "moved", "--reason", "the same thing"], (0,)),
+        ("alice", ["onboard"], (0,)),
         ("alice", ["lint"], (0,)),
         ("alice", ["doctor", "--no-lint"], (0,)),
         ("alice", ["stats"], (0,)),
