@@ -89,3 +89,35 @@ def http_config(client: str, url: str = HTTP_URL) -> str:
     else:
         raise ValueError(f"{client} cannot be configured for HTTP here")
     return json.dumps({"mcpServers": {"memstore": entry}}, ensure_ascii=False, indent=2)
+
+
+EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
+"""The Claude Code tools that change files: their PreToolUse check also warns when another live
+session touched the same file."""
+
+
+def hook_settings(command: str, agent: str = "claude-code") -> str:
+    """The Claude Code hook settings (a `.claude/settings.json` fragment) that run memstore's
+    commands, `command` being how to start memstore on the store (`memstore --store …`): the
+    briefing at SessionStart, the person's corrections at UserPromptSubmit, the check before
+    shell commands and file edits, and closing before compaction and at SessionEnd."""
+
+    def run(args: str, timeout: int) -> list[dict[str, object]]:
+        return [{"type": "command", "command": f"{command} {args}", "timeout": timeout}]
+
+    hooks: dict[str, list[dict[str, object]]] = {
+        "SessionStart": [
+            {
+                "matcher": "startup|resume|clear|compact",
+                "hooks": run("brief --fenced --budget-tokens 1500", 30),
+            }
+        ],
+        "UserPromptSubmit": [{"hooks": run("correct --hook claude-code", 10)}],
+        "PreToolUse": [
+            {"matcher": f"Bash|{EDIT_TOOLS}", "hooks": run("check --hook claude-code", 30)}
+        ],
+        "PreCompact": [{"matcher": "manual|auto", "hooks": run("close --hook claude-code", 60)}],
+        "SessionEnd": [{"hooks": run("close --hook claude-code", 60)}],
+    }
+    settings = {"env": {"MEMSTORE_AGENT": agent}, "hooks": hooks}
+    return json.dumps(settings, ensure_ascii=False, indent=2)

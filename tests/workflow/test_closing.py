@@ -123,9 +123,7 @@ def test_cli_close_reads_stdin_and_dry_run_lists(store: Store) -> None:
     dry = runner.invoke(main, ["--agent", "alice", "close", "--dry-run"], input=SUMMARY)
     assert dry.exit_code == 0, dry.output
     assert dry.output.startswith("would save 4 draft(s) from the session")
-    assert "- decision `pin-node-20-ci-esm` [draft]: " in (
-        dry.output
-    )
+    assert "- decision `pin-node-20-ci-esm` [draft]: " in (dry.output)
     assert store.list() == []
     empty = runner.invoke(main, ["--agent", "alice", "close", ""])
     assert empty.exit_code == 1 and "Error: give the session's summary" in empty.output

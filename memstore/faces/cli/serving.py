@@ -241,8 +241,16 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
     show_default=True,
     help="With --http: the server's MCP endpoint.",
 )
+@click.option(
+    "--hooks",
+    "hook_settings",
+    is_flag=True,
+    help="claude-code only: print the hook settings (.claude/settings.json) instead.",
+)
 @click.pass_context
-def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str) -> None:
+def config_(
+    ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str, hook_settings: bool
+) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
     The agent's identity is --agent, else the client's name; never your own $MEMSTORE_AGENT
@@ -254,11 +262,15 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
     Examples:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
       memstore config claude-code --http --url http://build-box:8765/mcp
+      memstore config claude-code --hooks    # merge into .claude/settings.json
     """
     from memstore.faces.clients import HTTP_CLIENTS, WHERE, agent_for, client_config, http_config
     from memstore.storage.store import Store
 
     config = config_of(ctx)
+    if hook_settings:
+        _print_hook_settings(ctx, client)
+        return
     if over_http:
         if client not in HTTP_CLIENTS:
             raise click.UsageError(
@@ -282,6 +294,22 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
     elif not flag:
         click.echo(f"# the agent acts as '{agent}' (choose another with --agent NAME)", err=True)
     click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
+
+
+def _print_hook_settings(ctx: click.Context, client: str) -> None:
+    """`config claude-code --hooks`: the hook settings for this store and this install."""
+    import shlex
+
+    from memstore.faces.clients import hook_settings, server_command
+    from memstore.storage.store import Store
+
+    if client != "claude-code":
+        raise click.UsageError(f"--hooks is for claude-code; {client} runs no memstore hooks")
+    store = Store(config_of(ctx).store)  # refuse a directory that is no store
+    flag: str | None = ctx.find_root().params.get("agent")
+    command = " ".join(shlex.quote(a) for a in server_command(sys.executable, store.root)[:-1])
+    click.echo("# merge into .claude/settings.json (or .claude/settings.local.json)", err=True)
+    click.echo(hook_settings(command, flag or "claude-code"))
 
 
 @click.command(name="install-hook")

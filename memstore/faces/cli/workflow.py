@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from memstore.faces.cli.common import asdict, comma_list, echo_json, label, stdin_text, store_of
+from memstore.faces.cli.common import (
+    asdict,
+    comma_list,
+    config_of,
+    echo_json,
+    label,
+    stdin_text,
+    store_of,
+)
 from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, SEVERITIES
 
 # The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
@@ -18,8 +26,8 @@ OUTCOMES = ("heeded", "recurred")
 
 
 @click.command()
-@click.argument("name")
-@click.option("--description", "-d", required=True, help="The rule, in one line.")
+@click.argument("name", required=False)
+@click.option("--description", "-d", help="The rule, in one line.")
 @click.option(
     "--severity",
     type=click.Choice(list(SEVERITIES)),
@@ -43,19 +51,30 @@ OUTCOMES = ("heeded", "recurred")
     show_default=True,
     help="A correction (a human corrected an agent) or a warning (a known trap).",
 )
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a UserPromptSubmit hook payload on stdin and save the corrections its prompt "
+    "sets, as drafts of the person (--agent, else git user.name); never fails the prompt.",
+)
 @click.pass_context
 def correct(
     ctx: click.Context,
-    name: str,
-    description: str,
+    name: str | None,
+    description: str | None,
     severity: str | None,
     applies_when: tuple[str, ...],
     evidence: str | None,
     body: str | None,
     tags: str | None,
     type_: str,
+    hook: str | None,
 ) -> None:
     """Record a correction NAME. It starts as a draft but acts in `brief` and `check` at once.
+
+    With --hook claude-code (a UserPromptSubmit hook), the person's prompt is read instead:
+    a sentence that sets a standing rule ("no — never bump the version without asking",
+    "from now on …") becomes a draft correction with a short name, the prompt as evidence.
 
     \b
     Example:
@@ -63,7 +82,15 @@ def correct(
           --description "Never npm publish from a version-bump commit; CI publishes tags" \\
           --applies-when "npm publish" --applies-when "version bump" \\
           --evidence "Stop publishing by hand, the release job does it."
+      memstore correct --hook claude-code    # in a UserPromptSubmit hook
     """
+    if hook:
+        _correct_from_prompt(ctx)
+        return
+    if name is None:
+        raise click.UsageError("Missing argument 'NAME'.")
+    if description is None:
+        raise click.UsageError("Missing option '--description' / '-d'.")
     from memstore.workflow.session import agent as session
 
     memory = session.correct(
@@ -79,6 +106,37 @@ def correct(
     )
     severity_shown = memory.extra.get("severity", "")
     click.echo(f"recorded {label(memory)} {severity_shown}: it acts in brief and check now")
+
+
+def _correct_from_prompt(ctx: click.Context) -> None:
+    """The UserPromptSubmit hook: save the prompt's corrections as the person's drafts and
+    tell Claude; whatever goes wrong, the prompt goes on (exit 0, nothing on stdout)."""
+    import json
+
+    try:
+        from memstore.faces import hooks
+        from memstore.workflow.session import heard
+
+        prompt, session_id = hooks.prompt_of(json.loads(stdin_text(only_if_piped=False) or "null"))
+        if not heard.corrections(prompt):
+            return  # the common case: no store opened
+        from memstore.storage.store import Store
+
+        # The person at the keyboard: --agent on the hook's command line, else git's
+        # user.name; never $MEMSTORE_AGENT, which Claude Code's settings set to the agent.
+        config = config_of(ctx)
+        store = Store(config.store, ctx.find_root().params.get("agent"), config.lock_timeout)
+        saved = heard.capture(store, prompt, session_id)
+        owner = store.identity or ""
+        pairs = list(
+            zip((p.partition("/")[2] for p in saved.created), saved.descriptions, strict=True)
+        )
+        output = hooks.prompt_output(pairs, owner)
+    except Exception as e:  # noqa: BLE001 — a hook must never break the prompt
+        click.echo(f"memstore: no correction saved from the prompt: {e}", err=True)
+        return
+    if output is not None:
+        click.echo(json.dumps(output, ensure_ascii=False))
 
 
 @click.command(name="check")

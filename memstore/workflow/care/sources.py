@@ -83,7 +83,7 @@ _NAME_STOP = frozenset(
     remember make sure ensure must
     """.split()
 )
-_NAME_WORDS = {"dont": "dont", "don": "dont", "doesnt": "dont", "cant": "cannot"}
+_NAME_WORDS: dict[str, str] = {"don": "dont", "doesnt": "dont", "cant": "cannot"}
 
 
 def short_name(text: str, limit: int = SHORT_WORDS) -> str:
@@ -92,7 +92,9 @@ def short_name(text: str, limit: int = SHORT_WORDS) -> str:
     as "we decided" left out; never, always and don't kept)."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     ascii_text = re.sub(r"(?<=\w)['\u2019](?=\w)", "", ascii_text)  # don't → dont
-    parts = [_NAME_WORDS.get(p, p) for p in re.findall(r"[a-z0-9]+", ascii_text.lower())]
+    parts: list[str] = [
+        _NAME_WORDS.get(p) or p for p in re.findall(r"[a-z0-9]+", ascii_text.lower())
+    ]
     kept = [p for p in parts if p not in _NAME_STOP and (len(p) > 1 or p.isdigit())]
     return slug(" ".join(list(dict.fromkeys(kept))[:limit] or parts[:limit]), 64)
 
