@@ -164,9 +164,17 @@ def _param(field: str) -> str:
 
 
 def build_server(
-    store: Store, *, grouped: bool = False, watch: bool = True, sync_every: float | None = None
+    store: Store,
+    *,
+    grouped: bool = False,
+    watch: bool = True,
+    sync_every: float | None = None,
+    scopes: tuple[str, ...] = (),
 ) -> MCPServer:
     """The memstore MCP server over `store`, acting as the store's identity.
+
+    `scopes` are the agent's areas: its recall, `session_start` and `check` see only the
+    memories for one of them or for no scope in particular.
 
     `grouped` lists one dispatching tool per family (`memory`, `ledger`) instead of each tool,
     for clients that pay for every schema in every session. `watch` re-indexes hand edits while
@@ -193,6 +201,7 @@ def build_server(
         evidence: Annotated[str | None, Field(description="rules: what the human said")] = None,
         files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
         expires: str | None = None,
+        scope: Annotated[list[str] | None, Field(description="agent areas; none: all")] = None,
     ) -> CallToolResult:
         """Save a draft memory (someone else confirms it): a human's correction, a decision and
         why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
@@ -212,6 +221,7 @@ def build_server(
             evidence=evidence,
             files=files or (),
             expires=expires,
+            scope=scope or (),
         )
         return _written("saved", memory, similar)
 
@@ -247,6 +257,7 @@ def build_server(
             graph=graph,
             index_view=index,
             path=path,
+            scopes=scopes,
         )
         if as_of is not None:
             from memstore.search import asof
@@ -372,7 +383,9 @@ def build_server(
         task, drafts awaiting your review, and what changed since your last session."""
         from memstore.workflow.session import briefing
 
-        brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens, fenced=True)
+        brief = briefing.brief(
+            store, for_text=task, budget_tokens=budget_tokens, fenced=True, scopes=scopes
+        )
         return result(brief.text, {"briefing": plain(brief)})
 
     @tool(READ)
@@ -388,7 +401,7 @@ def build_server(
         say."""
         from memstore.workflow.session import agent as session
 
-        verdict = session.check(store, description, action=action, target=target)
+        verdict = session.check(store, description, action=action, target=target, scopes=scopes)
         return result(_check_result_text(verdict), {"check": plain(verdict)})
 
     @tool(WRITE)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from memstore.faces.cli.common import config_of, store_of
+from memstore.faces.cli.common import config_of, scope_list, store_of
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
 
 
@@ -43,6 +43,14 @@ from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
     help="Also run `memstore sync` this often (60s, 5m), keeping the store in step with its "
     "git remote while the server runs; failures are logged, never fatal.",
 )
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Over stdio: the agent's areas (repeat, or a comma list); its recall, session_start "
+    "and check see only memories for one of them or for no scope.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -51,6 +59,7 @@ def serve(
     host: str,
     port: int,
     sync_every: str | None,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT),
     or with --http over streamable HTTP for every agent holding a bearer token.
@@ -63,7 +72,13 @@ def serve(
       MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
       memstore --store /path/to/memory serve --http --port 8765
       MEMSTORE_AGENT=ci-agent memstore serve --sync-every 60s
+      MEMSTORE_AGENT=deploy-bot memstore serve --scope deploy,infra
     """
+    scopes = scope_list(scope_args)
+    if scopes and over_http:
+        raise click.UsageError(
+            "--scope is one agent's: give it to that agent's stdio server, not to --http"
+        )
     every = None
     if sync_every is not None:
         from memstore.errors import MemstoreError
@@ -107,7 +122,7 @@ def serve(
     sdk.load_server()  # the SDK's server half, before anything imports all of it
     from memstore.faces.server import build_server  # only `serve` pays for importing the SDK
 
-    build_server(store, grouped=grouped, sync_every=every).run("stdio")
+    build_server(store, grouped=grouped, sync_every=every, scopes=scopes).run("stdio")
     if wire is not None:
         wire.finish()
 

@@ -10,6 +10,7 @@ from memstore.faces.cli.common import (
     config_of,
     echo_json,
     label,
+    scope_list,
     stdin_text,
     store_of,
 )
@@ -150,6 +151,14 @@ def _correct_from_prompt(ctx: click.Context) -> None:
     help="Read a PreToolUse hook payload on stdin and answer in that client's format (exit 0).",
 )
 @click.option("--ask-on-warn", is_flag=True, help="With --hook: make a warning ask the user.")
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only the rules and runbooks for one of these scopes (repeat, or a comma list), or "
+    "for none.",
+)
 @click.pass_context
 def check_(
     ctx: click.Context,
@@ -159,6 +168,7 @@ def check_(
     as_json: bool,
     hook: str | None,
     ask_on_warn: bool,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Check an action before taking it: allow, warn or block, with the reasons.
 
@@ -188,7 +198,13 @@ def check_(
         description, target = hooks.hook_action(payload)
     if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
-    result = session.check(store_of(ctx), description or "", action=action, target=target)
+    result = session.check(
+        store_of(ctx),
+        description or "",
+        action=action,
+        target=target,
+        scopes=scope_list(scope_args),
+    )
     if hook:
         output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
         if output is not None:
@@ -243,6 +259,13 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     help="Fence what agents and people wrote as data, for output that goes into an agent's "
     "context (e.g. a SessionStart hook).",
 )
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only what is for one of these scopes (repeat, or a comma list), or for none.",
+)
 @click.pass_context
 def brief(
     ctx: click.Context,
@@ -252,6 +275,7 @@ def brief(
     no_mark: bool,
     as_json: bool,
     fenced: bool,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
 
@@ -269,6 +293,7 @@ def brief(
         since=since,
         mark=not no_mark,
         fenced=fenced,
+        scopes=scope_list(scope_args),
     )
     if as_json:
         echo_json(asdict(result))

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from memstore.model.render_text import (
     word,
 )
 from memstore.model.status import Status
+from memstore.search import upkeep as search
 from memstore.search.query import Hit
 from memstore.storage import settings
 from memstore.storage.files import atomic_write
@@ -285,6 +287,7 @@ def brief(
     since: str | None = None,
     mark: bool = True,
     fenced: bool = False,
+    scopes: tuple[str, ...] = (),
 ) -> Briefing:
     """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
 
@@ -294,20 +297,28 @@ def brief(
     a UTC time or a duration back from now such as `24h` or `7d`).
     With `mark`, remembers this session's HEAD in the ignored cache for the next one.
     With `fenced` (for an agent's context), what agents or people wrote is fenced as data
-    under status lines of memstore's own.
+    under status lines of memstore's own. With `scopes` (an agent's areas), only what is for
+    one of them or for no scope in particular.
     """
     identity = store.identity
+    # What the agent's scopes leave out, from the search index's scope field (its size is
+    # that of the other scopes' memories, not the store's).
+    unseen = search.outside(store, scopes)
     start = refs.head(store.repo)
     today = when.utcnow().strftime("%Y-%m-%d")
     with catalog.opened(store) as found:
         # Only what each section shows is asked of the catalog, never every memory parsed.
         live = "NOT (expires != '' AND expires < ?)"
-        expired = [e.name for e in found.entries("expires != '' AND expires < ?", (today,))]
+        expired = [
+            e.name
+            for e in found.entries("expires != '' AND expires < ?", (today,))
+            if e.path not in unseen
+        ]
         humans = settings.store_humans(store.root)
         ruled = [
             (e.path, r)
             for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
-            if (r := catalog.rule_of(e, humans)) is not None
+            if e.path not in unseen and (r := catalog.rule_of(e, humans)) is not None
         ]
         ruled, held = _in_force(store, ruled, humans)
         ruled.sort(key=lambda pr: pr[1].rank)
@@ -320,14 +331,24 @@ def brief(
             others = [r for p, r in ruled if p not in applies]
         drafts = _awaiting_review(
             identity,
-            found.entries(f"status = 'draft' AND {live}", (today,)),
+            [
+                e
+                for e in found.entries(f"status = 'draft' AND {live}", (today,))
+                if e.path not in unseen
+            ],
             for_text,
             found,
         )
         pinned_lines = _pinned_lines(
-            store, found, found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
+            store,
+            found,
+            [
+                e
+                for e in found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
+                if e.path not in unseen
+            ],
         )
-        knowledge = _knowledge(store, for_text, found, today)
+        knowledge = _knowledge(store, for_text, found, today, scopes, unseen)
     try:
         rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
     except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
@@ -358,7 +379,7 @@ def brief(
         Section(
             "Changes since your last session",
             4,
-            tuple(_changes_lines(store, since)),
+            tuple(_changes_lines(store, since, unseen)),
             empty="- nothing new",
         ),
         Section(
@@ -460,16 +481,21 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
 
 
 def _knowledge(
-    store: Store, for_text: str | None, found: catalog.Catalog, today: str
+    store: Store,
+    for_text: str | None,
+    found: catalog.Catalog,
+    today: str,
+    scopes: tuple[str, ...] = (),
+    unseen: AbstractSet[str] = frozenset(),
 ) -> list[Memory] | list[Hit]:
     kinds = ("decision", "runbook")
     if for_text:
-        return session.relevant(store, for_text, kinds, 10)
+        return session.relevant(store, for_text, kinds, 10, scopes)
     live = "NOT (expires != '' AND expires < ?)"
     entries = found.entries(
         f"type IN ('decision', 'runbook') AND status = 'confirmed' AND {live}", (today,)
     )
-    confirmed = [e for e in entries if e.status == Status.CONFIRMED]
+    confirmed = [e for e in entries if e.status == Status.CONFIRMED and e.path not in unseen]
     confirmed.sort(key=lambda e: (e.updated, e.name), reverse=True)
     return [m for e in confirmed[:10] if (m := found.memory(e)) is not None]
 
@@ -499,7 +525,9 @@ def _more(drafts: list[catalog.Entry]) -> tuple[Bullet, ...]:
     return (Bullet(f"- and {rest} more: `memstore list --status draft`"),)
 
 
-def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
+def _changes_lines(
+    store: Store, since: str | None, unseen: AbstractSet[str] = frozenset()
+) -> list[Bullet]:
     since_commit: str | None = None
     since_date: str | None = None
     if since:
@@ -537,6 +565,8 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
             rel = f.path[len(prefix) + 1 :] if prefix else f.path
             if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
                 continue  # the store's own settings files, not knowledge
+            if rel in unseen:
+                continue  # for other scopes' agents
             _group(groups, change, rel, f, stats.OUTCOMES_FILE)
     return [g.bullet() for g in groups.values()][:LIST_MAX]
 
