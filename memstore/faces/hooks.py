@@ -41,11 +41,29 @@ def hook_action(payload: object) -> tuple[str, str | None]:
     return text or tool, target
 
 
-def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[str, Any] | None:
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+"""The Claude Code tools that change a file: each call is recorded as the session's touch."""
+
+
+def session_of(payload: object) -> tuple[str, str, str | None]:
+    """The session id, tool name and working directory of a hook payload ("" when absent)."""
+    data: dict[str, Any] = payload if isinstance(payload, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    session, tool, cwd = (data.get(k) for k in ("session_id", "tool_name", "cwd"))
+    return (
+        session if isinstance(session, str) else "",
+        tool if isinstance(tool, str) else "",
+        cwd if isinstance(cwd, str) and cwd else None,
+    )
+
+
+def claude_code_output(
+    result: CheckResult, ask_on_warn: bool = False, also: str = ""
+) -> dict[str, Any] | None:
     """The `PreToolUse` hook output for a check result, or None to let the call go on as usual.
 
     `block` denies the call and tells Claude why; `warn` adds the reasons to Claude's context
     (or, with `ask_on_warn`, asks the user); `allow` with runbooks adds them as context.
+    `also` (other sessions' touches of the file) joins the context and decides nothing.
     """
     from memstore.workflow.rules.rules import Verdict, agent_check_text
 
@@ -62,8 +80,11 @@ def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[s
         out["additionalContext"] = f"memstore warns before this action.\n{context}"
     elif result.runbooks:
         out["additionalContext"] = f"memstore: runbooks to follow.\n{context}"
-    else:
+    elif not also:
         return None
+    if also:
+        said = out.get("additionalContext")
+        out["additionalContext"] = f"{said}\n{also}" if said else f"memstore: {also}"
     return {"hookSpecificOutput": out}
 
 

@@ -181,6 +181,9 @@ def build_server(
     the server runs; `sync_every` (seconds) runs `sync.sync` that often in a thread.
     """
     tool = Tools()
+    from memstore.workflow.session import touches
+
+    client = touches.client_pid()  # this session's client: its own file edits are not others'
 
     @tool(WRITE)
     def memory_store(
@@ -201,7 +204,7 @@ def build_server(
         evidence: Annotated[str | None, Field(description="rules: what the human said")] = None,
         files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
         expires: str | None = None,
-        scope: Annotated[list[str] | None, Field(description="agent areas; none: all")] = None,
+        scope: Annotated[list[str] | None, Field(description="agent areas")] = None,
     ) -> CallToolResult:
         """Save a draft memory (someone else confirms it): a human's correction, a decision and
         why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
@@ -384,7 +387,12 @@ def build_server(
         from memstore.workflow.session import briefing
 
         brief = briefing.brief(
-            store, for_text=task, budget_tokens=budget_tokens, fenced=True, scopes=scopes
+            store,
+            for_text=task,
+            budget_tokens=budget_tokens,
+            fenced=True,
+            scopes=scopes,
+            client=client,
         )
         return result(brief.text, {"briefing": plain(brief)})
 
@@ -402,7 +410,14 @@ def build_server(
         from memstore.workflow.session import agent as session
 
         verdict = session.check(store, description, action=action, target=target, scopes=scopes)
-        return result(_check_result_text(verdict), {"check": plain(verdict)})
+        about = " ".join(x for x in (description, target) if x)
+        try:
+            found = touches.others(store, text=about, client=client)
+        except (OSError, ValueError):  # a soft warning: never the check's failure
+            found = []
+        shown = _check_result_text(verdict) + (f"\n{touches.note(found)}" if found else "")
+        extra = {"sessions": touches.data(found)} if found else {}
+        return result(shown, {"check": plain(verdict), **extra})
 
     @tool(WRITE)
     def outcome(

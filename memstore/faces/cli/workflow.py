@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from memstore.faces.cli.common import (
@@ -15,6 +17,9 @@ from memstore.faces.cli.common import (
     store_of,
 )
 from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, SEVERITIES
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
 
 # The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
 # registering the commands imports no core module.
@@ -140,6 +145,29 @@ def _correct_from_prompt(ctx: click.Context) -> None:
         click.echo(json.dumps(output, ensure_ascii=False))
 
 
+def _touched(store: Store, payload: object, target: str | None, command: str) -> str:
+    """For a PreToolUse call: record this session's edit of `target` (an edit tool), and say
+    which other live sessions changed that file, or the files a shell command names; ""
+    when none did. A soft warning: a failure here says nothing and costs the check nothing."""
+    from memstore.faces import hooks
+    from memstore.workflow.session import touches
+
+    try:
+        session_id, tool, cwd = hooks.session_of(payload)
+        if tool in hooks.EDIT_TOOLS and target:
+            path = touches.relative(store, target, cwd)
+            found = touches.others(store, session_id or None, paths=[path])
+            touches.record(store, session_id, path, tool)
+        elif tool == "Bash":
+            found = touches.others(store, session_id or None, text=command)
+        else:
+            return ""
+        return touches.note(found)
+    except Exception as e:  # noqa: BLE001 — never let the warning cost the check
+        click.echo(f"memstore: file touches not read: {e}", err=True)
+        return ""
+
+
 @click.command(name="check")
 @click.argument("description", required=False)
 @click.option("--action", metavar="ACTION", help="The ledger action, e.g. publish.")
@@ -190,23 +218,27 @@ def check_(
     from memstore.workflow.rules import rules as workflow
     from memstore.workflow.session import agent as session
 
+    payload: object = None
     if hook:
         try:
-            payload: object = json.loads(stdin_text(only_if_piped=False) or "null")
+            payload = json.loads(stdin_text(only_if_piped=False) or "null")
         except ValueError as e:
             raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
         description, target = hooks.hook_action(payload)
     if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
+    store = store_of(ctx)
     result = session.check(
-        store_of(ctx),
+        store,
         description or "",
         action=action,
-        target=target,
+        target=None if hook else target,
         scopes=scope_list(scope_args),
+        path=target if hook else None,
     )
     if hook:
-        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
+        also = _touched(store, payload, target, description or "")
+        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn, also=also)
         if output is not None:
             click.echo(json.dumps(output, ensure_ascii=False))
         return
@@ -284,7 +316,7 @@ def brief(
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
       memstore brief --fenced        # in a client's SessionStart hook
     """
-    from memstore.workflow.session import briefing
+    from memstore.workflow.session import briefing, touches
 
     result = briefing.brief(
         store_of(ctx),
@@ -294,6 +326,7 @@ def brief(
         mark=not no_mark,
         fenced=fenced,
         scopes=scope_list(scope_args),
+        client=touches.client_pid(),
     )
     if as_json:
         echo_json(asdict(result))

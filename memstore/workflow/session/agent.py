@@ -220,6 +220,7 @@ def check(
     action: str | None = None,
     target: str | None = None,
     scopes: tuple[str, ...] = (),
+    path: str | None = None,
 ) -> workflow.CheckResult:
     """The verdict on an action before it is taken: allow, warn or block, with reasons.
 
@@ -228,6 +229,8 @@ def check(
     `target`, the ledger too: executed, or claimed by someone else, blocks (a damaged ledger
     blocks: fail closed). Confirmed runbooks about the action are listed to follow. With
     `scopes`, only the rules and runbooks for one of them or for no scope in particular.
+    `path` is a file the action changes (a hook's edit): rules' globs match it, the ledger
+    never reads it.
 
     Raises:
         InvalidMemory: for an empty description, or a bad `guards` setting.
@@ -237,7 +240,7 @@ def check(
     if not description and not action:
         raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
     text = " ".join(x for x in (description, action, target) if x)
-    targets = (target,) if target else ()
+    targets = tuple(x for x in (target, path) if x)
     extra: list[workflow.Reason] = []
     if action is not None or target is not None:
         if not action or not target:

@@ -43,6 +43,7 @@ from memstore.workflow.ledger import lines as ledger
 from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
+from memstore.workflow.session import touches
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -288,6 +289,7 @@ def brief(
     mark: bool = True,
     fenced: bool = False,
     scopes: tuple[str, ...] = (),
+    client: int | None = None,
 ) -> Briefing:
     """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
 
@@ -298,7 +300,8 @@ def brief(
     With `mark`, remembers this session's HEAD in the ignored cache for the next one.
     With `fenced` (for an agent's context), what agents or people wrote is fenced as data
     under status lines of memstore's own. With `scopes` (an agent's areas), only what is for
-    one of them or for no scope in particular.
+    one of them or for no scope in particular. Files other live sessions are changing are
+    listed too (those of `client`'s own session left out: see `touches`).
     """
     identity = store.identity
     # What the agent's scopes leave out, from the search index's scope field (its size is
@@ -371,6 +374,7 @@ def brief(
         ),
         Section("Pinned and important", 1, tuple(pinned_lines)),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
+        Section("Files other live sessions are changing", 2, tuple(_touch_lines(store, client))),
         Section(
             "Decisions and runbooks" + (" about this task" if for_text else ", latest"),
             3,
@@ -478,6 +482,15 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
                 )
             )
     return lines[:LIST_MAX]
+
+
+def _touch_lines(store: Store, client: int | None) -> list[Bullet]:
+    """Other live sessions' file edits of the last half hour: a soft warning, never an error."""
+    try:
+        return touches.bullets(touches.others(store, client=client))
+    except (OSError, ValueError) as e:
+        log.warning("cannot read the file touches: %s", e)
+        return []
 
 
 def _knowledge(
