@@ -450,7 +450,7 @@ def build_server(
         tools=tool.grouped() if grouped else tool.tools,
         lifespan=_lifespan(store, watch, sync_every),
     )
-    _add_resources(server, store)
+    _add_resources(server, store, scopes, client)
     return server
 
 
@@ -477,7 +477,9 @@ def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[
     return lifespan
 
 
-def _add_resources(server: MCPServer, store: Store) -> None:
+def _add_resources(
+    server: MCPServer, store: Store, scopes: tuple[str, ...] = (), client: int | None = None
+) -> None:
     @server.resource(
         "memstore://memory/{name}",
         name="memory",
@@ -529,7 +531,9 @@ def _add_resources(server: MCPServer, store: Store) -> None:
         )
         from memstore.workflow.session import briefing
 
-        brief = briefing.brief(store, for_text=task or None, fenced=True)
+        brief = briefing.brief(
+            store, for_text=task or None, fenced=True, scopes=scopes, client=client
+        )
         return f"{brief.text}\n{habits}"
 
 

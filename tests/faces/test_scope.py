@@ -85,6 +85,9 @@ async def test_served_scope_filters_recall_session_start_and_check(tmp_path: Pat
         check = data(await client.call_tool("check", {"description": "deploy to production"}))
         reasons = [r["name"] for r in check["check"]["reasons"]]
         assert "deploy-ask-first" in reasons and "web-no-friday-deploy" not in reasons
+        prompt = await client.get_prompt("session_start", {"task": "deploy"})
+        said = str(prompt.messages[0].content.text)  # type: ignore[union-attr]
+        assert "deploy-ask-first" in said and "web-no-friday-deploy" not in said
         saved = await client.call_tool(
             "memory_store",
             {"name": "infra-note", "type": "fact", "description": "d", "scope": ["Infra"]},

@@ -183,3 +183,14 @@ def test_config_hooks_prints_the_documented_settings(tmp_path: Path) -> None:
     other = runner.invoke(main, ["--store", str(store.root), "config", "cursor", "--hooks"])
     assert other.exit_code == 2 and "--hooks is for claude-code" in other.output
     assert os.environ.get("MEMSTORE_AGENT") is None
+
+
+def test_short_names_stay_unique_against_the_store(tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "memory", agent="alice")
+    first = heard.capture(store, "Never push to main branch directly without a review")
+    second = heard.capture(store, "no, never push to main branch directly on Fridays")
+    assert first.created == ("correction/never-push-main-branch-directly",)
+    assert second.created == ("correction/never-push-main-branch-directly-2",)
+    assert store.get("never-push-main-branch-directly-2").description == (
+        "Never push to main branch directly on Fridays"
+    )
