@@ -25,11 +25,17 @@ SENTENCE_MAX = 300
 PER_PROMPT = 3
 """The most corrections taken from one prompt."""
 
-# What a person says before correcting: "no", "nope", "stop.", "wrong", "actually", "ugh".
+# What a person says before correcting: "no", "nope", "stop.", "wrong", "ugh".
 _CUE = re.compile(
-    r"^(?:(?:no+(?!\s+(?:more|longer)\b)|nope|nah|wrong|stop(?!\s+\w+ing\b)|wait|ugh|hey|actually|again|ok(?:ay)?|hm+|argh|"
-    r"that'?s\s+(?:wrong|not\s+(?:right|it|what\s+i\s+(?:asked|said|meant)))|not\s+like\s+that)"
-    r"(?![\w'])[\s,.!:;\u2014\u2013-]*)+",
+    r"^(?:(?:no+(?!\s+(?:more|longer)\b)|nope|nah|wrong|stop(?!\s+\w+ing\b)|ugh|argh|"
+    r"that'?s\s+(?:wrong|not\s+(?:right|it|what\s+i\s+(?:asked|said|meant)))|"
+    r"not\s+like\s+that)(?![\w'])[\s,.!:;\u2014\u2013-]*)+",
+    re.IGNORECASE,
+)
+# Words that open a sentence and say nothing of a correction ("ok, don't change the API in
+# this PR" is a request): taken off, but no cue.
+_SOFT = re.compile(
+    r"^(?:(?:ok(?:ay)?|hey|wait|hm+|actually|again|alright)(?![\w'])[\s,.!:;\u2014\u2013-]*)+",
     re.IGNORECASE,
 )
 # Words a rule may open with: courtesy, "remember", "I told you".
@@ -132,9 +138,11 @@ def _rule(sentence: str, cued: bool) -> tuple[str, str] | None:
     text = sentence.strip().strip("\"'*_`")
     if not text or len(text) > SENTENCE_MAX or text.rstrip().endswith("?"):
         return None
-    cue = _CUE.match(text)
-    if cue and cue.end() < len(text):
-        cued, text = True, text[cue.end() :]
+    for _ in range(2):  # "ok, no — never …", "no, actually, don't …"
+        text = _SOFT.sub("", text, count=1)
+        cue = _CUE.match(text)
+        if cue and cue.end() < len(text):
+            cued, text = True, text[cue.end() :]
     text = _COURTESY.sub("", text, count=1)
     if not text:
         return None
@@ -196,7 +204,7 @@ def corrections(prompt: str) -> list[Heard]:
         return []
     found: list[Heard] = []
     seen: set[str] = set()
-    opening = _CUE.match(text)
+    opening = _CUE.match(_SOFT.sub("", text, count=1))
     cued = opening is not None and opening.end() > 0
     for sentence in _sentences(text):
         rule = _rule(sentence, cued)
