@@ -92,6 +92,15 @@ def test_touches_expire_and_the_log_stays_small(tmp_path: Path) -> None:
     assert [t.session for t in live] == [f"s{(touches.FILE_MAX // 100 - 1) % 7}"]
 
 
+def test_a_command_names_a_file_only_as_a_whole_word(tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "memory", agent="alice")
+    touches.record(store, "s1", "a.py", "Edit")
+    touches.record(store, "s1", "src/app.py", "Edit")
+    assert touches.others(store, "s2", text="cat data.py src/app.pyc") == []
+    named = touches.others(store, "s2", text="python a.py && vim ./src/app.py")
+    assert sorted(t.path for t in named) == ["a.py", "src/app.py"]
+
+
 @pytest.mark.anyio
 async def test_session_start_and_check_name_other_sessions_files(tmp_path: Path) -> None:
     store = Store.init(tmp_path / "memory", agent="alice")

@@ -114,6 +114,10 @@ def correct(
     click.echo(f"recorded {label(memory)} {severity_shown}: it acts in brief and check now")
 
 
+HOOK_LOCK = 3.0
+"""The longest the prompt hook waits for the store's lock, in seconds (its timeout is 10)."""
+
+
 def _correct_from_prompt(ctx: click.Context) -> None:
     """The UserPromptSubmit hook: save the prompt's corrections as the person's drafts and
     tell Claude; whatever goes wrong, the prompt goes on (exit 0, nothing on stdout)."""
@@ -131,7 +135,9 @@ def _correct_from_prompt(ctx: click.Context) -> None:
         # The person at the keyboard: --agent on the hook's command line, else git's
         # user.name; never $MEMSTORE_AGENT, which Claude Code's settings set to the agent.
         config = config_of(ctx)
-        store = Store(config.store, ctx.find_root().params.get("agent"), config.lock_timeout)
+        # A store busy for long must not hold up the prompt: give up within HOOK_LOCK seconds.
+        lock = min(config.lock_timeout, HOOK_LOCK)
+        store = Store(config.store, ctx.find_root().params.get("agent"), lock)
         saved = heard.capture(store, prompt, session_id)
         owner = store.identity or ""
         pairs = list(

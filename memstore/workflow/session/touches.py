@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -200,9 +201,13 @@ def others(
 
 
 def _names(text: str, path: str) -> bool:
-    """Whether `text` names the file at `path` (its path, or its last two parts)."""
+    """Whether `text` names the file at `path`: its path, or its last two parts, as a whole
+    word of the text (`a.py` is not named by `data.py`)."""
     short = "/".join(path.rsplit("/", 2)[-2:])
-    return path in text or ("/" in short and short in text)
+    for part in (path, short) if "/" in short else (path,):
+        if re.search(rf"(?<![\w.-]){re.escape(part)}(?![\w/-])", text):
+            return True
+    return False
 
 
 def ago(at: str) -> str:
