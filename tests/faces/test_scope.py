@@ -137,6 +137,10 @@ def test_cli_scope_options(tmp_path: Path) -> None:
     assert "web-no-friday-deploy" in check.output and "deploy-ask-first" not in check.output
     bad = runner.invoke(main, [*base, "search", "deploy", "--scope", "two words"])
     assert bad.exit_code == 2 and "invalid scope" in bad.output
+    config = runner.invoke(main, [*base, "config", "cursor", "--scope", "deploy", "--scope", "Web"])
+    assert config.exit_code == 0, config.output
+    args = json.loads(config.stdout)["mcpServers"]["memstore"]["args"]
+    assert args[-3:] == ["serve", "--scope", "deploy,web"]
     http = runner.invoke(main, [*base, "serve", "--http", "--scope", "deploy"])
     assert http.exit_code == 2 and "--scope is one agent's" in http.output
 

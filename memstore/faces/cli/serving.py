@@ -257,6 +257,13 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
     help="With --http: the server's MCP endpoint.",
 )
 @click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Configure `serve --scope`: the agent's areas (repeat, or a comma list).",
+)
+@click.option(
     "--hooks",
     "hook_settings",
     is_flag=True,
@@ -264,7 +271,13 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 )
 @click.pass_context
 def config_(
-    ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str, hook_settings: bool
+    ctx: click.Context,
+    client: str,
+    grouped: bool,
+    over_http: bool,
+    url: str,
+    scope_args: tuple[str, ...],
+    hook_settings: bool,
 ) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
@@ -308,7 +321,10 @@ def config_(
         )
     elif not flag:
         click.echo(f"# the agent acts as '{agent}' (choose another with --agent NAME)", err=True)
-    click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
+    scopes = scope_list(scope_args)
+    click.echo(
+        client_config(client, sys.executable, store.root, agent, grouped=grouped, scopes=scopes)
+    )
 
 
 def _print_hook_settings(ctx: click.Context, client: str) -> None:
