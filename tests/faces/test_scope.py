@@ -148,3 +148,19 @@ def test_cli_scope_options(tmp_path: Path) -> None:
 async def test_memory_store_refuses_a_bad_scope(store: Store) -> None:
     bad = await call(store, "memory_store", name="x", type="fact", description="d", scope=["a b"])
     assert bad.is_error and "invalid scope" in text(bad)
+
+
+def test_an_agent_cannot_scope_a_binding_rule_away(store: Store) -> None:
+    from tests.workflow.test_binding import PATH, RULE, commit_as, person_rule
+
+    person_rule(store)  # a person's p0, unscoped: it binds every agent
+    rule = store.root / PATH
+    text = rule.read_text(encoding="utf-8")
+    assert "tags: []" in text
+    rule.write_text(text.replace("tags: []", "tags: []\nscope: [nowhere]"), encoding="utf-8")
+    commit_as(store.root, "coder", "hand edit: scope the rule away")
+    coder = as_agent(store, "coder")
+    checked = session.check(coder, "deploy prod", scopes=("deploy",))
+    assert checked.verdict.value == "block" and checked.reasons[0].name == RULE
+    brief = briefing.brief(coder, for_text="deploy prod", scopes=("deploy",), mark=False).text
+    assert f"`{RULE}`" in brief

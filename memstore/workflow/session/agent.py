@@ -178,6 +178,8 @@ def rules(
     humans = settings.store_humans(store.root)
     found: list[workflow.Rule] = []
     for item in _in_force(store, pool):
+        if scopes and not in_scope(item.memory if isinstance(item, binding.Held) else item, scopes):
+            continue  # a version held in force is for the scopes it names too
         if isinstance(item, binding.Held):
             rule = workflow.rule_of(item.memory, humans)
             if rule is not None:

@@ -233,11 +233,13 @@ def _in_force(
     store: Store,
     ruled: list[tuple[str, workflow.Rule]],
     humans: tuple[str, ...],
+    scopes: tuple[str, ...] = (),
 ) -> tuple[list[tuple[str, workflow.Rule]], set[str]]:
     """`ruled` (path, rule) with each rule that binds the agents as it is in force (see
     `storage.binding`): a change an agent made alone, or an uncommitted one, is not obeyed,
     and a pending deprecation proposal shows. Also the paths of the versions held in force
-    (they may apply whatever their files now say). Reads the files of those rules only."""
+    (they may apply whatever their files now say). Reads the files of those rules only. A
+    version held in force counts for the `scopes` it names, whatever scope its file now says."""
     from memstore.git import objects
     from memstore.storage import binding, trust, verdicts
     from memstore.storage.files import read_regular
@@ -258,7 +260,11 @@ def _in_force(
         lambda blob: trust.parse_blob(store.repo, blob),
         objects.blob_sha,
     ):
-        if isinstance(item, binding.Held) and (rule := workflow.rule_of(item.memory, humans)):
+        if not isinstance(item, binding.Held):
+            continue
+        if scopes and not session.in_scope(item.memory, scopes):
+            continue
+        if rule := workflow.rule_of(item.memory, humans):
             path = f"{item.memory.type}/{item.memory.name}.md"
             held.add(path)
             out.append((path, replace(rule, held=item.why)))
@@ -323,7 +329,7 @@ def brief(
             for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
             if e.path not in unseen and (r := catalog.rule_of(e, humans)) is not None
         ]
-        ruled, held = _in_force(store, ruled, humans)
+        ruled, held = _in_force(store, ruled, humans, scopes)
         ruled.sort(key=lambda pr: pr[1].rank)
         rules = [r for _, r in ruled]
         applying, others = rules, list[workflow.Rule]()
