@@ -45,7 +45,12 @@ async def call(store: Store, tool: str, **arguments: Any) -> CallToolResult:
 
 @asynccontextmanager
 async def serve(
-    store: Path, agent: str, *, timeout: float = 30, env: dict[str, str] | None = None
+    store: Path,
+    agent: str,
+    *,
+    timeout: float = 30,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> AsyncIterator[Client]:
     """A `memstore serve` process on `store` acting as `agent`, as a client's config starts it."""
     server_env = {
@@ -57,7 +62,7 @@ async def serve(
     }
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memstore", "--store", str(store), "serve"],
+        args=["-m", "memstore", "--store", str(store), "serve", *args],
         env=server_env,
     )
     async with Client(params, read_timeout_seconds=timeout) as client:

@@ -27,10 +27,15 @@ HTTP_CLIENTS = ("claude-code", "cursor", "codex")
 """Clients whose configuration file can name a streamable HTTP server with headers."""
 
 
-def server_command(python: str, store: Path, grouped: bool = False) -> list[str]:
-    """The command line a client runs: this install's Python, this store, `serve`."""
-    return [python, "-m", "memstore", "--store", str(store), "serve"] + (
-        ["--grouped"] if grouped else []
+def server_command(
+    python: str, store: Path, grouped: bool = False, scopes: tuple[str, ...] = ()
+) -> list[str]:
+    """The command line a client runs: this install's Python, this store, `serve` (with the
+    agent's scopes, if any)."""
+    return (
+        [python, "-m", "memstore", "--store", str(store), "serve"]
+        + (["--grouped"] if grouped else [])
+        + (["--scope", ",".join(scopes)] if scopes else [])
     )
 
 
@@ -47,9 +52,16 @@ def agent_for(client: str, flag: str | None, store: Store) -> tuple[str, bool]:
     return agent, same_identity(agent, you)
 
 
-def client_config(client: str, python: str, store: Path, agent: str, grouped: bool = False) -> str:
+def client_config(
+    client: str,
+    python: str,
+    store: Path,
+    agent: str,
+    grouped: bool = False,
+    scopes: tuple[str, ...] = (),
+) -> str:
     """The configuration text for `client` (a JSON document, or TOML for codex)."""
-    command, *args = server_command(python, store, grouped)
+    command, *args = server_command(python, store, grouped, scopes)
     env = {"MEMSTORE_AGENT": agent}
     if client == "codex":
         quoted = ", ".join(json.dumps(a, ensure_ascii=False) for a in args)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory
-from memstore.workflow.rules.rules import CheckResult, Verdict, agent_check_text
+
+if TYPE_CHECKING:  # a UserPromptSubmit hook with nothing to save loads no rules
+    from memstore.workflow.rules.rules import CheckResult
 
 _TARGET_KEYS = ("file_path", "notebook_path", "path")
 
@@ -39,12 +41,32 @@ def hook_action(payload: object) -> tuple[str, str | None]:
     return text or tool, target
 
 
-def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[str, Any] | None:
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+"""The Claude Code tools that change a file: each call is recorded as the session's touch."""
+
+
+def session_of(payload: object) -> tuple[str, str, str | None]:
+    """The session id, tool name and working directory of a hook payload ("" when absent)."""
+    data: dict[str, Any] = payload if isinstance(payload, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    session, tool, cwd = (data.get(k) for k in ("session_id", "tool_name", "cwd"))
+    return (
+        session if isinstance(session, str) else "",
+        tool if isinstance(tool, str) else "",
+        cwd if isinstance(cwd, str) and cwd else None,
+    )
+
+
+def claude_code_output(
+    result: CheckResult, ask_on_warn: bool = False, also: str = ""
+) -> dict[str, Any] | None:
     """The `PreToolUse` hook output for a check result, or None to let the call go on as usual.
 
     `block` denies the call and tells Claude why; `warn` adds the reasons to Claude's context
     (or, with `ask_on_warn`, asks the user); `allow` with runbooks adds them as context.
+    `also` (other sessions' touches of the file) joins the context and decides nothing.
     """
+    from memstore.workflow.rules.rules import Verdict, agent_check_text
+
     # The reasons quote memories that agents wrote: fenced under memstore's status lines.
     context = agent_check_text(result)
     out: dict[str, Any] = {"hookEventName": "PreToolUse"}
@@ -58,8 +80,11 @@ def claude_code_output(result: CheckResult, ask_on_warn: bool = False) -> dict[s
         out["additionalContext"] = f"memstore warns before this action.\n{context}"
     elif result.runbooks:
         out["additionalContext"] = f"memstore: runbooks to follow.\n{context}"
-    else:
+    elif not also:
         return None
+    if also:
+        said = out.get("additionalContext")
+        out["additionalContext"] = f"{said}\n{also}" if said else f"memstore: {also}"
     return {"hookSpecificOutput": out}
 
 
@@ -120,3 +145,34 @@ def _message_text(line: str) -> str:
         return ""
     # Slash commands and their output come as tagged text: no one said those words.
     return "\n".join(p.strip() for p in parts if p.strip() and not p.lstrip().startswith("<"))
+
+
+def prompt_of(payload: object) -> tuple[str, str]:
+    """The prompt and session id of a Claude Code `UserPromptSubmit` hook payload.
+
+    Raises:
+        InvalidMemory: when the payload is not a hook object with a text `prompt`.
+    """
+    data: dict[str, Any] = payload if isinstance(payload, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        raise InvalidMemory("the hook payload must be a JSON object with a 'prompt'")
+    session = data.get("session_id")
+    return prompt, session if isinstance(session, str) else ""
+
+
+def prompt_output(saved: list[tuple[str, str]], owner: str) -> dict[str, Any] | None:
+    """The `UserPromptSubmit` hook output telling Claude the corrections just saved (name,
+    description), or None for none: the prompt itself always goes on unchanged."""
+    if not saved:
+        return None
+    from memstore.model.render_text import Bullet, fence_for, word
+
+    lead = (
+        f"memstore saved the correction(s) in this prompt as draft(s) of {word(owner)}; "
+        "check warns on them from now on:"
+    )
+    bullets = [Bullet(f"- correction `{word(name)}` [draft]", said) for name, said in saved]
+    fence = fence_for([lead, *(f"{b.own} {b.data}" for b in bullets)])
+    text = "\n".join([lead, fence.preamble, *(b.render(fence) for b in bullets)])
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}

@@ -183,15 +183,26 @@ def _param(field: str) -> str:
 
 
 def build_server(
-    store: Store, *, grouped: bool = False, watch: bool = True, sync_every: float | None = None
+    store: Store,
+    *,
+    grouped: bool = False,
+    watch: bool = True,
+    sync_every: float | None = None,
+    scopes: tuple[str, ...] = (),
 ) -> MCPServer:
     """The memstore MCP server over `store`, acting as the store's identity.
+
+    `scopes` are the agent's areas: its recall, `session_start` and `check` see only the
+    memories for one of them or for no scope in particular.
 
     `grouped` lists one dispatching tool per family (`memory`, `ledger`) instead of each tool,
     for clients that pay for every schema in every session. `watch` re-indexes hand edits while
     the server runs; `sync_every` (seconds) runs `sync.sync` that often in a thread.
     """
     tool = Tools()
+    from memstore.workflow.session import touches
+
+    client = touches.client_pid()  # this session's client: its own file edits are not others'
 
     @tool(WRITE)
     def memory_store(
@@ -212,6 +223,7 @@ def build_server(
         evidence: Annotated[str | None, Field(description="rules: what the human said")] = None,
         files: Annotated[list[str] | None, Field(description="repo paths/globs")] = None,
         expires: str | None = None,
+        scope: Annotated[list[str] | None, Field(description="agent areas")] = None,
     ) -> CallToolResult:
         """Save a draft memory (someone else confirms it): a human's correction, a decision and
         why, a failure's fix, a runbook; not chat or what code and git say. One fact each. A
@@ -231,6 +243,7 @@ def build_server(
             evidence=evidence,
             files=files or (),
             expires=expires,
+            scope=scope or (),
         )
         return _written("saved", memory, similar)
 
@@ -266,6 +279,7 @@ def build_server(
             graph=graph,
             index_view=index,
             path=path,
+            scopes=scopes,
         )
         if as_of is not None:
             from memstore.search import asof
@@ -424,7 +438,14 @@ def build_server(
         task, drafts awaiting your review, and what changed since your last session."""
         from memstore.workflow.session import briefing
 
-        brief = briefing.brief(store, for_text=task, budget_tokens=budget_tokens, fenced=True)
+        brief = briefing.brief(
+            store,
+            for_text=task,
+            budget_tokens=budget_tokens,
+            fenced=True,
+            scopes=scopes,
+            client=client,
+        )
         return result(brief.text, {"briefing": plain(brief)})
 
     @tool(READ)
@@ -440,8 +461,15 @@ def build_server(
         say."""
         from memstore.workflow.session import agent as session
 
-        verdict = session.check(store, description, action=action, target=target)
-        return result(_check_result_text(verdict), {"check": plain(verdict)})
+        verdict = session.check(store, description, action=action, target=target, scopes=scopes)
+        about = " ".join(x for x in (description, target) if x)
+        try:
+            found = touches.others(store, text=about, client=client)
+        except (OSError, ValueError):  # a soft warning: never the check's failure
+            found = []
+        shown = _check_result_text(verdict) + (f"\n{touches.note(found)}" if found else "")
+        extra = {"sessions": touches.data(found)} if found else {}
+        return result(shown, {"check": plain(verdict), **extra})
 
     @tool(WRITE)
     def outcome(
@@ -474,7 +502,7 @@ def build_server(
         tools=tool.grouped() if grouped else tool.tools,
         lifespan=_lifespan(store, watch, sync_every),
     )
-    _add_resources(server, store)
+    _add_resources(server, store, scopes, client)
     return server
 
 
@@ -501,7 +529,9 @@ def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[
     return lifespan
 
 
-def _add_resources(server: MCPServer, store: Store) -> None:
+def _add_resources(
+    server: MCPServer, store: Store, scopes: tuple[str, ...] = (), client: int | None = None
+) -> None:
     @server.resource(
         "memstore://memory/{name}",
         name="memory",
@@ -553,7 +583,9 @@ def _add_resources(server: MCPServer, store: Store) -> None:
         )
         from memstore.workflow.session import briefing
 
-        brief = briefing.brief(store, for_text=task or None, fenced=True)
+        brief = briefing.brief(
+            store, for_text=task or None, fenced=True, scopes=scopes, client=client
+        )
         return f"{brief.text}\n{habits}"
 
 

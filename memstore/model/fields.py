@@ -193,6 +193,34 @@ def check_tags(tags: object, what: str = "tag") -> tuple[str, ...]:
     return tuple(out)
 
 
+SCOPE_KEY = "scope"
+"""The front-matter key naming the agents' areas a memory is for (`scope: [deploy]`)."""
+UNSCOPED = "-"
+"""What the index holds for a memory with no scope: every agent recalls it."""
+
+
+def check_scope(value: object) -> tuple[str, ...]:
+    """A memory's scopes as given to a write: a word or a list of words (like tags, compared
+    lower-case), or nothing: a memory with no scope is for every agent.
+
+    Raises:
+        InvalidMemory: naming the first bad scope.
+    """
+    if value is None or value == "":
+        return ()
+    items: object = [value] if isinstance(value, str) else value
+    return tuple(dict.fromkeys(s.lower() for s in check_tags(items, "scope")))
+
+
+def scopes_of(extra: dict[str, Any]) -> tuple[str, ...]:
+    """The scopes a memory's front matter names (`scope: deploy` or `scope: [deploy, web]`);
+    a value of another shape names none (lint reports it), so the memory is not hidden."""
+    try:
+        return check_scope(extra.get(SCOPE_KEY))
+    except InvalidMemory:
+        return ()
+
+
 def check_body(body: object) -> str:
     """Return the body stripped of surrounding blank lines, if it is text under the size limit.
 

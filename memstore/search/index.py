@@ -30,6 +30,7 @@ from typing import Any
 
 from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.model import when
+from memstore.model.fields import UNSCOPED
 from memstore.model.memory import Memory, expiry
 from memstore.search import manifest, rank
 from memstore.search.manifest import Manifest, Stamp
@@ -586,6 +587,36 @@ class Index:
                     self.close()
         return 0
 
+    def outside(self, scopes: Iterable[str]) -> set[str]:
+        """The paths of the indexed memories whose scopes name none of `scopes` (a memory with
+        no scope is never among them): what an agent of those scopes does not see. Reads the
+        scope field's terms and only the documents of the other scopes."""
+        allowed = {s.lower() for s in scopes} | {UNSCOPED}
+        with self._mutex:
+            if self._searcher is None and not _exists(self.dir):
+                return set()
+            for attempt in range(3):
+                searcher = self._current_searcher()
+                try:
+                    cache = self._cache
+                    inside = cache.docset(searcher, Or([Term("scope", s) for s in allowed]))
+                    gone = {start + d for _, start, _, deleted in cache.leaves for d in deleted}
+                    out: set[str] = set()
+                    reader = searcher.reader()
+                    for raw in reader.lexicon("scope"):
+                        term = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+                        if term in allowed:
+                            continue
+                        for docnum in cache.docset(searcher, Term("scope", term)):
+                            if docnum not in inside and docnum not in gone:
+                                out.add(str(reader.stored_fields(docnum)["path"]))
+                    return out
+                except _OPEN_ERRORS as e:
+                    if attempt == 2:
+                        raise self._unavailable(e) from e
+                    self.close()
+        return set()
+
     def expired_count(self, today: str | None = None) -> int:
         """How many indexed memories are past their `expires` date (deprecated ones too)."""
         today = today or when.utcnow().strftime("%Y-%m-%d")
@@ -635,6 +666,9 @@ class Index:
         filters += [Term("tags", tag) for tag in query.tags]
         if query.since:
             filters.append(TermRange("updated", query.since, None))
+        if query.scopes:
+            wanted = dict.fromkeys([*(s.lower() for s in query.scopes), UNSCOPED])
+            filters.append(Or([Term("scope", s) for s in wanted]))
         hidden: list[Any] = []
         if not query.include_deprecated and query.status != "deprecated":
             hidden.append(Term("status", "deprecated"))

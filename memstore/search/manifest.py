@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Bump when the index's schema, its analyzer or this file's form changes: an index of
 another version is rebuilt."""
 

@@ -93,6 +93,8 @@ class Query:
     """Results are shown as index lines: `max_tokens` counts those."""
     path: str | None = None
     """Memories about this repository path (their `files`) rank first (see `search`)."""
+    scopes: tuple[str, ...] = ()
+    """Only memories for one of these scopes, or for no scope in particular (all, when empty)."""
 
     @property
     def size(self) -> int:

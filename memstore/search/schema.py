@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memstore.model.fields import UNSCOPED, scopes_of
 from memstore.model.memory import Memory, expiry, links_in_body
 from memstore.search.analysis import analyzer
 from memstore.search.stubs import without_unused_modules
@@ -60,7 +61,7 @@ def index_schema(vectors: bool = True) -> Schema:
         type=ID(stored=True),
         status=ID(stored=True),
         owner=ID(stored=True),
-        scope=ID(stored=True),
+        scope=KEYWORD(stored=True, commas=True),
         created=ID(stored=True),
         updated=ID(stored=True),
         expires=ID(stored=True),
@@ -74,7 +75,7 @@ def document(path: str, memory: Memory) -> dict[str, str]:
     """The index document of the memory at store-relative `path`."""
     links = list(memory.links)
     links += [n for n in links_in_body(memory.body) if n not in links and n != memory.name]
-    scope = memory.extra.get("scope")
+    scopes = scopes_of(memory.extra)
     parts = {
         "name_text": memory.name.replace("-", " "),
         "description": memory.description,
@@ -96,7 +97,7 @@ def document(path: str, memory: Memory) -> dict[str, str]:
         "type": memory.type,
         "status": memory.status,
         "owner": memory.owner,
-        "scope": scope if isinstance(scope, str) else "",
+        "scope": ",".join(scopes) or UNSCOPED,
         "created": memory.created,
         "updated": memory.updated,
         "expires": expiry(memory),
@@ -153,7 +154,7 @@ def doc_document(section: DocSection, number: int, updated: str) -> dict[str, st
         "type": DOC,
         "status": DOC,
         "owner": "",
-        "scope": "",
+        "scope": UNSCOPED,
         "created": updated,
         "updated": updated,
         "expires": "",

@@ -476,6 +476,16 @@ def search(store: Store, query: Query) -> list[Hit]:
     return hits
 
 
+def outside(store: Store, scopes: tuple[str, ...]) -> set[str]:
+    """The store-relative paths of the memories whose scopes name none of `scopes` (from the
+    index, caught up first): what an agent of those scopes is not shown. Empty without scopes."""
+    if not scopes:
+        return set()
+    up = upkeep(store)
+    up.fresh(store)
+    return up.index.outside(scopes)
+
+
 def count(store: Store, status: str) -> int:
     """How many memories' files say `status`, from the index (caught up first, as a search)."""
     up = upkeep(store)

@@ -38,6 +38,22 @@ def store_of(ctx: click.Context) -> Store:
     return Store(config.store, config.agent, config.lock_timeout)
 
 
+def scope_list(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The scopes of repeated `--scope` options, each possibly a comma list, checked.
+
+    Raises:
+        click.BadParameter: for a scope that is not a short word.
+    """
+    from memstore.errors import InvalidMemory
+    from memstore.model.fields import check_scope
+
+    parts = [p.strip() for v in values for p in v.split(",") if p.strip()]
+    try:
+        return check_scope(parts)
+    except InvalidMemory as e:
+        raise click.BadParameter(str(e), param_hint="--scope") from e
+
+
 def asdict(value: Any) -> dict[str, Any]:
     """`dataclasses.asdict`, imported by the commands that print JSON."""
     import dataclasses

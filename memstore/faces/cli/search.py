@@ -15,6 +15,7 @@ from memstore.faces.cli.common import (
     embedding_progress,
     json_object,
     reports,
+    scope_list,
     store_of,
 )
 from memstore.limits import BUDGETS
@@ -60,6 +61,13 @@ if TYPE_CHECKING:
     help="Answer from the store as it was then (read from git): 2026-11-01, 7d, a UTC time.",
 )
 @click.option("--path", metavar="PATH", help="Memories about this repository path rank first.")
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only memories for one of these scopes (repeat, or a comma list), or for none.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of results.")
 @click.pass_context
 def search(
@@ -80,6 +88,7 @@ def search(
     index_view: bool,
     as_of: str | None,
     path: str | None,
+    scope_args: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Find memories by relevance (BM25 over name, description, tags and body), best first.
@@ -118,6 +127,7 @@ def search(
         feedback=feedback,
         index_view=index_view,
         path=path,
+        scopes=scope_list(scope_args),
     )
     store = store_of(ctx)
     if as_of is not None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memstore.faces.cli.common import Result, asdict, config_of, reports, store_of
+from memstore.faces.cli.common import Result, asdict, config_of, reports, scope_list, store_of
 from memstore.limits import HTTP_HOST, HTTP_PORT, HTTP_URL
 
 if TYPE_CHECKING:
@@ -47,6 +47,14 @@ if TYPE_CHECKING:
     help="Also run `memstore sync` this often (60s, 5m), keeping the store in step with its "
     "git remote while the server runs; failures are logged, never fatal.",
 )
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Over stdio: the agent's areas (repeat, or a comma list); its recall, session_start "
+    "and check see only memories for one of them or for no scope.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -55,6 +63,7 @@ def serve(
     host: str,
     port: int,
     sync_every: str | None,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Run the MCP server over stdio for one agent (its identity: --agent or $MEMSTORE_AGENT),
     or with --http over streamable HTTP for every agent holding a bearer token.
@@ -67,7 +76,13 @@ def serve(
       MEMSTORE_AGENT=claude-code memstore --store /path/to/memory serve
       memstore --store /path/to/memory serve --http --port 8765
       MEMSTORE_AGENT=ci-agent memstore serve --sync-every 60s
+      MEMSTORE_AGENT=deploy-bot memstore serve --scope deploy,infra
     """
+    scopes = scope_list(scope_args)
+    if scopes and over_http:
+        raise click.UsageError(
+            "--scope is one agent's: give it to that agent's stdio server, not to --http"
+        )
     every = None
     if sync_every is not None:
         from memstore.errors import MemstoreError
@@ -86,7 +101,7 @@ def serve(
 
     at_terminal = sys.stdin.isatty()  # before the relay puts a pipe on fd 0
     with stopping.stop_on_signals(relay=not over_http and _on_std_fds()) as stop:
-        _serve(ctx, grouped, over_http, host, port, every, at_terminal)
+        _serve(ctx, grouped, over_http, host, port, every, at_terminal, scopes)
     if stop.signal is not None:
         ctx.exit(stop.status)
 
@@ -99,6 +114,7 @@ def _serve(
     port: int,
     every: float | None,
     at_terminal: bool,
+    scopes: tuple[str, ...],
 ) -> None:
     wire = None
     if not over_http and not at_terminal:
@@ -123,7 +139,7 @@ def _serve(
     sdk.load_server()  # the SDK's server half, before anything imports all of it
     from memstore.faces.server import build_server  # only `serve` pays for importing the SDK
 
-    build_server(store, grouped=grouped, sync_every=every).run("stdio")
+    build_server(store, grouped=grouped, sync_every=every, scopes=scopes).run("stdio")
     if wire is not None:
         wire.finish()
 
@@ -311,8 +327,29 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
     show_default=True,
     help="With --http: the server's MCP endpoint.",
 )
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Configure `serve --scope`: the agent's areas (repeat, or a comma list).",
+)
+@click.option(
+    "--hooks",
+    "hook_settings",
+    is_flag=True,
+    help="claude-code only: print the hook settings (.claude/settings.json) instead.",
+)
 @click.pass_context
-def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url: str) -> None:
+def config_(
+    ctx: click.Context,
+    client: str,
+    grouped: bool,
+    over_http: bool,
+    url: str,
+    scope_args: tuple[str, ...],
+    hook_settings: bool,
+) -> None:
     """Print a ready-to-paste MCP configuration for CLIENT, with absolute paths to this store.
 
     The agent's identity is --agent, else the client's name; never your own $MEMSTORE_AGENT
@@ -324,11 +361,15 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
     Examples:
       memstore --store ~/work/memory --agent deploy-bot config claude-desktop
       memstore config claude-code --http --url http://build-box:8765/mcp
+      memstore config claude-code --hooks    # merge into .claude/settings.json
     """
     from memstore.faces.clients import HTTP_CLIENTS, WHERE, agent_for, client_config, http_config
     from memstore.storage.store import Store
 
     config = config_of(ctx)
+    if hook_settings:
+        _print_hook_settings(ctx, client)
+        return
     if over_http:
         if client not in HTTP_CLIENTS:
             raise click.UsageError(
@@ -351,7 +392,26 @@ def config_(ctx: click.Context, client: str, grouped: bool, over_http: bool, url
         )
     elif not flag:
         click.echo(f"# the agent acts as '{agent}' (choose another with --agent NAME)", err=True)
-    click.echo(client_config(client, sys.executable, store.root, agent, grouped=grouped))
+    scopes = scope_list(scope_args)
+    click.echo(
+        client_config(client, sys.executable, store.root, agent, grouped=grouped, scopes=scopes)
+    )
+
+
+def _print_hook_settings(ctx: click.Context, client: str) -> None:
+    """`config claude-code --hooks`: the hook settings for this store and this install."""
+    import shlex
+
+    from memstore.faces.clients import hook_settings, server_command
+    from memstore.storage.store import Store
+
+    if client != "claude-code":
+        raise click.UsageError(f"--hooks is for claude-code; {client} runs no memstore hooks")
+    store = Store(config_of(ctx).store)  # refuse a directory that is no store
+    flag: str | None = ctx.find_root().params.get("agent")
+    command = " ".join(shlex.quote(a) for a in server_command(sys.executable, store.root)[:-1])
+    click.echo("# merge into .claude/settings.json (or .claude/settings.local.json)", err=True)
+    click.echo(hook_settings(command, flag or "claude-code"))
 
 
 @click.command(name="install-hook")

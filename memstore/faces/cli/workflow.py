@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from memstore.faces.cli.common import (
     Result,
     asdict,
     comma_list,
+    config_of,
     echo_json,
     label,
     memory_json,
     reports,
+    scope_list,
     stdin_text,
     store_of,
 )
 from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, SEVERITIES
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
 
 # The choices below are the core's (test_cli.py keeps them equal), spelled out here so that
 # registering the commands imports no core module.
@@ -28,8 +35,8 @@ OUTCOMES = ("heeded", "recurred")
 
 
 @click.command()
-@click.argument("name")
-@click.option("--description", "-d", required=True, help="The rule, in one line.")
+@click.argument("name", required=False)
+@click.option("--description", "-d", help="The rule, in one line.")
 @click.option(
     "--severity",
     type=click.Choice(list(SEVERITIES)),
@@ -53,20 +60,31 @@ OUTCOMES = ("heeded", "recurred")
     show_default=True,
     help="A correction (a human corrected an agent) or a warning (a known trap).",
 )
+@click.option(
+    "--hook",
+    type=click.Choice(["claude-code"]),
+    help="Read a UserPromptSubmit hook payload on stdin and save the corrections its prompt "
+    "sets, as drafts of the person (--agent, else git user.name); never fails the prompt.",
+)
 @click.pass_context
 @reports
 def correct(
     ctx: click.Context,
-    name: str,
-    description: str,
+    name: str | None,
+    description: str | None,
     severity: str | None,
     applies_when: tuple[str, ...],
     evidence: str | None,
     body: str | None,
     tags: str | None,
     type_: str,
+    hook: str | None,
 ) -> Result:
     """Record a correction NAME. It starts as a draft but acts in `brief` and `check` at once.
+
+    With --hook claude-code (a UserPromptSubmit hook), the person's prompt is read instead:
+    a sentence that sets a standing rule ("no — never bump the version without asking",
+    "from now on …") becomes a draft correction with a short name, the prompt as evidence.
 
     \b
     Example:
@@ -74,7 +92,15 @@ def correct(
           --description "Never npm publish from a version-bump commit; CI publishes tags" \\
           --applies-when "npm publish" --applies-when "version bump" \\
           --evidence "Stop publishing by hand, the release job does it."
+      memstore correct --hook claude-code    # in a UserPromptSubmit hook
     """
+    if hook:
+        _correct_from_prompt(ctx)
+        return Result(None)  # the hook's answer is printed already, or nothing
+    if name is None:
+        raise click.UsageError("Missing argument 'NAME'.")
+    if description is None:
+        raise click.UsageError("Missing option '--description' / '-d'.")
     from memstore.workflow.session import agent as session
 
     memory = session.correct(
@@ -95,6 +121,66 @@ def correct(
     )
 
 
+HOOK_LOCK = 3.0
+"""The longest the prompt hook waits for the store's lock, in seconds (its timeout is 10)."""
+
+
+def _correct_from_prompt(ctx: click.Context) -> None:
+    """The UserPromptSubmit hook: save the prompt's corrections as the person's drafts and
+    tell Claude; whatever goes wrong, the prompt goes on (exit 0, nothing on stdout)."""
+    import json
+
+    try:
+        from memstore.faces import hooks
+        from memstore.workflow.session import heard
+
+        prompt, session_id = hooks.prompt_of(json.loads(stdin_text(only_if_piped=False) or "null"))
+        if not heard.corrections(prompt):
+            return  # the common case: no store opened
+        from memstore.storage.store import Store
+
+        # The person at the keyboard: --agent on the hook's command line, else git's
+        # user.name; never $MEMSTORE_AGENT, which Claude Code's settings set to the agent.
+        config = config_of(ctx)
+        # A store busy for long must not hold up the prompt: give up within HOOK_LOCK seconds.
+        lock = min(config.lock_timeout, HOOK_LOCK)
+        store = Store(config.store, ctx.find_root().params.get("agent"), lock)
+        saved = heard.capture(store, prompt, session_id)
+        owner = store.identity or ""
+        pairs = list(
+            zip((p.partition("/")[2] for p in saved.created), saved.descriptions, strict=True)
+        )
+        output = hooks.prompt_output(pairs, owner)
+    except Exception as e:  # noqa: BLE001 — a hook must never break the prompt
+        click.echo(f"memstore: no correction saved from the prompt: {e}", err=True)
+        return
+    if output is not None:
+        click.echo(json.dumps(output, ensure_ascii=False))
+
+
+def _touched(store: Store, payload: object, target: str | None, command: str) -> str:
+    """For a PreToolUse call: record this session's edit of `target` (an edit tool), and say
+    which other live sessions changed that file, or the files a shell command names; ""
+    when none did. A soft warning: a failure here says nothing and costs the check nothing."""
+    from memstore.faces import hooks
+    from memstore.workflow.session import touches
+
+    try:
+        session_id, tool, cwd = hooks.session_of(payload)
+        if tool in hooks.EDIT_TOOLS and target:
+            path = touches.relative(store, target, cwd)
+            found = touches.others(store, session_id or None, paths=[path])
+            touches.record(store, session_id, path, tool)
+        elif tool == "Bash":
+            found = touches.others(store, session_id or None, text=command)
+        else:
+            return ""
+        return touches.note(found)
+    except Exception as e:  # noqa: BLE001 — never let the warning cost the check
+        click.echo(f"memstore: file touches not read: {e}", err=True)
+        return ""
+
+
 @click.command(name="check")
 @click.argument("description", required=False)
 @click.option("--action", metavar="ACTION", help="The ledger action, e.g. publish.")
@@ -106,6 +192,14 @@ def correct(
     help="Read a PreToolUse hook payload on stdin and answer in that client's format (exit 0).",
 )
 @click.option("--ask-on-warn", is_flag=True, help="With --hook: make a warning ask the user.")
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only the rules and runbooks for one of these scopes (repeat, or a comma list), or "
+    "for none.",
+)
 @click.pass_context
 def check_(
     ctx: click.Context,
@@ -115,6 +209,7 @@ def check_(
     as_json: bool,
     hook: str | None,
     ask_on_warn: bool,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Check an action before taking it: allow, warn or block, with the reasons.
 
@@ -136,17 +231,27 @@ def check_(
     from memstore.workflow.rules import rules as workflow
     from memstore.workflow.session import agent as session
 
+    payload: object = None
     if hook:
         try:
-            payload: object = json.loads(stdin_text(only_if_piped=False) or "null")
+            payload = json.loads(stdin_text(only_if_piped=False) or "null")
         except ValueError as e:
             raise click.ClickException(f"the hook payload on stdin is not JSON: {e}") from e
         description, target = hooks.hook_action(payload)
     if not description and not action:
         raise click.UsageError("describe the action, e.g. memstore check 'npm publish 1.4.1'")
-    result = session.check(store_of(ctx), description or "", action=action, target=target)
+    store = store_of(ctx)
+    result = session.check(
+        store,
+        description or "",
+        action=action,
+        target=None if hook else target,
+        scopes=scope_list(scope_args),
+        path=target if hook else None,
+    )
     if hook:
-        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn)
+        also = _touched(store, payload, target, description or "")
+        output = hooks.claude_code_output(result, ask_on_warn=ask_on_warn, also=also)
         if output is not None:
             click.echo(json.dumps(output, ensure_ascii=False))
         return
@@ -203,6 +308,13 @@ def outcome(ctx: click.Context, name: str, outcome: str, evidence: str | None) -
     help="Fence what agents and people wrote as data, for output that goes into an agent's "
     "context (e.g. a SessionStart hook).",
 )
+@click.option(
+    "--scope",
+    "scope_args",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Only what is for one of these scopes (repeat, or a comma list), or for none.",
+)
 @click.pass_context
 def brief(
     ctx: click.Context,
@@ -212,6 +324,7 @@ def brief(
     no_mark: bool,
     as_json: bool,
     fenced: bool,
+    scope_args: tuple[str, ...],
 ) -> None:
     """Print the session briefing: rules that apply, knowledge, reviews, changes, claims.
 
@@ -220,7 +333,7 @@ def brief(
       memstore brief --for "release 1.4.1 to npm" --budget-tokens 800
       memstore brief --fenced        # in a client's SessionStart hook
     """
-    from memstore.workflow.session import briefing
+    from memstore.workflow.session import briefing, touches
 
     result = briefing.brief(
         store_of(ctx),
@@ -229,6 +342,8 @@ def brief(
         since=since,
         mark=not no_mark,
         fenced=fenced,
+        scopes=scope_list(scope_args),
+        client=touches.client_pid(),
     )
     if as_json:
         echo_json(asdict(result))

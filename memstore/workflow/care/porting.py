@@ -301,9 +301,39 @@ def _memory(candidate: sources.Candidate, actor: str, at: str) -> Memory:
         raise InvalidMemory(f"{candidate.source}: {e}") from e
 
 
-def _names(store: Store) -> dict[str, str]:
-    """The store's memory files by name (`<type>/<name>.md`)."""
-    return {entry.path.stem: entry.rel for entry in memory_files(store.root)}
+class _Names:
+    """The store's memory files by name (`<type>/<name>.md`), each name looked up when asked
+    (a stat per type folder): saving a few drafts never walks a large store."""
+
+    def __init__(self, store: Store) -> None:
+        self._root = store.root
+        self._folders: list[str] | None = None
+        self._known: dict[str, str | None] = {}
+
+    def get(self, name: str) -> str | None:
+        if name not in self._known:
+            if self._folders is None:
+                self._folders = sorted(
+                    e.name
+                    for e in os.scandir(self._root)
+                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+                )
+            self._known[name] = next(
+                (
+                    f"{folder}/{name}.md"
+                    for folder in self._folders
+                    if os.path.isfile(p := self._root / folder / f"{name}.md")
+                    and not os.path.islink(p)
+                ),
+                None,
+            )
+        return self._known[name]
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def __setitem__(self, name: str, where: str) -> None:
+        self._known[name] = where
 
 
 def _near(store: Store, description: str) -> list[str]:
@@ -356,7 +386,7 @@ def save(
     for copy, memory in checked:
         _refuse(store, copy.source, memory, allow_secret)
     with transaction.locked(store):
-        names = _names(store)
+        names = _Names(store)
         keys: list[tuple[str, frozenset[str]]] = []  # of the drafts saved by this call
         created: list[str] = []
         skipped: list[tuple[str, str]] = list(held)

@@ -69,6 +69,41 @@ def slug(text: str, limit: int = 56) -> str:
     return name
 
 
+SHORT_WORDS = 5
+"""The most words in a name made from a session's sentence (`short_name`)."""
+
+# Words a short name leaves out: function words, and the cues that only say what kind of
+# memory it is (its type says that). Negations and `always` stay: they are the rule's point.
+_NAME_STOP = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each else ever few
+    for from further get gets got had has have having he her here hers herself him himself his
+    how i if in into is it its itself just let me might more most my myself nor now of off on
+    once or other ought our ours ourselves out over own same shall she should so some such than
+    that the their theirs them themselves then there these they this those through to too under
+    until up very was we were what whatever when where whether which while who whom whose why
+    will with would yet you your yours yourself yourselves please also really actually okay ok
+    decided decision agreed settled chose chosen going switched from now on correction
+    remember make sure ensure must
+    """.split()
+)
+_NAME_WORDS: dict[str, str] = {"don": "dont", "doesnt": "dont", "cant": "cannot"}
+
+
+def short_name(text: str, limit: int = SHORT_WORDS) -> str:
+    """A memory name of at most `limit` words that says what `text` (a sentence) is about: its
+    content words in order, lower-case ASCII joined by '-' (function words and cue words such
+    as "we decided" left out; never, always and don't kept)."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    ascii_text = re.sub(r"(?<=\w)['\u2019](?=\w)", "", ascii_text)  # don't → dont
+    parts: list[str] = [
+        _NAME_WORDS.get(p) or p for p in re.findall(r"[a-z0-9]+", ascii_text.lower())
+    ]
+    kept = [p for p in parts if p not in _NAME_STOP and (len(p) > 1 or p.isdigit())]
+    return slug(" ".join(list(dict.fromkeys(kept))[:limit] or parts[:limit]), 64)
+
+
 def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
@@ -442,7 +477,7 @@ def session_candidates(text: str, taken: set[str]) -> list[Candidate]:
         seen.add(_key(line))
         out.append(
             Candidate(
-                name=unique(slug(line), taken),
+                name=unique(short_name(line), taken),
                 type=kind,
                 description=describe(line),
                 body=f"{line}\n\nProposed at the end of a session (line {number} of its text).",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidLedgerEntry, InvalidMemory, LedgerCorrupt
 from memstore.limits import DEFAULT_SEVERITY
+from memstore.model.fields import SCOPE_KEY, check_scope, scopes_of
 from memstore.model.memory import Memory, now
 from memstore.model.status import Status
 from memstore.search.query import QUERY_MAX, Hit
@@ -83,15 +84,22 @@ def save(
     evidence: str | None = None,
     files: tuple[str, ...] | list[str] = (),
     expires: str | None = None,
+    scope: tuple[str, ...] | list[str] = (),
 ) -> Memory:
     """Save a new draft: a rule (`correct`) when its type is a rule type or rule fields are
     given, else a plain memory (`Store.add`). `files` names the repository paths it is about;
-    `expires` (7d, 2026-12-31) when it leaves recall.
+    `expires` (7d, 2026-12-31) when it leaves recall; `scope` the agents' areas it is for
+    (none: every agent).
 
     Raises:
         InvalidMemory, InvalidName, MemoryExists, SecretFound, NoIdentity.
     """
-    extra: dict[str, Any] = {"files": list(files) or None, "expires": expires}
+    scopes = list(check_scope(list(scope)))
+    extra: dict[str, Any] = {
+        "files": list(files) or None,
+        "expires": expires,
+        SCOPE_KEY: scopes or None,
+    }
     extra = {k: v for k, v in extra.items() if v is not None}
     if type in workflow.RULE_TYPES or severity or applies_when or evidence:
         return correct(
@@ -153,18 +161,25 @@ def save_with_hint(
     return memory, hint.result()
 
 
-def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.Rule]:
+def rules(
+    store: Store, memories: list[Memory] | None = None, scopes: tuple[str, ...] = ()
+) -> list[workflow.Rule]:
     """Every correction and warning that is not deprecated, most severe first; a rule binds
-    when it is confirmed or one of the store's `humans` made it.
+    when it is confirmed or one of the store's `humans` made it. With `scopes`, only the
+    rules for one of them or for no scope in particular.
 
     Raises:
         InvalidMemory: for a `humans` setting in `memstore.yaml` of the wrong shape.
     """
     # Only the rule types' folders: a check reads a few folders, not the whole store.
     pool = list(store.memories(workflow.RULE_TYPES)) if memories is None else memories
+    if scopes:
+        pool = [m for m in pool if in_scope(m, scopes)]
     humans = settings.store_humans(store.root)
     found: list[workflow.Rule] = []
     for item in _in_force(store, pool):
+        if scopes and not in_scope(item.memory if isinstance(item, binding.Held) else item, scopes):
+            continue  # a version held in force is for the scopes it names too
         if isinstance(item, binding.Held):
             rule = workflow.rule_of(item.memory, humans)
             if rule is not None:
@@ -172,6 +187,12 @@ def rules(store: Store, memories: list[Memory] | None = None) -> list[workflow.R
         elif (rule := workflow.rule_of(item, humans)) is not None:
             found.append(rule)
     return sorted(found, key=lambda r: r.rank)
+
+
+def in_scope(memory: Memory, scopes: tuple[str, ...]) -> bool:
+    """Whether an agent of `scopes` sees `memory`: it names no scope, or one of them."""
+    mine = scopes_of(memory.extra)
+    return not mine or not scopes or any(s.lower() in mine for s in scopes)
 
 
 def _in_force(store: Store, pool: list[Memory]) -> list[Memory | binding.Held]:
@@ -195,14 +216,23 @@ def _in_force(store: Store, pool: list[Memory]) -> list[Memory | binding.Held]:
 
 
 def check(
-    store: Store, description: str, *, action: str | None = None, target: str | None = None
+    store: Store,
+    description: str,
+    *,
+    action: str | None = None,
+    target: str | None = None,
+    scopes: tuple[str, ...] = (),
+    path: str | None = None,
 ) -> workflow.CheckResult:
     """The verdict on an action before it is taken: allow, warn or block, with reasons.
 
     Matching corrections and warnings give their verdict (a binding p0 blocks, the rest
     warn); the built-in guards not turned off in `memstore.yaml` warn. With `action` and
     `target`, the ledger too: executed, or claimed by someone else, blocks (a damaged ledger
-    blocks: fail closed). Confirmed runbooks about the action are listed to follow.
+    blocks: fail closed). Confirmed runbooks about the action are listed to follow. With
+    `scopes`, only the rules and runbooks for one of them or for no scope in particular.
+    `path` is a file the action changes (a hook's edit): rules' globs match it, the ledger
+    never reads it.
 
     Raises:
         InvalidMemory: for an empty description, or a bad `guards` setting.
@@ -212,7 +242,7 @@ def check(
     if not description and not action:
         raise InvalidMemory("describe the action to check, e.g. 'npm publish 1.4.1'")
     text = " ".join(x for x in (description, action, target) if x)
-    targets = (target,) if target else ()
+    targets = tuple(x for x in (target, path) if x)
     extra: list[workflow.Reason] = []
     if action is not None or target is not None:
         if not action or not target:
@@ -228,13 +258,13 @@ def check(
             extra.append(
                 workflow.Reason("ledger", f"{action} {target}", workflow.Verdict.BLOCK, str(e))
             )
-    pool = rules(store)
+    pool = rules(store, scopes=scopes)
     extra += _similar(store, text, pool, targets)
     runbooks = [
         workflow.Reason(
             kind="runbook", name=h.name, verdict=workflow.Verdict.ALLOW, message=h.description
         )
-        for h in relevant(store, text, ("runbook",), 3)
+        for h in relevant(store, text, ("runbook",), 3, scopes)
     ]
     return workflow.decide(
         text,
@@ -265,8 +295,11 @@ def _similar(
     return workflow.similar_reasons(pool, text, targets, cosines)
 
 
-def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> list[Hit]:
-    """Confirmed memories of `types` about `text`, best first, from the search index."""
+def relevant(
+    store: Store, text: str, types: tuple[str, ...], limit: int, scopes: tuple[str, ...] = ()
+) -> list[Hit]:
+    """Confirmed memories of `types` about `text`, best first, from the search index (with
+    `scopes`, those for one of them or for none in particular)."""
     # Only the words, lower-cased: a shell command's quotes, colons and brackets, and words
     # such as NOT and AND, are query syntax.
     query = " ".join(re.findall(r"\w+", text.lower()))
@@ -278,7 +311,8 @@ def relevant(store: Store, text: str, types: tuple[str, ...], limit: int) -> lis
         hit
         for type_ in types
         for hit in search(
-            store, Query(query, type=type_, status=Status.CONFIRMED.value, limit=limit)
+            store,
+            Query(query, type=type_, status=Status.CONFIRMED.value, limit=limit, scopes=scopes),
         )
     ]
     return sorted(hits, key=lambda h: (-h.score, h.name))[:limit]

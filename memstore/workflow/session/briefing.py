@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from memstore.model.render_text import (
     word,
 )
 from memstore.model.status import Status
+from memstore.search import upkeep as search
 from memstore.search.query import Hit
 from memstore.storage import settings
 from memstore.storage.files import REVIEWS_FILE, atomic_write
@@ -41,6 +43,7 @@ from memstore.workflow.ledger import lines as ledger
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
 from memstore.workflow.session import offers as review
+from memstore.workflow.session import touches
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -230,11 +233,13 @@ def _in_force(
     store: Store,
     ruled: list[tuple[str, workflow.Rule]],
     humans: tuple[str, ...],
+    scopes: tuple[str, ...] = (),
 ) -> tuple[list[tuple[str, workflow.Rule]], set[str]]:
     """`ruled` (path, rule) with each rule that binds the agents as it is in force (see
     `storage.binding`): a change an agent made alone, or an uncommitted one, is not obeyed,
     and a pending deprecation proposal shows. Also the paths of the versions held in force
-    (they may apply whatever their files now say). Reads the files of those rules only."""
+    (they may apply whatever their files now say). Reads the files of those rules only. A
+    version held in force counts for the `scopes` it names, whatever scope its file now says."""
     from memstore.git import objects
     from memstore.storage import binding, trust, verdicts
     from memstore.storage.files import read_regular
@@ -255,7 +260,11 @@ def _in_force(
         lambda blob: trust.parse_blob(store.repo, blob),
         objects.blob_sha,
     ):
-        if isinstance(item, binding.Held) and (rule := workflow.rule_of(item.memory, humans)):
+        if not isinstance(item, binding.Held):
+            continue
+        if scopes and not session.in_scope(item.memory, scopes):
+            continue
+        if rule := workflow.rule_of(item.memory, humans):
             path = f"{item.memory.type}/{item.memory.name}.md"
             held.add(path)
             out.append((path, replace(rule, held=item.why)))
@@ -285,6 +294,8 @@ def brief(
     since: str | None = None,
     mark: bool = True,
     fenced: bool = False,
+    scopes: tuple[str, ...] = (),
+    client: int | None = None,
 ) -> Briefing:
     """A Markdown briefing for the start of a session, fitted to `budget_tokens`.
 
@@ -294,22 +305,31 @@ def brief(
     a UTC time or a duration back from now such as `24h` or `7d`).
     With `mark`, remembers this session's HEAD in the ignored cache for the next one.
     With `fenced` (for an agent's context), what agents or people wrote is fenced as data
-    under status lines of memstore's own.
+    under status lines of memstore's own. With `scopes` (an agent's areas), only what is for
+    one of them or for no scope in particular. Files other live sessions are changing are
+    listed too (those of `client`'s own session left out: see `touches`).
     """
     identity = store.identity
+    # What the agent's scopes leave out, from the search index's scope field (its size is
+    # that of the other scopes' memories, not the store's).
+    unseen = search.outside(store, scopes)
     start = refs.head(store.repo)
     today = when.utcnow().strftime("%Y-%m-%d")
     with catalog.opened(store) as found:
         # Only what each section shows is asked of the catalog, never every memory parsed.
         live = "NOT (expires != '' AND expires < ?)"
-        expired = [e.name for e in found.entries("expires != '' AND expires < ?", (today,))]
+        expired = [
+            e.name
+            for e in found.entries("expires != '' AND expires < ?", (today,))
+            if e.path not in unseen
+        ]
         humans = settings.store_humans(store.root)
         ruled = [
             (e.path, r)
             for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
-            if (r := catalog.rule_of(e, humans)) is not None
+            if e.path not in unseen and (r := catalog.rule_of(e, humans)) is not None
         ]
-        ruled, held = _in_force(store, ruled, humans)
+        ruled, held = _in_force(store, ruled, humans, scopes)
         ruled.sort(key=lambda pr: pr[1].rank)
         rules = [r for _, r in ruled]
         applying, others = rules, list[workflow.Rule]()
@@ -321,15 +341,25 @@ def brief(
         drafts = review.offers(
             store,
             identity,
-            found.entries(f"status = 'draft' AND {live}", (today,)),
+            [
+                e
+                for e in found.entries(f"status = 'draft' AND {live}", (today,))
+                if e.path not in unseen
+            ],
             for_text,
             found,
             DRAFTS_SHOWN,
         )
         pinned_lines = _pinned_lines(
-            store, found, found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
+            store,
+            found,
+            [
+                e
+                for e in found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
+                if e.path not in unseen
+            ],
         )
-        knowledge = _knowledge(store, for_text, found, today)
+        knowledge = _knowledge(store, for_text, found, today, scopes, unseen)
     try:
         rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
     except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
@@ -352,6 +382,7 @@ def brief(
         ),
         Section("Pinned and important", 1, tuple(pinned_lines)),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
+        Section("Files other live sessions are changing", 2, tuple(_touch_lines(store, client))),
         Section(
             "Drafts you relied on: confirm or deprecate them",
             2,
@@ -365,7 +396,7 @@ def brief(
         Section(
             "Changes since your last session",
             4,
-            tuple(_changes_lines(store, since)),
+            tuple(_changes_lines(store, since, unseen)),
             empty="- nothing new",
         ),
         Section(
@@ -472,17 +503,31 @@ def _claims_lines(store: Store, identity: str | None) -> list[Bullet]:
     return lines[:LIST_MAX]
 
 
+def _touch_lines(store: Store, client: int | None) -> list[Bullet]:
+    """Other live sessions' file edits of the last half hour: a soft warning, never an error."""
+    try:
+        return touches.bullets(touches.others(store, client=client))
+    except (OSError, ValueError) as e:
+        log.warning("cannot read the file touches: %s", e)
+        return []
+
+
 def _knowledge(
-    store: Store, for_text: str | None, found: catalog.Catalog, today: str
+    store: Store,
+    for_text: str | None,
+    found: catalog.Catalog,
+    today: str,
+    scopes: tuple[str, ...] = (),
+    unseen: AbstractSet[str] = frozenset(),
 ) -> list[Memory] | list[Hit]:
     kinds = ("decision", "runbook")
     if for_text:
-        return session.relevant(store, for_text, kinds, 10)
+        return session.relevant(store, for_text, kinds, 10, scopes)
     live = "NOT (expires != '' AND expires < ?)"
     entries = found.entries(
         f"type IN ('decision', 'runbook') AND status = 'confirmed' AND {live}", (today,)
     )
-    confirmed = [e for e in entries if e.status == Status.CONFIRMED]
+    confirmed = [e for e in entries if e.status == Status.CONFIRMED and e.path not in unseen]
     confirmed.sort(key=lambda e: (e.updated, e.name), reverse=True)
     return [m for e in confirmed[:10] if (m := found.memory(e)) is not None]
 
@@ -493,7 +538,9 @@ def _more(rest: int) -> tuple[Bullet, ...]:
     return (Bullet(f"- and {rest} more awaiting review: `memstore review`"),)
 
 
-def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
+def _changes_lines(
+    store: Store, since: str | None, unseen: AbstractSet[str] = frozenset()
+) -> list[Bullet]:
     since_commit: str | None = None
     since_date: str | None = None
     if since:
@@ -531,6 +578,8 @@ def _changes_lines(store: Store, since: str | None) -> list[Bullet]:
             rel = f.path[len(prefix) + 1 :] if prefix else f.path
             if rel.startswith(".") or not (rel.endswith(".jsonl") or "/" in rel):
                 continue  # the store's own settings files, not knowledge
+            if rel in unseen:
+                continue  # for other scopes' agents
             _group(groups, change, rel, f, stats.OUTCOMES_FILE)
     return [g.bullet() for g in groups.values()][:LIST_MAX]
 
