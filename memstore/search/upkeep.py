@@ -722,7 +722,10 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
             key=lambda i: (not abouts[i], -hits[i].score * boosts[i], -boosts[i], i),
         )
         # The score shown is the one the results are ranked by, and explain names each boost.
-        hits = [_boosted(h, metas[h.path], b, a, query) for h, b, a in zip(hits, boosts, abouts)]
+        hits = [
+            _boosted(h, metas[h.path], b, a, query)
+            for h, b, a in zip(hits, boosts, abouts, strict=True)
+        ]
     else:  # nothing to adjust: the engine's order stands
         order = list(range(len(hits)))
     ranked = [hits[i] for i in order][: query.size]
