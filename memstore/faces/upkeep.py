@@ -34,6 +34,7 @@ NEEDS: dict[str, tuple[str, ...]] = {"verify": ("name", "reason"), "forget": ("n
 
 SHOWN = 10
 """How many of each kind of finding health names (the count is always whole)."""
+MORE = "more (health names the next ones as these are dealt with)"
 HISTORY = 20
 """How many commits history shows, newest first."""
 
@@ -154,7 +155,7 @@ def health(store: Store) -> tuple[str, dict[str, Any]]:
         lines.append(f"{title}: {len(found) or 'none'}" + (f" — {advice}" if found else ""))
         lines += [f"- {f.name} · {fence.inline(f.detail)}" for f in found[:SHOWN]]
         if len(found) > SHOWN:
-            lines.append(f"  … and {len(found) - SHOWN} more (`memstore doctor --json`)")
+            lines.append(f"  … and {len(found) - SHOWN} {MORE}")
     dupes = report.duplicates
     lines.append(
         f"duplicate clusters: {len(dupes) or 'none'}"
@@ -162,7 +163,7 @@ def health(store: Store) -> tuple[str, dict[str, Any]]:
     )
     lines += [f"- {', '.join(c)}" for c in dupes[:SHOWN]]
     if len(dupes) > SHOWN:
-        lines.append(f"  … and {len(dupes) - SHOWN} more (`memstore doctor --json`)")
+        lines.append(f"  … and {len(dupes) - SHOWN} {MORE}")
     lines.append(
         f"corrections to rewrite: {len(rewrite) or 'none'}"
         + (" — recurred after they were confirmed: the wording is not working" if rewrite else "")

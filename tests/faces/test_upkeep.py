@@ -83,35 +83,35 @@ async def test_verify_pin_and_forget_commit_as_the_servers_identity(store: Store
         no_none(result)
 
 
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        ({"op": "verify", "name": "use-zod"}, "op 'verify' needs reason"),
-        ({"op": "verify", "name": "use-zod", "reason": "  "}, "op 'verify' needs reason"),
-        ({"op": "forget", "name": "use-zod"}, "op 'forget' needs reason"),
-        ({"op": "pin"}, "op 'pin' needs name"),
-        ({"op": "pin", "name": "use-zod", "reason": "x"}, "does not take reason"),
-        ({"op": "health", "name": "use-zod"}, "op 'health' does not take name"),
-        ({"op": "history", "name": "../etc"}, "invalid name '../etc'"),
-        ({"op": "verify", "name": "use-zod", "reason": "a\nb"}, "one line"),
-        ({"op": "verify", "name": "use-zod", "reason": "x", "version": "0" * 12}, "changed"),
-        ({"op": "verify", "name": "use-zod", "reason": "mine"}, "use-zod"),  # alice owns it
-        ({"op": "forget", "name": "no-such", "reason": "x"}, "no memory named 'no-such'"),
-        ({"op": "tidy", "name": "use-zod"}, "invalid arguments: op: Input should be 'health'"),
-        ({"op": "pin", "name": 7}, "invalid arguments: name: Input should be a valid string"),
-    ],
-)
-async def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(
-    store: Store, arguments: dict[str, Any], message: str
-) -> None:
+BAD = [
+    ({"op": "verify", "name": "use-zod"}, "op 'verify' needs reason"),
+    ({"op": "verify", "name": "use-zod", "reason": "  "}, "op 'verify' needs reason"),
+    ({"op": "forget", "name": "use-zod"}, "op 'forget' needs reason"),
+    ({"op": "pin"}, "op 'pin' needs name"),
+    ({"op": "pin", "name": "use-zod", "reason": "x"}, "does not take reason"),
+    ({"op": "health", "name": "use-zod"}, "op 'health' does not take name"),
+    ({"op": "history", "name": "../etc"}, "invalid name '../etc'"),
+    ({"op": "verify", "name": "use-zod", "reason": "a\nb"}, "one line"),
+    ({"op": "verify", "name": "use-zod", "reason": "x", "version": "0" * 12}, "changed"),
+    ({"op": "verify", "name": "use-zod", "reason": "mine"}, "use-zod"),  # alice owns it
+    ({"op": "forget", "name": "no-such", "reason": "x"}, "no memory named 'no-such'"),
+    ({"op": "tidy", "name": "use-zod"}, "invalid arguments: op: Input should be 'health'"),
+    ({"op": "pin", "name": 7}, "invalid arguments: name: Input should be a valid string"),
+]
+
+
+async def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(store: Store) -> None:
     store.add("use-zod", type="decision", description="Validate API input with zod")
     as_agent(store, "bob").confirm("use-zod", "read it")
     before, file = head(store), (store.root / "decision" / "use-zod.md").read_bytes()
+    said: list[tuple[bool, str]] = []
     async with Client(build_server(store, watch=False), raise_exceptions=True) as client:
-        result = await client.call_tool("memory_upkeep", arguments)
-    assert result.is_error
-    said = text(result)
-    assert message in said and "\n" not in said and "Traceback" not in said
+        for arguments, _ in BAD:
+            result = await client.call_tool("memory_upkeep", arguments)
+            said.append((bool(result.is_error), text(result)))
+    for (arguments, message), (is_error, shown) in zip(BAD, said, strict=True):
+        assert is_error, arguments
+        assert message in shown and "\n" not in shown and "Traceback" not in shown, shown
     assert head(store) == before
     assert (store.root / "decision" / "use-zod.md").read_bytes() == file
     assert git(store.root, "status", "--porcelain") == ""
