@@ -364,8 +364,6 @@ def build_server(
             )
         return result(_event_text("recorded", event), {"event": plain(event)})
 
-    # -- workflow --------------------------------------------------------------------------
-
     @tool(UPKEEP)
     def memory_upkeep(
         op: Literal["health", "history", "verify", "pin", "unpin", "forget"],
@@ -386,6 +384,8 @@ def build_server(
         if op == "forget":
             return result(upkeep.forgot_text(memory), {"memory": memory_data(memory)})
         return _written({"verify": "verified", "pin": "pinned"}.get(op, "unpinned"), memory)
+
+    # -- workflow --------------------------------------------------------------------------
 
     @tool(READ)  # it only moves the caller's "last session" marker in the ignored cache
     def session_start(
