@@ -146,10 +146,17 @@ def health(store: Store) -> tuple[str, dict[str, Any]]:
         if figures.draft_median_age_days is not None
         else ""
     )
+    share = (
+        f"{figures.recalls_with_confirmed / figures.recalls:.0%} of {figures.recalls} recalls "
+        "found a confirmed memory"
+        if figures.recalls
+        else "no recalls counted"
+    )
     lines = [
-        f"store health: {figures.memories} memories ({statuses}); "
-        f"{figures.drafts_awaiting_review} draft(s) awaiting review{age}; "
-        f"heed rate {stats.describe(overall)}. {fence.preamble}"
+        f"store health: {figures.memories} memor{'y' if figures.memories == 1 else 'ies'} "
+        f"({statuses}); {figures.drafts_awaiting_review} draft(s) awaiting review{age}; "
+        f"heed rate {stats.describe(overall)}; {share}. "
+        f"{fence.preamble}"
     ]
     for title, found, advice in kinds:
         lines.append(f"{title}: {len(found) or 'none'}" + (f" — {advice}" if found else ""))
@@ -183,6 +190,10 @@ def health(store: Store) -> tuple[str, dict[str, Any]]:
         "by_status": figures.by_status,
         "drafts_awaiting_review": figures.drafts_awaiting_review,
         "draft_median_age_days": figures.draft_median_age_days,
+        "by_type": figures.by_type,
+        "confirmation_latency_median_days": figures.confirmation_latency_median_days,
+        "recalls": figures.recalls,
+        "recalls_with_confirmed": figures.recalls_with_confirmed,
         "heed_rate": {"heeded": overall.heeded, "recurred": overall.recurred, "n": overall.n},
         **{title: named(found) for title, found, _ in kinds},
         "duplicates": {"count": len(dupes), "shown": dupes[:SHOWN]},
