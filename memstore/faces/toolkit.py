@@ -3,9 +3,10 @@ tool error with its message, schemas lose pydantic's titles, and the grouped mod
 dispatching tool per family."""
 
 import functools
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Collection
+from typing import Any, ParamSpec, TypeVar, cast
 
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import (
     ResourceError,
@@ -15,6 +16,7 @@ from mcp.server.mcpserver.exceptions import (
 )
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import ValidationError
 
 from memstore.errors import InvalidName, MemoryNotFound, MemstoreError
 from memstore.model.render_text import error_text
@@ -89,6 +91,30 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
     return {**kept[0], **rest}
 
 
+class OneLineTool(Tool):
+    """A tool whose arguments, when they do not fit its schema, are refused in one line that
+    names each argument and what it should be (pydantic's own message spans several lines
+    and links to its docs)."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False
+    ) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except UnexpectedToolError:
+            raise
+        except ToolError as e:
+            cause = e.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            said = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in cause.errors(include_url=False)
+            )
+            message = f"Error executing tool {self.name}: invalid arguments: {said}"
+            raise ToolError(" ".join(message.split())) from cause
+
+
 GROUPED = ("memory", "ledger")
 """The families the grouped mode folds into one tool each. `session_start` and `session_end`
 stay tools of their own: instructions and hooks name them, and one is read-only."""
@@ -104,7 +130,7 @@ class Tools:
         self, annotations: ToolAnnotations
     ) -> Callable[[Callable[P, CallToolResult]], Callable[P, CallToolResult]]:
         def decorator(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
-            tool = Tool.from_function(reported(fn), annotations=annotations)
+            tool = OneLineTool.from_function(reported(fn), annotations=annotations)
             description = " ".join(tool.description.split())
             self.tools.append(
                 tool.model_copy(
@@ -117,6 +143,16 @@ class Tools:
             return fn
 
         return decorator
+
+    def served(self, grouped: bool) -> tuple[list[Tool], ServerMiddleware[Any] | None]:
+        """The tools a server runs and, in the grouped mode, the middleware that lists only the
+        family tools: an ordinary name (`memory_recall`) still runs there, since agents,
+        prompts and docs name the tools by it."""
+        if not grouped:
+            return self.tools, None
+        listed = self.grouped()
+        names = {t.name for t in listed}
+        return [*listed, *(t for t in self.tools if t.name not in names)], _listing(names)
 
     def grouped(self) -> list[Tool]:
         """One dispatching tool per family of GROUPED (`memory_*` → `memory`); the others as
@@ -131,6 +167,27 @@ class Tools:
             else:
                 out.append(_dispatcher(family, members))
         return out
+
+
+def _listing(names: Collection[str]) -> ServerMiddleware[Any]:
+    """A middleware that leaves out of `tools/list` every tool not in `names` (they still run)."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        answer = await call_next(ctx)
+        if ctx.method != "tools/list" or not isinstance(answer, dict):
+            return answer  # the SDK shapes a result for the wire (a dict) inside the chain
+        tools: Any = answer.get("tools")
+        if not isinstance(tools, list):
+            return answer
+        kept: list[Any] = [t for t in cast(list[Any], tools) if _named(t) in names]
+        return {**answer, "tools": kept}
+
+    return middleware
+
+
+def _named(listed: Any) -> object:
+    """The name of a tool as the wire lists it (a mapping), or None."""
+    return cast(dict[str, Any], listed).get("name") if isinstance(listed, dict) else None
 
 
 def _signature(tool: Tool) -> str:
@@ -165,7 +222,7 @@ def _dispatcher(family: str, members: list[Tool]) -> Tool:
     description = f"{family} operations; args per op (? = optional): " + " ".join(
         _signature(t) for t in members
     )
-    tool = Tool.from_function(
+    tool = OneLineTool.from_function(
         dispatch,
         name=family,
         description=description,

@@ -11,6 +11,24 @@ from typing import Any
 from memstore.errors import InvalidMemory, InvalidName
 from memstore.model import when
 
+
+def quoted(value: object) -> str:
+    """`value` quoted in an error message: its repr, but an empty YAML value as `(empty)`, never
+    Python's `None`."""
+    if value is None:
+        return "(empty)"
+    if isinstance(value, list | dict):  # YAML's own spelling of what it holds: null, not None
+        import json
+
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return repr(value)
+
+
+def type_name(value: object) -> str:
+    """What `value` is, for an error message: `an empty value` for None, else its type's name."""
+    return "an empty value" if value is None else type(value).__name__
+
+
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 NAME_RE = re.compile(NAME_PATTERN)
 DESCRIPTION_MAX = 200
@@ -72,13 +90,13 @@ def check_name(name: object, what: str = "name") -> str:
     """
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidName(
-            f"invalid {what} {name!r}: use 1-64 characters of lower-case letters, digits and "
+            f"invalid {what} {quoted(name)}: use 1-64 characters of lower-case letters, digits and "
             "'-', starting with a letter or digit (e.g. 'use-zod-for-validation')"
         )
     if name in RESERVED_NAMES:
         raise InvalidName(
-            f"invalid {what} {name!r}: Windows reserves it as a device name, so the file could "
-            "not be checked out there; choose another"
+            f"invalid {what} {quoted(name)}: Windows reserves it as a device name, so the file "
+            "could not be checked out there; choose another"
         )
     return name
 
@@ -90,7 +108,7 @@ def check_links(links: object) -> tuple[str, ...]:
         InvalidMemory, InvalidName: naming the problem.
     """
     if not isinstance(links, list | tuple):
-        raise InvalidMemory(f"links must be a list, got {type(links).__name__}")
+        raise InvalidMemory(f"links must be a list, got {type_name(links)}")
     items: list[Any] = list(links)  # pyright: ignore[reportUnknownArgumentType]
     if len(items) > LINKS_MAX:
         raise InvalidMemory(f"{len(items)} links given; at most {LINKS_MAX} are allowed")
@@ -107,18 +125,20 @@ def check_extra(extra: object) -> dict[str, Any]:
     if extra is None:
         return {}
     if not isinstance(extra, dict):
-        raise InvalidMemory(f"extra fields must be a mapping, got {type(extra).__name__}")
+        raise InvalidMemory(f"extra fields must be a mapping, got {type_name(extra)}")
     items: dict[Any, Any] = extra  # pyright: ignore[reportUnknownVariableType]
     if len(items) > EXTRA_MAX:
         raise InvalidMemory(f"{len(items)} extra fields given; at most {EXTRA_MAX} are allowed")
     for key, value in items.items():
         if not isinstance(key, str) or not EXTRA_KEY_RE.fullmatch(key):
-            raise InvalidMemory(f"invalid extra field name {key!r}: use snake_case, up to 32")
+            raise InvalidMemory(f"invalid extra field name {quoted(key)}: use snake_case, up to 32")
         if key in KEY_ORDER:
-            raise InvalidMemory(f"extra field {key!r} is one memstore sets itself; pick another")
+            raise InvalidMemory(
+                f"extra field {quoted(key)} is one memstore sets itself; pick another"
+            )
         if not _plain(value):
             raise InvalidMemory(
-                f"extra field {key!r} must be text, a number, a boolean or a list of those "
+                f"extra field {quoted(key)} must be text, a number, a boolean or a list of those "
                 f"(at most {TAGS_MAX} items of {DESCRIPTION_MAX * 10} characters)"
             )
     return dict(items)
@@ -178,7 +198,7 @@ def check_tags(tags: object, what: str = "tag") -> tuple[str, ...]:
     if tags is None:
         return ()
     if not isinstance(tags, list | tuple):
-        raise InvalidMemory(f"{what}s must be a list, got {type(tags).__name__}")
+        raise InvalidMemory(f"{what}s must be a list, got {type_name(tags)}")
     items: list[Any] = list(tags)  # pyright: ignore[reportUnknownArgumentType]
     if len(items) > TAGS_MAX:
         raise InvalidMemory(f"{len(items)} {what}s given; at most {TAGS_MAX} are allowed")
@@ -186,7 +206,8 @@ def check_tags(tags: object, what: str = "tag") -> tuple[str, ...]:
     for item in items:
         if not isinstance(item, str) or not TAG_RE.fullmatch(item):
             raise InvalidMemory(
-                f"invalid {what} {item!r}: use up to 64 letters, digits or . / : + - _, no spaces"
+                f"invalid {what} {quoted(item)}: use up to 64 letters, digits or . / : + - _, "
+                "no spaces"
             )
         if item not in out:
             out.append(item)
@@ -230,7 +251,7 @@ def check_body(body: object) -> str:
     if body is None:
         return ""
     if not isinstance(body, str):
-        raise InvalidMemory(f"body must be text, got {type(body).__name__}")
+        raise InvalidMemory(f"body must be text, got {type_name(body)}")
     size = len(body.encode("utf-8"))
     if size > BODY_MAX:
         raise InvalidMemory(
@@ -276,7 +297,7 @@ def check_expires(value: object, today: date | None = None) -> str:
         except ValueError:
             pass
     raise InvalidMemory(
-        f"invalid expiry {value!r}: use a date (2026-12-31) or a time from now (24h, 7d, 2w)"
+        f"invalid expiry {quoted(value)}: use a date (2026-12-31) or a time from now (24h, 7d, 2w)"
     )
 
 
@@ -291,7 +312,7 @@ def check_files(files: object) -> tuple[str, ...]:
     if isinstance(files, str):
         files = [files]
     if not isinstance(files, list | tuple):
-        raise InvalidMemory(f"files must be a list of paths, got {type(files).__name__}")
+        raise InvalidMemory(f"files must be a list of paths, got {type_name(files)}")
     items: list[Any] = list(files)  # pyright: ignore[reportUnknownArgumentType]
     if len(items) > FILES_MAX:
         raise InvalidMemory(f"{len(items)} files given; at most {FILES_MAX} are allowed")
@@ -308,8 +329,8 @@ def check_files(files: object) -> tuple[str, ...]:
             or control(text)
         ):
             raise InvalidMemory(
-                f"invalid file {item!r}: give a path or glob relative to the repository's top "
-                "(e.g. src/api/*.py), without '..', a leading '/', '-' or ':'"
+                f"invalid file {quoted(item)}: give a path or glob relative to the repository's "
+                "top (e.g. src/api/*.py), without '..', a leading '/', '-' or ':'"
             )
         if text not in out:
             out.append(text)
@@ -323,5 +344,7 @@ def check_importance(value: object) -> str:
         InvalidMemory: naming the levels.
     """
     if value not in IMPORTANCE:
-        raise InvalidMemory(f"invalid importance {value!r}; use one of: {', '.join(IMPORTANCE)}")
+        raise InvalidMemory(
+            f"invalid importance {quoted(value)}; use one of: {', '.join(IMPORTANCE)}"
+        )
     return str(value)

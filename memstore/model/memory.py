@@ -14,7 +14,15 @@ from typing import Any
 
 from memstore.errors import InvalidMemory
 from memstore.model import memory_yaml, when
-from memstore.model.fields import BODY_MAX, CORE_KEYS, KEY_ORDER, TRAIL_KEYS, check_name
+from memstore.model.fields import (
+    BODY_MAX,
+    CORE_KEYS,
+    KEY_ORDER,
+    TRAIL_KEYS,
+    check_name,
+    quoted,
+    type_name,
+)
 
 FILE_MAX = 2 * BODY_MAX
 """A file larger than this is not read as a memory (lint reports it)."""
@@ -95,7 +103,7 @@ def _text(value: object, key: str) -> str:
     if isinstance(value, date | datetime):
         return value.isoformat()
     if not isinstance(value, str):
-        raise InvalidMemory(f"front-matter key '{key}' must be text, got {type(value).__name__}")
+        raise InvalidMemory(f"front-matter key '{key}' must be text, got {type_name(value)}")
     return value
 
 
@@ -127,7 +135,7 @@ def _pinned(value: object) -> bool | None:
     if value is None or value is False:
         return None
     if value is not True:
-        raise InvalidMemory(f"front-matter key 'pinned' must be true or false, got {value!r}")
+        raise InvalidMemory(f"front-matter key 'pinned' must be true or false, got {quoted(value)}")
     return True
 
 

@@ -13,7 +13,7 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from memstore.model.fields import CONTROL_RE, NAME_RE
 from memstore.model.memory import Memory
@@ -65,9 +65,36 @@ def stamp(value: object, length: int = 20) -> str:
     return text[:length] if _STAMP.fullmatch(text) else UNSHOWN
 
 
+def value_text(value: object) -> str:
+    """A field's value as text for a reader, never Python's spelling of it: '' for None, yes or
+    no for a flag, items joined with commas, a date or time in ISO form, a mapping as
+    `key: value` pairs."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple | set | frozenset):
+        items = cast(Iterable[object], value)
+        return ", ".join(value_text(v) for v in items)
+    if isinstance(value, dict):
+        pairs = cast(dict[object, object], value)
+        return ", ".join(f"{value_text(k)}: {value_text(v)}" for k, v in pairs.items())
+    isoformat = getattr(value, "isoformat", None)
+    if callable(isoformat):
+        return str(isoformat())
+    return str(value)
+
+
 def unshown(pairs: Iterable[tuple[str, object, str]]) -> list[str]:
-    """`key: value` for each (key, value, as shown) whose value a status line left out."""
-    return [f"{key}: {value}" for key, value, shown in pairs if shown == UNSHOWN]
+    """`key: value` for each (key, value, as shown) whose value a status line left out; a
+    value that is not there (None) is not shown at all."""
+    return [
+        f"{key}: {value_text(value)}"
+        for key, value, shown in pairs
+        if shown == UNSHOWN and value is not None
+    ]
 
 
 def one_line(text: str) -> str:
@@ -169,6 +196,8 @@ def _agent_text(memory: Memory) -> list[str]:
         for t in (
             memory.confirmed_by,
             memory.confirmed_reason,
+            memory.verified_by,
+            memory.verified_reason,
             memory.deprecated_by,
             memory.deprecated_reason,
             memory.deprecation_proposed_by,
@@ -266,14 +295,21 @@ def memory_text(memory: Memory, fence: Fence, version: str | None = None) -> str
         lines.append(f"links: {', '.join(memory.links)}")
     if memory.confirmed_reason:
         lines.append(f"confirmed_reason: {one_line(memory.confirmed_reason)}")
+    if memory.verified_by:
+        at = f" at {one_line(memory.verified_at)}" if memory.verified_at else ""
+        why = f": {one_line(memory.verified_reason)}" if memory.verified_reason else ""
+        lines.append(f"verified: by {one_line(memory.verified_by)}{at}{why}")
     if memory.deprecated_reason:
         lines.append(f"deprecated_reason: {one_line(memory.deprecated_reason)}")
     if memory.deprecation_proposed_reason:
         lines.append(f"deprecation_proposed_reason: {one_line(memory.deprecation_proposed_reason)}")
     if memory.supersedes:
         lines.append(f"supersedes: {', '.join(memory.supersedes)}")
+    if memory.pinned:
+        lines.append("pinned: yes")
     for key, value in memory.extra.items():
-        lines.append(f"{one_line(key)}: {one_line(str(value))}")
+        if value is not None:
+            lines.append(f"{one_line(key)}: {one_line(value_text(value))}")
     lines.append(f"updated: {one_line(memory.updated)}")
     if memory.body:
         lines += ["", memory.body]

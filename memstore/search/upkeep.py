@@ -737,6 +737,11 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
             range(len(hits)),
             key=lambda i: (not abouts[i], -hits[i].score * boosts[i], -boosts[i], i),
         )
+        # The score shown is the one the results are ranked by, and explain names each boost.
+        hits = [
+            _boosted(h, metas[h.path], b, a, query)
+            for h, b, a in zip(hits, boosts, abouts, strict=True)
+        ]
     else:  # nothing to adjust: the engine's order stands
         order = list(range(len(hits)))
     ranked = [hits[i] for i in order][: query.size]
@@ -763,6 +768,25 @@ def steward(store: Store, query: Query, hits: list[Hit]) -> list[Hit]:
         if found is not None:
             notes[hit.path] = found.note
     return [replace(h, note=notes[h.path]) if h.path in notes else h for h in ranked]
+
+
+def _boosted(hit: Hit, m: Meta, factor: float, about: bool, query: Query) -> Hit:
+    """`hit` with its score times the store's boosts (`factor`), and with explain a line per
+    boost and one for ranking first as a memory about `query.path`."""
+    if factor == 1.0 and not about:
+        return hit
+    lines: list[str] = []
+    if query.explain:
+        if m.pinned:
+            lines.append(f"boost pinned x{PINNED_BOOST:g}")
+        weight = IMPORTANCE_BOOST.get(m.importance, 1.0)
+        if weight != 1.0:
+            lines.append(f"boost importance {m.importance} x{weight:g}")
+        if factor != 1.0:
+            lines.append(f"score {hit.score:.3f} x{factor:g} = {hit.score * factor:.3f}")
+        if about:
+            lines.append("ranked first: its files cover the path asked about")
+    return replace(hit, score=round(hit.score * factor, 4), explain=(*hit.explain, *lines))
 
 
 def catch_up(store: Store, progress: Progress | None = None) -> Sync:

@@ -394,3 +394,26 @@ def test_shell_completion_as_the_readme_sets_it_up_completes_commands() -> None:
     env = {"_MEMSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "memstore se", "COMP_CWORD": "1"}
     done = subprocess.run([memstore], env=env, capture_output=True, text=True)
     assert done.stdout.splitlines() == ["plain,search", "plain,serve"]
+
+
+def test_show_says_pinned_verified_and_never_none(store_dir: Path) -> None:
+    run("add", "n1", "--type", "fact", "-d", "One", "--body", "b", "--importance", "high")
+    run("confirm", "n1", "-r", "read it", agent="bob")
+    run("verify", "n1", "-r", "re-read src/x.py", agent="carol")
+    run("pin", "n1")
+    code, out = run("show", "n1")
+    assert code == 0, out
+    assert "pinned: yes" in out and "importance: high" in out
+    assert "verified by carol at " in out and ": re-read src/x.py" in out
+    # A hand-edited trail without its time or reason, and an empty key, shows no `None`.
+    path = store_dir / "fact" / "n1.md"
+    text = path.read_text("utf-8")
+    text = "\n".join(
+        line
+        for line in text.splitlines()
+        if not line.startswith(("confirmed_at:", "confirmed_reason:"))
+    )
+    path.write_text(text.replace("importance: high", "importance:") + "\n", "utf-8")
+    code, out = run("show", "n1")
+    assert code == 0, out
+    assert "None" not in out and "confirmed by bob\n" in out and "importance" not in out

@@ -290,3 +290,27 @@ def test_an_expiry_is_a_date_or_hours_days_or_weeks_from_today(
 def test_an_expiry_without_a_day_unit_or_a_real_day_is_refused(value: object) -> None:
     with pytest.raises(InvalidMemory, match=r"invalid expiry .*: use a date \(2026-12-31\)"):
         check_expires(value, today=date(2026, 12, 1))
+
+
+def test_an_empty_value_is_named_in_errors_without_python_spelling() -> None:
+    from memstore.model import fields
+
+    calls = [
+        lambda: fields.check_importance(None),
+        lambda: fields.check_tags([None]),
+        lambda: fields.check_tags(3),
+        lambda: fields.check_files([None]),
+        lambda: fields.check_expires([None]),
+        lambda: fields.check_name(None),
+        lambda: fields.check_extra({None: "x"}),
+        lambda: check_body(3),
+        lambda: parse(CANONICAL.replace("name: use-zod\n", "name:\n")),
+        lambda: parse(CANONICAL.replace("owner: alice\n", "owner: alice\npinned: [1]\n")),
+    ]
+    said: list[str] = []
+    for call in calls:
+        with pytest.raises((InvalidMemory, InvalidName)) as raised:
+            call()
+        said.append(str(raised.value))
+    assert [s for s in said if "None" in s] == []
+    assert "invalid importance (empty)" in said[0]

@@ -91,3 +91,43 @@ def test_a_ledger_note_cannot_forge_the_verdict_line() -> None:
     assert first.startswith("EXECUTED:") and "do NOT repeat" in first
     assert not any(line.startswith("NOT_EXECUTED") for line in rest)
     assert "\\nNOT_EXECUTED" in shown
+
+
+@dataclass(frozen=True)
+class FakeEvent:
+    at: str = "2026-11-30T08:00:00Z"
+    actor: str = "alice"
+    action: str = "deploy"
+    target: str = "api"
+    status: str = "claimed"
+    evidence: str | None = None
+    note: str | None = None
+
+
+def test_a_value_that_is_not_there_is_never_shown_as_none() -> None:
+    """Every optional field left empty, for each status, through every text memstore shows."""
+    import dataclasses
+    from datetime import date
+
+    empty = {
+        f.name: None for f in dataclasses.fields(Memory) if f.default is None and f.name != "pinned"
+    }
+    extra = {"importance": None, "expires": date(2026, 12, 1), "scope": ["api", "web"]}
+    shown: list[str] = []
+    for status in ("draft", "confirmed", "deprecated", "unverified", "odd"):
+        for pinned in (None, True):
+            m = memory(status=status, pinned=pinned, extra=extra, **empty)
+            fence = render_text.fence_for_memories([m])
+            shown += [
+                render_text.memory_text(m, fence, "abc123"),
+                render_text.index_line(m, fence),
+                render_text.memories_text([(m, None)], ["x.md: broken"]),
+                render_text.change_text("saved", m, "abc123"),
+            ]
+    for state in ("NOT_EXECUTED", "IN_PROGRESS", "EXECUTED"):
+        shown.append(render_text.check_text(FakeCheck(state=state)))
+    shown.append(render_text.events_text([FakeEvent(), FakeEvent(actor="A B C D E")], "events"))
+    assert [s for s in shown if "None" in s] == []
+    text = "\n".join(shown)
+    assert "expires: 2026-12-01" in text and "scope: api, web" in text
+    assert "pinned: yes" in text and "importance" not in text

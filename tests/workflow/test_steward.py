@@ -112,6 +112,32 @@ def test_pinning_keeps_a_confirmation_and_ranks_the_memory_higher(store: Store) 
     assert lint_store(store) == []
 
 
+@pytest.mark.parametrize(
+    ("extra", "pin", "says"),
+    [
+        ({}, True, ["boost pinned x1.5"]),
+        ({"importance": "high"}, False, ["boost importance high x1.3"]),
+        ({"importance": "high"}, True, ["boost pinned x1.5", "boost importance high x1.3"]),
+    ],
+)
+def test_the_shown_score_is_the_ranking_one_and_explain_names_each_boost(
+    store: Store, extra: dict[str, str], pin: bool, says: list[str]
+) -> None:
+    store.add("cache-rules", type="fact", description="cache invalidation rules for the cache")
+    store.add("notes-b", type="fact", description="notes", body="cache", extra=extra)
+    if pin:
+        store.pin("notes-b")
+    hits = search.search(store, Query("cache", explain=True))
+    assert [h.name for h in hits] == ["notes-b", "cache-rules"]
+    assert hits[0].score > hits[1].score  # best first, by the score shown
+    lines = hits[0].explain
+    assert [line for line in lines if line.startswith("boost ") and "status" not in line] == says
+    factor = 1.5 if pin else 1.0
+    factor *= 1.3 if extra else 1.0
+    assert any(line.endswith(f"= {hits[0].score:.3f}") and f"x{factor:g}" in line for line in lines)
+    assert not any("boost" in line for line in hits[1].explain)
+
+
 # -- expiry -----------------------------------------------------------------------------------
 
 

@@ -173,7 +173,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         echo_json({**json_object(current.memory), "version": current.version})
         return
     from memstore.model.memory import RULE_TYPES
-    from memstore.model.render_text import proposal
+    from memstore.model.render_text import proposal, value_text
 
     m = current.memory
     force = store_of(ctx).force(current) if m.type in RULE_TYPES else None
@@ -182,24 +182,31 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         f"type: {m.type}   status: {m.status}   owner: {m.owner}   version: {current.version}"
     )
     click.echo(f"created: {m.created}   updated: {m.updated}")
-    if m.tags:
-        click.echo(f"tags: {', '.join(m.tags)}")
-    if m.links:
-        click.echo(f"links: {', '.join(m.links)}")
-    if m.confirmed_by:
-        click.echo(f"confirmed by {m.confirmed_by} at {m.confirmed_at}: {m.confirmed_reason}")
-    if m.deprecated_by:
-        click.echo(f"deprecated by {m.deprecated_by} at {m.deprecated_at}: {m.deprecated_reason}")
+    for label_, value in (
+        ("tags", m.tags),
+        ("links", m.links),
+        ("pinned", m.pinned),
+        *((k, v) for k, v in m.extra.items()),
+    ):
+        if value:
+            click.echo(f"{label_}: {value_text(value)}")
+    for verb, by, at, why in (
+        ("confirmed", m.confirmed_by, m.confirmed_at, m.confirmed_reason),
+        ("verified", m.verified_by, m.verified_at, m.verified_reason),
+        ("deprecated", m.deprecated_by, m.deprecated_at, m.deprecated_reason),
+    ):
+        if by:
+            click.echo(_trail(f"{verb} by {by}", at, why))
     if m.deprecation_proposed_by:
         pending = proposal(m) or "deprecation proposed"
+        successor = m.deprecation_proposed_successor
         click.echo(
-            f"{pending} — proposed by {m.deprecation_proposed_by} at "
-            f"{m.deprecation_proposed_at}: {m.deprecation_proposed_reason}"
-            + (
-                f" (successor {m.deprecation_proposed_successor})"
-                if m.deprecation_proposed_successor
-                else ""
+            _trail(
+                f"{pending} — proposed by {m.deprecation_proposed_by}",
+                m.deprecation_proposed_at,
+                m.deprecation_proposed_reason,
             )
+            + (f" (successor {successor})" if successor else "")
         )
     if m.superseded_by:
         click.echo(f"superseded by: {m.superseded_by}")
@@ -213,6 +220,11 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     if m.body:
         click.echo("")
         click.echo(m.body)
+
+
+def _trail(who: str, at: str | None, why: str | None) -> str:
+    """One step of a memory's status trail: who, then when and why when its file says."""
+    return who + (f" at {at}" if at else "") + (f": {why}" if why else "")
 
 
 LIST_SHOWN = 50

@@ -17,6 +17,7 @@ from typing import Any
 
 from memstore.errors import InvalidMemory
 from memstore.limits import DEFAULT_SEVERITY, SEVERITIES
+from memstore.model.fields import type_name
 from memstore.model.identity import same_identity
 from memstore.model.memory import RULE_TYPES as RULE_TYPES
 from memstore.model.memory import Memory
@@ -138,7 +139,7 @@ def check_applies_when(value: object) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list | tuple):
         raise InvalidMemory(
-            f"applies_when must be a list of patterns, got {type(value).__name__}"  # pyright: ignore[reportUnknownArgumentType]
+            f"applies_when must be a list of patterns, got {type_name(value)}"  # pyright: ignore[reportUnknownArgumentType]
         )
     items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
     if len(items) > APPLIES_WHEN_MAX:
@@ -173,7 +174,7 @@ def check_evidence(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidMemory(f"evidence must be text, got {type(value).__name__}")
+        raise InvalidMemory(f"evidence must be text, got {type_name(value)}")
     value = value.replace("\r\n", "\n").strip()
     if len(value) > EVIDENCE_MAX:
         raise InvalidMemory(
