@@ -262,17 +262,31 @@ async def test_an_agent_through_mcp_alone_keeps_the_store_true(aged: Path) -> No
         seen.append(after)
         assert data(after)["health"]["stale"]["count"] == 0
 
-        # ---- merge two duplicates, review three drafts --------------------------------------
-        # The merge tool (memory_merge) and batch review (several names to memory_promote) are
-        # not part of this server yet; when they are, this run goes on here: merge use-zod and
-        # zod-input, confirm draft-0..2 in one call, then health shows no duplicate cluster
-        # and no draft awaiting review.
-        listed = {t.name for t in (await carol.list_tools()).tools}
-        assert "memory_upkeep" in listed
+        # Merge the two duplicates, then review the three drafts in one call.
+        merged = await carol.call_tool(
+            "memory_merge", {"keep": "use-zod", "others": ["zod-input"], "reason": "one decision"}
+        )
+        seen.append(merged)
+        assert not merged.is_error, text(merged)
+        assert data(merged)["deprecated"] == ["zod-input"]
+        reviewed = await carol.call_tool(
+            "memory_promote",
+            {"name": ["draft-0", "draft-1", "draft-2"], "to": "confirmed", "reason": "read them"},
+        )
+        seen.append(reviewed)
+        assert not reviewed.is_error, text(reviewed)
+        assert data(reviewed) == {"confirmed": ["draft-0", "draft-1", "draft-2"], "refused": []}
+        tidy = await carol.call_tool("memory_upkeep", {"op": "health"})
+        seen.append(tidy)
+        assert data(tidy)["health"]["duplicates"]["count"] == 0
 
         seen.append(await carol.call_tool("ledger_check", {"action": "deploy", "target": "api"}))
     for result in seen:
         no_none(result)
-    authors = git(aged, "log", "--format=%an", "-3").split()
-    assert authors == ["carol", "carol", "carol"]  # pin, deprecate, verify: each its commit
+    authors = git(aged, "log", "--format=%an", "-5").split()
+    assert authors == ["carol"] * 5  # verify, deprecate, pin, merge, review: each its commit
+    store = Store(aged, agent="carol")
+    assert store.get("zod-input").status == "deprecated"
+    assert store.get("zod-input").superseded_by == "use-zod"
+    assert {store.get(f"draft-{i}").confirmed_by for i in range(3)} == {"carol"}
     assert git(aged, "status", "--porcelain") == ""
