@@ -178,6 +178,16 @@ def _promoted_many(store: Store, names: list[str], to: str, reason: str) -> Call
     return result("\n".join(lines), data)
 
 
+def _deferred(store: Store, names: list[str]) -> CallToolResult:
+    """Drafts put off ("seen, not now") for `reviews.LATER`, in one commit."""
+    from memstore.workflow.care import reviews
+
+    done = reviews.defer(store, names, reviews.LATER)
+    shown = [r.name for r in done]
+    until = done[0].until if done else ""
+    return result(f"deferred {', '.join(shown)} until {until}", {"deferred": shown, "until": until})
+
+
 def _param(field: str) -> str:
     """The memory_recall parameter that sets `Query` field `field`."""
     return {"index_view": "index=true", "include_deprecated": "include_deprecated=true"}.get(
@@ -342,7 +352,7 @@ def build_server(
     @tool(UPDATE)
     def memory_promote(
         name: Name | list[Name],
-        to: Literal["confirmed", "deprecated", "draft"],
+        to: Literal["confirmed", "deprecated", "draft", "later"],
         reason: Annotated[str, Field(description="what you checked, or why it is wrong")],
         superseded_by: Annotated[
             str | None, Field(description="successor when deprecating")
@@ -352,7 +362,10 @@ def build_server(
         ] = None,
     ) -> CallToolResult:
         """Confirm someone else's draft after checking it (never your own), deprecate a wrong or
-        stale memory (kept, with the reason), or restore a deprecated one to draft."""
+        stale memory (kept, with the reason), restore a deprecated one to draft, or put a draft
+        off for 3 days (later)."""
+        if to == "later":
+            return _deferred(store, name if isinstance(name, list) else [name])
         if isinstance(name, list):
             if superseded_by is not None or version is not None:
                 from memstore.errors import InvalidTransition

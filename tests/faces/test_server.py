@@ -551,3 +551,21 @@ async def test_memory_merge_folds_duplicates_into_one(store: Store) -> None:
     assert store.get("zod-input").superseded_by == "use-zod"
     bad = await call(store, "memory_merge", keep="use-zod", others=["use-zod"])
     assert bad.is_error and "kept one is not merged" in text(bad)
+
+
+async def test_memory_promote_later_puts_a_draft_off_for_its_caller_alone(store: Store) -> None:
+    from memstore.workflow.care import tidy
+
+    bob = as_agent(store, "bob")
+    bob.add("b-draft", type="fact", description="Bob's draft awaiting review")
+    assert "b-draft" in {w.memory.name for w in tidy.inbox(store)}
+    done = await call(store, "memory_promote", name="b-draft", to="later", reason="busy now")
+    assert not done.is_error, text(done)
+    assert data(done)["deferred"] == ["b-draft"] and data(done)["until"]
+    assert "b-draft" not in {w.memory.name for w in tidy.inbox(store)}  # out of alice's list
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "alice"
+    carol = as_agent(store, "carol")
+    assert "b-draft" in {w.memory.name for w in tidy.inbox(carol)}  # still in everyone else's
+    assert store.get("b-draft").status == "draft"
+    gone = await call(store, "memory_promote", name="no-such", to="later", reason="x")
+    assert gone.is_error

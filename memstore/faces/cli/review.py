@@ -277,7 +277,7 @@ def review(
         for line in m.body.strip().splitlines()[:20]:
             click.echo(f"  | {line}")
         choice = click.prompt(
-            f"[c]onfirm, [d]eprecate, [l]ater (defer {LATER}), [s]kip, [q]uit",
+            f"[c]onfirm, [d]eprecate, [l]ater (defer {reviews.LATER}), [s]kip, [q]uit",
             type=click.Choice(["c", "d", "l", "s", "q"]),
             show_choices=False,
             default="s",
@@ -288,8 +288,8 @@ def review(
             continue
         try:
             if choice == "l":
-                reviews.defer(store, [m.name], LATER)
-                click.echo(f"deferred {m.type}/{m.name} for {LATER}")
+                reviews.defer(store, [m.name], reviews.LATER)
+                click.echo(f"deferred {m.type}/{m.name} for {reviews.LATER}")
                 continue
             reason = click.prompt("reason (one line)")
             if choice == "c":
@@ -303,10 +303,6 @@ def review(
         if choice == "d" and _proposal(done):
             verb = "proposed deprecating"
         click.echo(f"{verb} {label(done)}")
-
-
-LATER = "3d"
-"""How long `l` in the interactive review puts a memory off."""
 
 
 @click.command()

@@ -28,6 +28,9 @@ from memstore.storage.store import Store, subject
 
 DEFER = "defer"
 ASK = "ask"
+LATER = "3d"
+"""How long "later" puts a memory off: the interactive review's `l`, and `memory_promote`'s
+`to: later`."""
 DEFER_MAX_DAYS = 90
 """A deferral longer than this is a deprecation that dares not say so."""
 
