@@ -64,6 +64,9 @@ class Cache:
         self._partial: tuple[str, frozenset[str], history.Trust] | None = None
         self._reads = 0
         """How many reads `current_for` served with some files' verdicts (see `PARTIAL_READS`)."""
+        self._warming = False
+        """Set while `warm` takes the whole verdicts in another thread: reads meanwhile keep to
+        some files' verdicts rather than wait for it or take them a second time."""
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -156,10 +159,11 @@ class Cache:
                 known = self._partial
                 if known is not None and known[0] == head and wanted <= known[1]:
                     return known[2]
-                if self._reads < PARTIAL_READS:
+                if self._reads < PARTIAL_READS or self._warming:
                     if known is not None and known[0] == head:
                         wanted |= known[1]
-                    found = self._some(at, cut, basis, signers, humans, wanted, self._reads == 0)
+                    first = self._reads == 0 or self._warming
+                    found = self._some(at, cut, basis, signers, humans, wanted, first)
                     if found is not None:
                         self._reads += 1
                         self._partial = (head, frozenset(wanted), found)
@@ -167,6 +171,32 @@ class Cache:
                 # A process that reads on (a server) takes the whole verdicts once, kept and
                 # then extended, rather than judging file by file at every read.
         return self.current()
+
+    def warm(self) -> None:
+        """Take the whole verdicts at HEAD (kept, extended or replayed, as `current`) without
+        holding reads up: they are made apart, in the caller's thread, and taken in unless a
+        read or write took them meanwhile. A read while this runs judges its own files
+        (`current_for`); a commit landing meanwhile is extended at the next read (the verdicts
+        are taken in with the HEAD they were made for).
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        with self._lock:
+            if self.trust is not None:
+                return
+            self._warming = True
+        try:
+            twin = Cache(self.repo, self.root, self.file.parent)
+            twin.settings, twin._signers = self.settings, self._signers
+            twin.current()
+            with self._lock:
+                if self.trust is None and twin.trust is not None:
+                    self.trust, self._stamp = twin.trust, twin._stamp
+                    self._ref_files, self._cut = twin._ref_files, twin._cut
+                    self._basis, self.humans = twin._basis, twin.humans
+        finally:
+            self._warming = False
 
     def _some(
         self,
@@ -229,6 +259,9 @@ class Cache:
                 history.replay(trust, self.repo, self.prefix, linear, signers, chain=True)
                 trust.head = head
                 self.trust = trust
+                # Kept, so that the next process's first reads find their lines at HEAD
+                # (`current_for`) rather than load and extend the whole verdicts again.
+                self._save(trust)
                 return trust
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
