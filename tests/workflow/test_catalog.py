@@ -18,6 +18,7 @@ from memstore.search import upkeep
 from memstore.storage import files
 from memstore.storage.store import Store
 from memstore.workflow.care import catalog, steward
+from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git
 
 
@@ -205,3 +206,36 @@ def test_keeping_it_in_step_never_scans_every_file(
     assert _descriptions(store) == {"one": "Uno"}
     out = CliRunner().invoke(main, ["--store", str(store.root), "stats"])
     assert out.exit_code == 0 and "memories: 1" in out.stdout
+
+
+def test_a_rule_sharing_one_word_of_its_description_is_not_looked_up(store: Store) -> None:
+    session.correct(
+        store,
+        "ledger-nightly",
+        description="The billing ledger reconciles nightly",
+        severity="p2",
+        applies_when=["invoices"],
+    )
+    with catalog.opened(store) as found:
+        assert found.rule_candidates("open the billing page") == set()  # one word: never related
+        assert found.rule_candidates("reconcile the billing ledger") == {
+            "correction/ledger-nightly.md"
+        }
+        assert found.rule_candidates("send the invoices") == {"correction/ledger-nightly.md"}
+
+
+def test_a_rule_with_a_glob_is_looked_up_only_for_a_task_its_glob_matches(store: Store) -> None:
+    session.correct(
+        store,
+        "sql-files",
+        description="Review them",
+        severity="p2",
+        applies_when=["migrations/*.sql"],
+    )
+    session.correct(store, "always-on", description="Write tests", severity="p2", applies_when=[])
+    with catalog.opened(store) as found:
+        assert found.rule_candidates("water the garden") == {"correction/always-on.md"}
+        assert found.rule_candidates("edit db/migrations/001_init.sql") == {
+            "correction/always-on.md",
+            "correction/sql-files.md",
+        }

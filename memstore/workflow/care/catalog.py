@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE = "catalog.sqlite"
-SCHEMA = 3
+SCHEMA = 4
 """Bump when the tables or what a row holds change: a catalog of another version is rebuilt."""
 
 _COLUMNS = (
@@ -84,8 +84,9 @@ CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at
 CREATE INDEX memories_by_type ON memories (type);
 CREATE INDEX memories_by_owner ON memories (shown_owner);
 """
-_DRAFT, _RULE = "d", "r"
-"""The two word indexes: a draft's features, and what a rule may match on."""
+_DRAFT, _RULE, _TOLD = "d", "r", "w"
+"""The word indexes: a draft's features; what a rule's patterns may match on (one is enough);
+the words of a rule's description (two are needed, as `rules.related` says)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,14 +193,30 @@ class Catalog:
 
     def rule_candidates(self, task: str) -> set[str]:
         """The paths of the rules that may bear on `task` (`rules.related` says which do): a
-        rule without patterns or with a glob, or one a feature of the task is a key of."""
+        rule without patterns, one with a glob that matches the task, one a feature of the
+        task is a key of a pattern of, or one two words of the task are words of the
+        description of."""
         have = sorted(concepts.features(task))
-        found = {p for (p,) in self.db.execute("SELECT path FROM memories WHERE always = 1")}
+        found: set[str] = set()
+        # A rule with no patterns bears on every task; one with a glob, on a task its glob
+        # matches (`rules.match`, cheap) or on one its other words meet (the keys below).
+        for path, patterns in self.db.execute(
+            "SELECT path, patterns FROM memories WHERE always = 1"
+        ):
+            globs = [p for p in json.loads(patterns) if workflow.is_glob(p)]
+            if not globs or any(workflow.match(g, task) for g in globs):
+                found.add(path)
+        told: dict[str, int] = {}
         for chunk in _chunks(have):
             marks = ", ".join("?" * len(chunk))
             sql = f"SELECT DISTINCT path FROM keys WHERE kind = ? AND key IN ({marks})"
             found.update(p for (p,) in self.db.execute(sql, (_RULE, *chunk)))
-        return found
+            sql = (
+                f"SELECT path, COUNT(*) FROM keys WHERE kind = ? AND key IN ({marks}) GROUP BY path"
+            )
+            for path, n in self.db.execute(sql, (_TOLD, *chunk)):
+                told[path] = told.get(path, 0) + int(n)
+        return found | {p for p, n in told.items() if n >= 2}
 
     def shared(self, features: Iterable[str]) -> dict[str, int]:
         """How many of `features` each draft's name and description offer (drafts with none
@@ -660,7 +677,9 @@ def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str,
             severity, evidence = rule.severity, rule.evidence
             patterns = json.dumps(list(rule.applies_when))
             always = int(not rule.applies_when or any(map(workflow.is_glob, rule.applies_when)))
-            keys = [(_RULE, k, rel) for k in sorted(rule_keys(rule))]
+            pattern_keys, description_keys = rule_keys(rule)
+            keys = [(_RULE, k, rel) for k in sorted(pattern_keys)]
+            keys += [(_TOLD, k, rel) for k in sorted(description_keys)]
     if memory.status == Status.DRAFT:
         keys += [(_DRAFT, f, rel) for f in sorted(draft_features(memory.name, memory.description))]
     row = (
@@ -689,17 +708,18 @@ def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str,
     return row, keys
 
 
-def rule_keys(rule: workflow.Rule) -> set[str]:
+def rule_keys(rule: workflow.Rule) -> tuple[set[str], set[str]]:
     """What a task must offer (`concepts.features`) for `rule` to bear on it, unless it has
     no patterns or a glob (then it is always judged): some alternative of a word of one of its
-    patterns (`concepts.units`), or a word of its description (`rules.related`)."""
+    patterns (`concepts.units`), or two words of its description (`rules.related`); the two
+    sets of keys."""
     keys: set[str] = set()
     for pattern in rule.applies_when:
         if not workflow.is_glob(pattern):
             for unit in concepts.units(pattern):
                 keys |= unit
-    keys |= {w for w in workflow.words(rule.description) if len(w) >= 3 and not w.isdigit()}
-    return keys
+    told = {w for w in workflow.words(rule.description) if len(w) >= 3 and not w.isdigit()}
+    return keys, told
 
 
 def draft_features(name: str, description: str) -> frozenset[str]:
