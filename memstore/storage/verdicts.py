@@ -6,7 +6,7 @@ HEAD it was made for (`Cache`), extends it with the commits since, and serves a 
 first reads with some files' verdicts only (a fresh clone judges just the files a read shows).
 The kept file is keyed by what the verdicts depend on besides the commits (`cache_key`): a
 verdict made under another history, shallow cut, signature setting, trust settings or people
-is never used. `lint` never reads it.
+is never used. `lint` never reads it: it keeps its own replay apart (`replayed`).
 """
 
 from __future__ import annotations
@@ -332,6 +332,60 @@ class Cache:
 
     def _save(self, trust: history.Trust) -> None:
         save(self.file, trust, self.signers is not None, self._cut, self._basis)
+
+
+LINT_FILE = "lint-trust.json"
+"""`lint`'s own verdicts, apart from the reads' (`CACHE_FILE`): only a replay by `replayed`
+writes it."""
+
+
+def replayed(
+    repo: repository.Repo,
+    root: Path,
+    cache: Path,
+    signers: history.Signers | None,
+    basis: str,
+) -> history.Trust:
+    """The verdicts at HEAD as `lint` takes them: its own last replay (kept in `cache` /
+    `LINT_FILE` for that HEAD, under these settings and people) extended with every commit
+    since, each judged as the whole replay judges it; the whole history replayed when there
+    is none, or it is not an ancestor of HEAD (a history rewritten). A commit added since,
+    forged or not, is always judged: only the judgments of commits already judged are kept.
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    file = cache / LINT_FILE
+    humans = history.store_humans(root)
+    cut = gitlog.shallow_commits(repo)
+    signed = signers is not None
+    head = refs.head(repo)
+    kept = load(file, signed, cut, basis)
+    if kept is not None and kept.humans == humans and kept.head is not None and head is not None:
+        if kept.head == head:
+            return kept
+        try:
+            if refs.is_ancestor(repo, kept.head, head):
+                commits = gitlog.store_commits(repo, root, kept.head, head)
+
+                def boundary(sha: str, paths: set[str]) -> history.Trust:
+                    return history.partial(repo, root, paths, signers, until=sha, humans=humans)
+
+                prefix = history.prefix_of(repo, root)
+                history.replay(kept, repo, prefix, commits, signers, boundary=boundary)
+                kept.head = head
+                save(file, kept, signed, cut, basis)
+                return kept
+        except (GitError, history.NeedsFullReplay) as e:
+            log.info("lint replays the whole history: %s", e)
+    found = history.full(repo, root, signers, until=head, humans=humans)
+    try:
+        cache.mkdir(exist_ok=True)
+    except OSError as e:
+        log.info("cannot keep lint's verdicts in %s: %s", cache, e)
+    else:
+        save(file, found, signed, cut, basis)
+    return found
 
 
 # The file: a JSON header line (format, settings, head, tip, the people and the rules that
