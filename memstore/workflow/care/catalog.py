@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE = "catalog.sqlite"
-SCHEMA = 4
+SCHEMA = 5
 """Bump when the tables or what a row holds change: a catalog of another version is rebuilt."""
 
 _COLUMNS = (
@@ -80,9 +80,9 @@ CREATE TABLE keys (kind TEXT NOT NULL, key TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX keys_by_key ON keys (kind, key);
 CREATE INDEX keys_by_path ON keys (path);
 CREATE INDEX memories_by_update ON memories (updated, name);
-CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at);
-CREATE INDEX memories_by_type ON memories (type);
-CREATE INDEX memories_by_owner ON memories (shown_owner);
+CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at, path);
+CREATE INDEX memories_by_type ON memories (type, path);
+CREATE INDEX memories_by_owner ON memories (shown_owner, path);
 """
 _DRAFT, _RULE, _TOLD = "d", "r", "w"
 """The word indexes: a draft's features; what a rule's patterns may match on (one is enough);
@@ -166,13 +166,14 @@ class Catalog:
 
     def counts(self, column: str) -> dict[str, int]:
         """How many memories have each value of `column` (`type`, `shown_status`,
-        `shown_owner`: each read from its own index), most first (ties by value)."""
+        `shown_owner`: each read from its own index), most first, ties in the order the
+        memories are read (`entries`)."""
         if column not in _COLUMNS:
             raise ValueError(f"no column {column!r}")
-        sql = f"SELECT {column}, COUNT(*) AS n FROM memories GROUP BY {column}"
-        found = [(str(v), int(n)) for v, n in self.db.execute(sql) if v is not None]
-        found.sort(key=lambda x: (-x[1], x[0]))
-        return dict(found)
+        sql = f"SELECT {column}, COUNT(*), MIN(path) FROM memories GROUP BY {column}"
+        found = [(str(v), int(n), str(p)) for v, n, p in self.db.execute(sql) if v is not None]
+        found.sort(key=lambda x: (-x[1], tuple(x[2].split("/", 1))))
+        return {v: n for v, n, _ in found}
 
     def median(self, expression: str, where: str, args: Iterable[Any] = ()) -> float | None:
         """The median of `expression` (SQL over the columns) over the memories passing
