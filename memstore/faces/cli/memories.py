@@ -238,8 +238,8 @@ def list_(
     """List memories, newest update first: one line each with type, status and description.
 
     Prints the newest 50 and a line saying how many more match; `--limit N` or `--all` for
-    more. Read from the catalog under `.memstore/` (kept in step with the files, as the search
-    index is), not by parsing every file.
+    more. Read from the catalog under `.memstore/` (kept in step with the files: git says which
+    may have changed, hand edits included), a page at a time, not by parsing every file.
 
     \b
     Example:
