@@ -17,7 +17,7 @@ from memstore.model import when
 from memstore.search import upkeep
 from memstore.storage import files
 from memstore.storage.store import Store
-from memstore.workflow.care import catalog, steward
+from memstore.workflow.care import catalog, steward, worktree
 from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git
 
@@ -106,12 +106,16 @@ def test_a_store_in_a_folder_of_a_larger_repository(tmp_path: Path) -> None:
     assert _descriptions(store) == {"one": "Edited here"}
 
 
-def test_a_file_made_in_the_same_tick_as_the_last_look_is_found(store: Store) -> None:
+def test_a_file_made_in_the_same_tick_as_the_last_look_is_found(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.add("one", type="fact", description="One")
-    with catalog.opened(store):
-        pass
     folder = store.root / "fact"
     at = folder.stat().st_mtime_ns
+    monkeypatch.setattr(worktree, "_clock", lambda: at + 1000)  # looked just after it changed
+    with catalog.opened(store):
+        pass
+    monkeypatch.undo()
     text = (folder / "one.md").read_text(encoding="utf-8")
     (folder / "two.md").write_text(text.replace("name: one", "name: two"), encoding="utf-8")
     os.utime(folder, ns=(at, at))  # a clock with coarse ticks: the folder's time did not move

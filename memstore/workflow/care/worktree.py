@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """How recent a folder's modification time is too recent to vouch for its names: a file
 system that keeps whole seconds gives a file made later in that second the same time."""
+_clock = time.time_ns
+"""When a look is taken (a test moves it)."""
 _LISTED_MAX = 200
 """Past this many paths to ask about, `tracked` lists every tracked file once instead."""
 
@@ -98,7 +100,7 @@ def head(store: Store) -> str | None:
 
 def folders(store: Store) -> tuple[dict[str, int], int]:
     """Each type folder's modification time, and when they were read (ns)."""
-    now = time.time_ns()
+    now = _clock()
     return {k: v for k, v in folder_times(store.root).items() if k != "."}, now
 
 
