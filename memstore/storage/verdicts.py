@@ -183,8 +183,8 @@ class Cache:
             GitError: when git cannot read the history.
         """
         with self._lock:
-            if self.trust is not None:
-                return
+            if self.trust is not None or self._warming:
+                return  # taken, or being taken by another warm-up
             self._warming = True
         try:
             twin = Cache(self.repo, self.root, self.file.parent)

@@ -90,3 +90,29 @@ def test_a_warm_up_after_the_verdicts_are_taken_changes_nothing(tmp_path: Path) 
     taken = store.trust.current()
     store.trust.warm()
     assert store.trust.trust is taken
+
+
+def test_a_second_warm_up_while_one_runs_takes_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Store.init(tmp_path / "s", agent="alice")
+    store = Store(tmp_path / "s", agent="alice")
+    store.add("one", type="fact", description="One")
+    loading = threading.Event()
+    release = threading.Event()
+    loads: list[int] = []
+    load = verdicts.load
+
+    def slow_load(*args: Any, **kwargs: Any) -> Any:
+        loads.append(1)
+        loading.set()
+        assert release.wait(60)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(verdicts, "load", slow_load)
+    first = _in_thread(store.trust.warm)
+    assert loading.wait(60)
+    store.trust.warm()  # returns at once: one warm-up at a time (an HTTP server's sessions)
+    release.set()
+    first.join(60)
+    assert not first.is_alive() and loads == [1] and store.trust.trust is not None
