@@ -13,6 +13,8 @@ def snapshot(store: Store) -> tuple[str, str, dict[str, str]]:
     """HEAD, `git status --porcelain` and a hash of every file under the store (cache aside)."""
     head = git(store.root, "rev-parse", "HEAD").strip()
     status = git(store.root, "status", "--porcelain", "--untracked-files=all", "--ignored")
+    # The derived caches under `.memstore/` (a server warms its verdicts at start) aside.
+    status = "".join(line for line in status.splitlines(True) if ".memstore/" not in line)
     files = {
         p.relative_to(store.root).as_posix(): _digest(p)
         for p in sorted(store.root.rglob("*"))

@@ -6,6 +6,7 @@ takes an identity argument, so an agent cannot confirm its own memory by naming 
 
 import json
 import logging
+import threading
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import fields, is_dataclass
@@ -545,6 +546,15 @@ def build_server(
     return server
 
 
+def _warm(store: Store) -> None:
+    """Take the store's whole verdicts in this thread (`verdicts.Cache.warm`); a failure is
+    only logged: reads judge for themselves as before."""
+    try:
+        store.trust.warm()
+    except Exception as e:  # noqa: BLE001 - a warm-up only saves the first recall's wait
+        log.info("the verdicts were not warmed: %s", e)
+
+
 def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[MCPServer], Any]:
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncGenerator[None]:
@@ -552,6 +562,8 @@ def _lifespan(store: Store, watch: bool, sync_every: float | None) -> Callable[[
         # Not waiting for the first catch-up keeps the first tools/list fast on a large store;
         # a search before it ends catches up by itself.
         watcher = Watcher(store).start(timeout=0) if watch else None
+        # The whole verdicts, taken apart from the start: the first recall finds them ready.
+        threading.Thread(target=_warm, args=(store,), name="memstore-verdicts", daemon=True).start()
         syncer = None
         if sync_every:
             from memstore.workflow.ledger import sync

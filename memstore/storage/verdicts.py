@@ -6,7 +6,7 @@ HEAD it was made for (`Cache`), extends it with the commits since, and serves a 
 first reads with some files' verdicts only (a fresh clone judges just the files a read shows).
 The kept file is keyed by what the verdicts depend on besides the commits (`cache_key`): a
 verdict made under another history, shallow cut, signature setting, trust settings or people
-is never used. `lint` never reads it.
+is never used. `lint` never reads it: it keeps its own replay apart (`replayed`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ class Cache:
         self._partial: tuple[str, frozenset[str], history.Trust] | None = None
         self._reads = 0
         """How many reads `current_for` served with some files' verdicts (see `PARTIAL_READS`)."""
+        self._warming = False
+        """Set while `warm` takes the whole verdicts in another thread: reads meanwhile keep to
+        some files' verdicts rather than wait for it or take them a second time."""
         self._ref_files: list[str] = []
         self._fixed = [
             str(repo.git_dir / "HEAD"),
@@ -156,10 +159,11 @@ class Cache:
                 known = self._partial
                 if known is not None and known[0] == head and wanted <= known[1]:
                     return known[2]
-                if self._reads < PARTIAL_READS:
+                if self._reads < PARTIAL_READS or self._warming:
                     if known is not None and known[0] == head:
                         wanted |= known[1]
-                    found = self._some(at, cut, basis, signers, humans, wanted, self._reads == 0)
+                    first = self._reads == 0 or self._warming
+                    found = self._some(at, cut, basis, signers, humans, wanted, first)
                     if found is not None:
                         self._reads += 1
                         self._partial = (head, frozenset(wanted), found)
@@ -167,6 +171,32 @@ class Cache:
                 # A process that reads on (a server) takes the whole verdicts once, kept and
                 # then extended, rather than judging file by file at every read.
         return self.current()
+
+    def warm(self) -> None:
+        """Take the whole verdicts at HEAD (kept, extended or replayed, as `current`) without
+        holding reads up: they are made apart, in the caller's thread, and taken in unless a
+        read or write took them meanwhile. A read while this runs judges its own files
+        (`current_for`); a commit landing meanwhile is extended at the next read (the verdicts
+        are taken in with the HEAD they were made for).
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        with self._lock:
+            if self.trust is not None or self._warming:
+                return  # taken, or being taken by another warm-up
+            self._warming = True
+        try:
+            twin = Cache(self.repo, self.root, self.file.parent)
+            twin.settings, twin._signers = self.settings, self._signers
+            twin.current()
+            with self._lock:
+                if self.trust is None and twin.trust is not None:
+                    self.trust, self._stamp = twin.trust, twin._stamp
+                    self._ref_files, self._cut = twin._ref_files, twin._cut
+                    self._basis, self.humans = twin._basis, twin.humans
+        finally:
+            self._warming = False
 
     def _some(
         self,
@@ -229,6 +259,9 @@ class Cache:
                 history.replay(trust, self.repo, self.prefix, linear, signers, chain=True)
                 trust.head = head
                 self.trust = trust
+                # Kept, so that the next process's first reads find their lines at HEAD
+                # (`current_for`) rather than load and extend the whole verdicts again.
+                self._save(trust)
                 return trust
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
@@ -299,6 +332,60 @@ class Cache:
 
     def _save(self, trust: history.Trust) -> None:
         save(self.file, trust, self.signers is not None, self._cut, self._basis)
+
+
+LINT_FILE = "lint-trust.json"
+"""`lint`'s own verdicts, apart from the reads' (`CACHE_FILE`): only a replay by `replayed`
+writes it."""
+
+
+def replayed(
+    repo: repository.Repo,
+    root: Path,
+    cache: Path,
+    signers: history.Signers | None,
+    basis: str,
+) -> history.Trust:
+    """The verdicts at HEAD as `lint` takes them: its own last replay (kept in `cache` /
+    `LINT_FILE` for that HEAD, under these settings and people) extended with every commit
+    since, each judged as the whole replay judges it; the whole history replayed when there
+    is none, or it is not an ancestor of HEAD (a history rewritten). A commit added since,
+    forged or not, is always judged: only the judgments of commits already judged are kept.
+
+    Raises:
+        GitError: when git cannot read the history.
+    """
+    file = cache / LINT_FILE
+    humans = history.store_humans(root)
+    cut = gitlog.shallow_commits(repo)
+    signed = signers is not None
+    head = refs.head(repo)
+    kept = load(file, signed, cut, basis)
+    if kept is not None and kept.humans == humans and kept.head is not None and head is not None:
+        if kept.head == head:
+            return kept
+        try:
+            if refs.is_ancestor(repo, kept.head, head):
+                commits = gitlog.store_commits(repo, root, kept.head, head)
+
+                def boundary(sha: str, paths: set[str]) -> history.Trust:
+                    return history.partial(repo, root, paths, signers, until=sha, humans=humans)
+
+                prefix = history.prefix_of(repo, root)
+                history.replay(kept, repo, prefix, commits, signers, boundary=boundary)
+                kept.head = head
+                save(file, kept, signed, cut, basis)
+                return kept
+        except (GitError, history.NeedsFullReplay) as e:
+            log.info("lint replays the whole history: %s", e)
+    found = history.full(repo, root, signers, until=head, humans=humans)
+    try:
+        cache.mkdir(exist_ok=True)
+    except OSError as e:
+        log.info("cannot keep lint's verdicts in %s: %s", cache, e)
+    else:
+        save(file, found, signed, cut, basis)
+    return found
 
 
 # The file: a JSON header line (format, settings, head, tip, the people and the rules that

@@ -84,7 +84,7 @@ def _path(store: Store, problem: Problem) -> str:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@click.option("--no-lint", is_flag=True, help="Skip lint (it replays the whole history).")
+@click.option("--no-lint", is_flag=True, help="Skip lint (it judges the whole history).")
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool, no_lint: bool) -> None:
     """Look the store over: duplicates, broken links, expired, stale and drifted memories,

@@ -256,8 +256,8 @@ def list_(
     """List memories, newest update first: one line each with type, status and description.
 
     Prints the newest 50 and a line saying how many more match; `--limit N` or `--all` for
-    more. Read from the catalog under `.memstore/` (kept in step with the files, as the search
-    index is), not by parsing every file.
+    more. Read from the catalog under `.memstore/` (kept in step with the files: git says which
+    may have changed, hand edits included), a page at a time, not by parsing every file.
 
     \b
     Example:
@@ -273,18 +273,11 @@ def list_(
         limit = 0
     store = store_of(ctx)
     with catalog.opened(store) as found:
-        entries = found.entries("type = ?" if type_ else "", (type_,) if type_ else ())
-        entries = [
-            e
-            for e in entries
-            if (status is None or e.status == status) and all(t in e.tags for t in tags)
-        ]
-        entries.sort(key=lambda e: (e.updated, e.name), reverse=True)
-        shown = entries[:limit] if limit else entries
+        shown, matching = found.page(*catalog.filters(type_, status, tags), limit=limit)
         if as_json:
             memories = [m for e in shown if (m := found.memory(e)) is not None]
             echo_json([json_object(m) for m in memories])
-            _more(len(entries) - len(shown))
+            _more(matching - len(shown))
             return
         # A proposal to lift a rule is on the rule's file only: read the rules shown, no others.
         pendings = {
@@ -304,9 +297,9 @@ def list_(
             f"{m.name:{name_w}} {m.type:{type_w}} {m.status:{status_w}} {m.updated[:10]}  "
             f"{m.description}" + (f"  [{pending}]" if pending else "")
         )
-    if not entries:
+    if not matching:
         click.echo("no memories match", err=True)
-    _more(len(entries) - len(shown))
+    _more(matching - len(shown))
 
 
 def _more(rest: int) -> None:

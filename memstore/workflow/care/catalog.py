@@ -1,11 +1,11 @@
 """A catalog of the store's memories: what `list`, `stats` and the briefing show of each, in
 an SQLite file under the ignored `.memstore/`, so that none of them parses every file.
 
-It is derived from the files and kept in step with them the way the search index is: each
-call first catches the index up (`upkeep.fresh`: this process's writes, hand edits, a `git
-pull`, a fresh clone), then re-reads only the files whose content digest differs from the
-one the catalog holds (the manifest's digests, `Index.files`). A catalog that is missing,
-damaged or of another version is built again from the files.
+It is derived from the files and kept in step with them at each open, without reading or
+stat-ing every file: `worktree` says which files may differ from what the catalog holds (the
+commits since its last look, the files that differ from HEAD, the folders whose names moved),
+and only those are read again, by content digest. A catalog that is missing, damaged or of
+another version is built again from the files.
 
 Besides each memory's fields it keeps two word indexes: the features of each draft's name and
 description (the briefing orders drafts by the words they share with the task), and for each
@@ -13,9 +13,10 @@ rule the words and concepts its patterns and description can match on, so that t
 task may touch are looked up, then judged exactly (`rules.related`), rather than every rule
 matched in turn.
 
-What it holds is what the files say. What a read shows is judged on top, from the git history
-(`verdicts.judged`, with each file's blob id kept here): a confirmation the history does not back
-reads as `unverified` here as everywhere.
+What it holds is what the files say, and the status and owner a read shows of each, judged
+from the git history (`verdicts.judged`, with each file's blob id kept here) and judged again
+only for the files whose history moved since: a confirmation the history does not back reads
+as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ import logging
 import sqlite3
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
+from memstore.errors import GitError, InvalidMemory, StoreLocked, UnsafePath
 from memstore.git import objects
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
-from memstore.search.upkeep import upkeep
 from memstore.storage import trust, verdicts
 from memstore.storage.files import memory_files, read_regular, version_of
+from memstore.workflow.care import worktree
 from memstore.workflow.rules import concepts, words
 from memstore.workflow.rules import rules as workflow
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE = "catalog.sqlite"
-SCHEMA = 1
+SCHEMA = 5
 """Bump when the tables or what a row holds change: a catalog of another version is rebuilt."""
 
 _COLUMNS = (
@@ -68,6 +69,8 @@ _COLUMNS = (
     "patterns",
     "evidence",
     "always",
+    "shown_status",
+    "shown_owner",
 )
 _ROW = ", ".join(f"{c} TEXT PRIMARY KEY" if c == "path" else c for c in _COLUMNS)
 _TABLES = f"""
@@ -76,9 +79,14 @@ CREATE TABLE memories ({_ROW});
 CREATE TABLE keys (kind TEXT NOT NULL, key TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX keys_by_key ON keys (kind, key);
 CREATE INDEX keys_by_path ON keys (path);
+CREATE INDEX memories_by_update ON memories (updated, name);
+CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at, path);
+CREATE INDEX memories_by_type ON memories (type, path);
+CREATE INDEX memories_by_owner ON memories (shown_owner, path);
 """
-_DRAFT, _RULE = "d", "r"
-"""The two word indexes: a draft's features, and what a rule may match on."""
+_DRAFT, _RULE, _TOLD = "d", "r", "w"
+"""The word indexes: a draft's features; what a rule's patterns may match on (one is enough);
+the words of a rule's description (two are needed, as `rules.related` says)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,39 +138,86 @@ class Catalog:
     # -- reading --
 
     def entries(self, where: str = "", args: Iterable[Any] = ()) -> list[Entry]:
-        """The memories whose rows pass `where` (SQL over the columns, as the files say), in
-        the order `Store.memories` reads them, each status and owner as shown."""
+        """The memories whose rows pass `where` (SQL over the columns; `shown_status` and
+        `shown_owner` are the status and owner as shown), in the order `Store.memories` reads
+        them, each status and owner as shown."""
         sql = f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE name IS NOT NULL"
         rows = self.db.execute(sql + (f" AND ({where})" if where else ""), tuple(args)).fetchall()
         rows.sort(key=lambda r: tuple(r[0].split("/", 1)))
-        return list(self._shown(rows))
+        return [_entry(r) for r in rows]
 
-    def _shown(self, rows: list[Any]) -> Iterator[Entry]:
-        cache = self.store.trust
-        at: trust.Trust | None = None
-        taken = False
-        for row in rows:
-            entry = _entry(row)
-            if entry.status == Status.CONFIRMED or entry.type in RULE_TYPES:
-                if not taken:
-                    at, taken = verdicts.snapshot(cache), True  # one reading of HEAD for all
-                status, owner = verdicts.judged(
-                    cache, cache.prefix + entry.path, entry.status, entry.owner, entry.blob, at
-                )
-                if (status, owner) != (entry.status, entry.owner):
-                    entry = replace(entry, status=status, owner=owner)
-            yield entry
+    def page(
+        self, where: str = "", args: Iterable[Any] = (), limit: int = 0, offset: int = 0
+    ) -> tuple[list[Entry], int]:
+        """The memories passing `where` (as `entries`), newest update first (then by name,
+        descending), at most `limit` of them (0: all) after `offset`; and how many pass."""
+        clause = "name IS NOT NULL" + (f" AND ({where})" if where else "")
+        args = tuple(args)
+        total = int(
+            self.db.execute(f"SELECT COUNT(*) FROM memories WHERE {clause}", args).fetchone()[0]
+        )
+        sql = (
+            f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE {clause} "
+            "ORDER BY updated DESC, name DESC"
+        )
+        if limit:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return [_entry(r) for r in self.db.execute(sql, args)], total
+
+    def counts(self, column: str) -> dict[str, int]:
+        """How many memories have each value of `column` (`type`, `shown_status`,
+        `shown_owner`: each read from its own index), most first, ties in the order the
+        memories are read (`entries`)."""
+        if column not in _COLUMNS:
+            raise ValueError(f"no column {column!r}")
+        sql = f"SELECT {column}, COUNT(*), MIN(path) FROM memories GROUP BY {column}"
+        found = [(str(v), int(n), str(p)) for v, n, p in self.db.execute(sql) if v is not None]
+        found.sort(key=lambda x: (-x[1], tuple(x[2].split("/", 1))))
+        return {v: n for v, n, _ in found}
+
+    def median(self, expression: str, where: str, args: Iterable[Any] = ()) -> float | None:
+        """The median of `expression` (SQL over the columns) over the memories passing
+        `where` whose value is not NULL (the mean of the middle two for an even count), or
+        None for none."""
+        clause = f"({where}) AND ({expression}) IS NOT NULL"
+        args = tuple(args)
+        count = f"SELECT COUNT(*) FROM memories WHERE {clause}"
+        n = int(self.db.execute(count, args).fetchone()[0])
+        if not n:
+            return None
+        sql = (
+            f"SELECT {expression} AS v FROM memories WHERE {clause} ORDER BY v "
+            f"LIMIT {2 - n % 2} OFFSET {(n - 1) // 2}"
+        )
+        values = [float(v) for (v,) in self.db.execute(sql, args * 2)]
+        return sum(values) / len(values)
 
     def rule_candidates(self, task: str) -> set[str]:
         """The paths of the rules that may bear on `task` (`rules.related` says which do): a
-        rule without patterns or with a glob, or one a feature of the task is a key of."""
+        rule without patterns, one with a glob that matches the task, one a feature of the
+        task is a key of a pattern of, or one two words of the task are words of the
+        description of."""
         have = sorted(concepts.features(task))
-        found = {p for (p,) in self.db.execute("SELECT path FROM memories WHERE always = 1")}
+        found: set[str] = set()
+        # A rule with no patterns bears on every task; one with a glob, on a task its glob
+        # matches (`rules.match`, cheap) or on one its other words meet (the keys below).
+        for path, patterns in self.db.execute(
+            "SELECT path, patterns FROM memories WHERE always = 1"
+        ):
+            globs = [p for p in json.loads(patterns) if workflow.is_glob(p)]
+            if not globs or any(workflow.match(g, task) for g in globs):
+                found.add(path)
+        told: dict[str, int] = {}
         for chunk in _chunks(have):
             marks = ", ".join("?" * len(chunk))
             sql = f"SELECT DISTINCT path FROM keys WHERE kind = ? AND key IN ({marks})"
             found.update(p for (p,) in self.db.execute(sql, (_RULE, *chunk)))
-        return found
+            sql = (
+                f"SELECT path, COUNT(*) FROM keys WHERE kind = ? AND key IN ({marks}) GROUP BY path"
+            )
+            for path, n in self.db.execute(sql, (_TOLD, *chunk)):
+                told[path] = told.get(path, 0) + int(n)
+        return found | {p for p, n in told.items() if n >= 2}
 
     def shared(self, features: Iterable[str]) -> dict[str, int]:
         """How many of `features` each draft's name and description offer (drafts with none
@@ -178,15 +233,40 @@ class Catalog:
         return counts
 
     def memory(self, entry: Entry) -> Memory | None:
-        """The memory in `entry`'s file as a read shows it (None when it cannot be read)."""
+        """The memory in `entry`'s file as a read shows it (None when it cannot be read): the
+        status and owner the catalog judged for this version of it, no history read."""
         try:
-            return self.store.read_file(self.store.root / entry.path)[0]
+            memory, data = self.store.read_file(self.store.root / entry.path, raw=True)
+            if objects.blob_sha(data) != entry.blob:  # changed since: judged now
+                return self.store.read_file(self.store.root / entry.path)[0]
+            if (memory.status, memory.owner) == (entry.status, entry.owner):
+                return memory
+            return evolve(memory, status=entry.status, owner=entry.owner)
         except (InvalidMemory, OSError, UnsafePath) as e:
             log.warning("skipping %s: %s", entry.path, e)
             return None
 
     def close(self) -> None:
         self.db.close()
+
+
+def filters(
+    type_: str | None = None, status: str | None = None, tags: Iterable[str] = ()
+) -> tuple[str, tuple[str, ...]]:
+    """The `where` and its arguments for memories of `type_`, shown as `status`, with every
+    one of `tags` (each None or empty: any)."""
+    clauses: list[str] = []
+    args: list[str] = []
+    if type_:
+        clauses.append("type = ?")
+        args.append(type_)
+    if status:
+        clauses.append("shown_status = ?")
+        args.append(status)
+    for tag in tags:
+        clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
+        args.append(tag)
+    return " AND ".join(clauses), tuple(args)
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -215,6 +295,8 @@ def _entry(row: Any) -> Entry:
         patterns,
         evidence,
         _always,
+        shown_status,
+        shown_owner,
     ) = row
     rule = None
     if severity is not None:
@@ -232,8 +314,8 @@ def _entry(row: Any) -> Entry:
         path=path,
         name=name,
         type=type_,
-        status=status,
-        owner=owner,
+        status=shown_status or status,
+        owner=shown_owner or owner,
         created=created,
         updated=updated,
         confirmed_at=confirmed_at or "",
@@ -349,51 +431,223 @@ def _meta(db: sqlite3.Connection, key: str) -> str | None:
 
 
 def _sync(store: Store, db: sqlite3.Connection) -> None:
-    """Re-read the files whose content differs from what the catalog holds, drop the gone."""
-    up = upkeep(store)
-    up.fresh(store)
-    files = up.index.files()
-    if files is not None:
-        state, digests = files
-        seen = json.dumps(state)
-        if _meta(db, "state") == seen:
-            return  # the index has not changed since the catalog was last brought in step
-    else:  # no usable index: each file's content, read
-        seen = None
-        digests = {}
-        for e in memory_files(store.root):
-            data = read_regular(e.path)
-            if data is not None:
-                digests[e.rel] = version_of(data)
-    held = dict(db.execute("SELECT path, digest FROM memories").fetchall())
-    changed = sorted(p for p, d in digests.items() if held.get(p) != d)
-    gone = [p for p in held if p not in digests]
-    rows: list[tuple[Any, ...]] = []
+    """Re-read the files that may differ from what the catalog holds (`worktree` says which:
+    no file is read or stat-ed to find them), drop the gone, and judge again what the
+    history says of the memories whose history moved."""
+    root = store.root
+    try:
+        head = worktree.head(store)
+        folders, looked = worktree.folders(store)  # before any file is read
+        dirty = worktree.dirty(store) if head is not None else set[str]()
+    except (GitError, OSError) as e:
+        log.info("reading every file of the catalog: %s", e)
+        head, folders, looked, dirty = None, {}, 0, set[str]()
+    old = worktree.Look.from_json(_meta_json(db, "look") or None)
+    key = _judge_key(store)
+    judged = _meta_json(db, "judged")
+    judged_key, judged_head = judged.get("key"), judged.get("head")
+    every = head is None or old is None
+    again: set[str] = set()
+    """Paths whose verdicts may have moved: their history changed since they were judged."""
+    judge_all = bool(every or judged_key != key)
+    if every:
+        wanted = {e.rel for e in memory_files(root)}
+        wanted |= {p for (p,) in db.execute("SELECT path FROM memories")}
+    else:
+        assert old is not None and head is not None
+        wanted = set(old.loose) | dirty
+        try:
+            moved = worktree.touched(store, old.head, head)
+            if moved is None:  # a history rewritten: what differs, and every verdict
+                moved, judge_all = worktree.differing(store, old.head, head), True
+        except GitError as e:
+            log.info("reading every file of the catalog: %s", e)
+            moved, judge_all = {e.rel for e in memory_files(root)}, True
+        wanted |= moved
+        again |= moved
+        for name in set(folders) | set(old.folders):
+            if folders.get(name) != old.folders.get(name) or old.unsure(name):
+                wanted |= worktree.listed(store, name) ^ _paths_in(db, name)
+    if not judge_all and judged_head != head:
+        try:
+            since = worktree.touched(store, str(judged_head), head) if head else None
+        except GitError:
+            since = None
+        if since is None:
+            judge_all = True
+        else:
+            again |= since
+    held = _digests(db, wanted)
+    rows: dict[str, tuple[Any, ...]] = {}
     keys: list[tuple[str, str, str]] = []
-    for rel in changed:
+    gone: list[str] = []
+    present: set[str] = set()
+    for rel in sorted(wanted):
+        try:
+            data = read_regular(root / rel)
+        except (OSError, UnsafePath):
+            data = None
+        if data is None:
+            if rel in held:
+                gone.append(rel)
+            continue
+        present.add(rel)
+        if held.get(rel) == version_of(data):
+            continue
         found = _read(store, rel)
         if found is None:
-            gone.append(rel)
+            if rel in held:
+                gone.append(rel)
+            present.discard(rel)
             continue
-        row, row_keys = found
-        rows.append(row)
+        rows[rel], row_keys = found
         keys.extend(row_keys)
-    if not rows and not gone and seen is None:
+    loose: tuple[str, ...] = ()
+    if head is not None:
+        try:
+            loose = tuple(
+                sorted(present & (dirty | (present - worktree.tracked(store, present - dirty))))
+            )
+        except GitError as e:
+            log.info("cannot tell the loose files apart: %s", e)
+            head = None
+    look = (
+        None
+        if head is None
+        else worktree.Look(
+            head,
+            folders,
+            looked if old is None or _moved(old, folders, loose, head) else old.at,
+            loose,
+        )
+    )
+    shown, judged_ok = _judgments(store, db, rows, again - set(gone), judge_all)
+    new_look = None if look is None else look.to_json()
+    new_judged = {"key": key, "head": head} if judged_ok and head is not None else None
+    if (
+        not rows
+        and not gone
+        and not shown
+        and new_look == (None if old is None else old.to_json())
+        and new_judged == (judged or None)
+    ):
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        dropped = [(p,) for p in [*gone, *changed]]
+        dropped = [(p,) for p in [*gone, *rows]]
         db.executemany("DELETE FROM memories WHERE path = ?", dropped)
         db.executemany("DELETE FROM keys WHERE path = ?", dropped)
         marks = ", ".join("?" * len(_COLUMNS))
-        db.executemany(f"INSERT OR REPLACE INTO memories VALUES ({marks})", rows)
+        db.executemany(f"INSERT OR REPLACE INTO memories VALUES ({marks})", rows.values())
         db.executemany("INSERT INTO keys VALUES (?, ?, ?)", keys)
-        if seen is not None:
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (seen,))
+        db.executemany(
+            "UPDATE memories SET shown_status = ?, shown_owner = ? WHERE path = ?",
+            [(status, owner, path) for path, (status, owner) in shown.items()],
+        )
+        for name, value in (("look", new_look), ("judged", new_judged)):
+            if value is None:
+                db.execute("DELETE FROM meta WHERE key = ?", (name,))
+            else:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps(value)))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _moved(old: worktree.Look, folders: dict[str, int], loose: tuple[str, ...], head: str) -> bool:
+    return old.head != head or old.folders != folders or old.loose != loose
+
+
+def _meta_json(db: sqlite3.Connection, key: str) -> dict[str, Any]:
+    """A JSON object kept in the meta table ({} for none or another value)."""
+    text = _meta(db, key)
+    try:
+        found: Any = json.loads(text) if text is not None else None
+    except ValueError:
+        return {}
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+
+
+def _judge_key(store: Store) -> list[Any]:
+    """What the shown statuses and owners depend on besides each file's history: the trust
+    settings and allowed signers, the people, a shallow clone's cut, signatures required."""
+    from memstore.git import gitlog
+
+    cache = store.trust
+    return [
+        cache.basis(),
+        list(trust.store_humans(store.root)),
+        sorted(gitlog.shallow_commits(store.repo)),
+        store.signed,
+    ]
+
+
+def _paths_in(db: sqlite3.Connection, folder: str) -> set[str]:
+    """The paths the catalog holds in type folder `folder`."""
+    # `/` sorts just before `0`: the range is every `<folder>/...` path.
+    rows = db.execute(
+        "SELECT path FROM memories WHERE path >= ? AND path < ?", (f"{folder}/", f"{folder}0")
+    )
+    return {p for (p,) in rows}
+
+
+def _digests(db: sqlite3.Connection, paths: Iterable[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for chunk in _chunks(sorted(paths)):
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT path, digest FROM memories WHERE path IN ({marks})"
+        found.update((p, d) for p, d in db.execute(sql, chunk))
+    return found
+
+
+PARTIAL_JUDGED = 256
+"""Up to this many memories to judge again read just their verdicts (`Cache.current_for`);
+more take the whole verdicts."""
+
+
+def _judgments(
+    store: Store,
+    db: sqlite3.Connection,
+    rows: dict[str, tuple[Any, ...]],
+    again: set[str],
+    judge_all: bool,
+) -> tuple[dict[str, tuple[str, str]], bool]:
+    """The (status, owner) to show for each memory whose history matters (`verdicts.judged`)
+    among the rows read now, those in `again`, or all of them (`judge_all`), by path; and
+    whether the history could be read (else they read `unverified`, and are judged again
+    next time)."""
+    cache = store.trust
+    facts: dict[str, tuple[str, str, str, str]] = {}
+    """By path: status, owner, type and blob as the file says."""
+    if judge_all:
+        sql = "SELECT path, status, owner, type, blob FROM memories WHERE name IS NOT NULL"
+        facts = {r[0]: r[1:] for r in db.execute(sql)}
+    else:
+        for chunk in _chunks(sorted(again - rows.keys())):
+            marks = ", ".join("?" * len(chunk))
+            sql = (
+                "SELECT path, status, owner, type, blob FROM memories "
+                f"WHERE name IS NOT NULL AND path IN ({marks})"
+            )
+            facts.update((r[0], r[1:]) for r in db.execute(sql, chunk))
+    for path, row in rows.items():
+        if row[3] is not None:  # a valid memory
+            facts[path] = (row[5], row[6], row[4], row[2])
+    wanted = {p: f for p, f in facts.items() if f[0] == Status.CONFIRMED or f[2] in RULE_TYPES}
+    shown: dict[str, tuple[str, str]] = {
+        p: (f[0], f[1]) for p, f in facts.items() if p not in wanted
+    }
+    if not wanted:
+        return shown, True
+    rels = None if len(wanted) > PARTIAL_JUDGED else list(wanted)
+    at = verdicts.snapshot(cache, rels)
+    for path, (status, owner, _type, blob) in wanted.items():
+        if at is None:
+            shown[path] = (trust.UNVERIFIED, owner)
+        else:
+            shown[path] = verdicts.judged(cache, cache.prefix + path, status, owner, blob, at)
+    return shown, at is not None
 
 
 def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str, str]]] | None:
@@ -424,7 +678,9 @@ def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str,
             severity, evidence = rule.severity, rule.evidence
             patterns = json.dumps(list(rule.applies_when))
             always = int(not rule.applies_when or any(map(workflow.is_glob, rule.applies_when)))
-            keys = [(_RULE, k, rel) for k in sorted(rule_keys(rule))]
+            pattern_keys, description_keys = rule_keys(rule)
+            keys = [(_RULE, k, rel) for k in sorted(pattern_keys)]
+            keys += [(_TOLD, k, rel) for k in sorted(description_keys)]
     if memory.status == Status.DRAFT:
         keys += [(_DRAFT, f, rel) for f in sorted(draft_features(memory.name, memory.description))]
     row = (
@@ -447,21 +703,24 @@ def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str,
         patterns,
         evidence,
         always,
+        memory.status,
+        memory.owner,
     )
     return row, keys
 
 
-def rule_keys(rule: workflow.Rule) -> set[str]:
+def rule_keys(rule: workflow.Rule) -> tuple[set[str], set[str]]:
     """What a task must offer (`concepts.features`) for `rule` to bear on it, unless it has
     no patterns or a glob (then it is always judged): some alternative of a word of one of its
-    patterns (`concepts.units`), or a word of its description (`rules.related`)."""
+    patterns (`concepts.units`), or two words of its description (`rules.related`); the two
+    sets of keys."""
     keys: set[str] = set()
     for pattern in rule.applies_when:
         if not workflow.is_glob(pattern):
             for unit in concepts.units(pattern):
                 keys |= unit
-    keys |= {w for w in workflow.words(rule.description) if len(w) >= 3 and not w.isdigit()}
-    return keys
+    told = {w for w in workflow.words(rule.description) if len(w) >= 3 and not w.isdigit()}
+    return keys, told
 
 
 def draft_features(name: str, description: str) -> frozenset[str]:

@@ -30,7 +30,7 @@ from memstore.model.identity import same_identity
 from memstore.model.memory import FILE_MAX, Memory, parse
 from memstore.model.status import Status
 from memstore.search.index import racy_window
-from memstore.storage import secrets, settings, settings_history, transaction, trust
+from memstore.storage import secrets, settings, settings_history, transaction, trust, verdicts
 from memstore.storage.files import LEDGER_FILE, FullStamp, Kind, atomic_write, read_regular, walk
 from memstore.workflow.care.stats import OUTCOMES_FILE, outcome_problems
 from memstore.workflow.rules.rules import rule_problems
@@ -341,7 +341,10 @@ def _history_problems(
         if memo is not None:
             found = store.trust.current()
         else:
-            found = trust.full(store.repo, store.root, _signers(store))
+            # Its own last replay, extended with every commit since (`verdicts.replayed`).
+            found = verdicts.replayed(
+                store.repo, store.root, store.cache, _signers(store), settings.basis(store.root)
+            )
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
     problems: list[Problem] = []

@@ -1,0 +1,226 @@
+"""What changed in a store's memory files since a recorded look, asked of git rather than of
+every file, so that keeping a derived table (the catalog) in step costs what changed.
+
+A look is HEAD, each type folder's modification time, and the loose files: those that differ
+from HEAD (edited, staged, deleted, or never committed). Since a look, a file can only have
+changed if
+
+- a commit since touched it (`git log OLD..HEAD`, each commit's paths: a merge's too);
+- it differs from HEAD now (`git diff-index HEAD`: git compares each tracked file's stat
+  data with its index, in C, and checks content where a stat is racy: an edit in place with
+  no commit is found without memstore reading or stat-ing the files itself);
+- it was loose at the last look (it may have changed again, or been reverted);
+- or its folder's modification time moved (a file created, deleted or renamed: the folder's
+  names are listed, without a stat of each).
+
+Everything else holds at HEAD what it held at the last look's HEAD, so it is not read. With
+git's `core.fsmonitor` configured (a file-system watcher such as Watchman), `diff-index` asks
+the watcher instead of stat-ing the tracked files, and the whole look costs what changed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memstore.errors import GitError
+from memstore.git import gitlog, refs
+from memstore.git.repository import READ_ONLY, git
+from memstore.storage.files import folder_times
+
+if TYPE_CHECKING:
+    from memstore.storage.store import Store
+
+RACY_NS = 2_000_000_000
+"""How recent a folder's modification time is too recent to vouch for its names: a file
+system that keeps whole seconds gives a file made later in that second the same time."""
+_clock = time.time_ns
+"""When a look is taken (a test moves it)."""
+_LISTED_MAX = 200
+"""Past this many paths to ask about, `tracked` lists every tracked file once instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What a store's files looked like, as `look` records it."""
+
+    head: str
+    folders: dict[str, int]
+    """Each type folder's modification time in ns."""
+    at: int
+    """When the look was taken (ns): a folder time within `RACY_NS` of it cannot vouch for
+    the folder's names (`unsure`)."""
+    loose: tuple[str, ...]
+    """The memory files (store-relative) that differed from HEAD, or were not in it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "head": self.head,
+            "folders": self.folders,
+            "at": self.at,
+            "loose": list(self.loose),
+        }
+
+    def unsure(self, name: str) -> bool:
+        """Whether folder `name`'s time was too recent at the look to vouch for its names (a
+        file made later in the same tick of the clock leaves the time as it was)."""
+        return self.at - self.folders.get(name, 0) < RACY_NS
+
+    @staticmethod
+    def from_json(data: Any) -> Look | None:
+        try:
+            return Look(
+                str(data["head"]),
+                {str(k): int(v) for k, v in dict(data["folders"]).items()},
+                int(data["at"]),
+                tuple(str(p) for p in data["loose"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+def is_memory_path(rel: str) -> bool:
+    """Whether a store-relative path names a memory file: `<folder>/<name>.md`."""
+    folder, _, name = rel.partition("/")
+    return (
+        bool(folder)
+        and not folder.startswith(".")
+        and name.endswith(".md")
+        and not name.startswith(".")
+        and "/" not in name
+    )
+
+
+def head(store: Store) -> str | None:
+    """HEAD's commit (None before the first commit), read in-process."""
+    return refs.head(store.repo)
+
+
+def folders(store: Store) -> tuple[dict[str, int], int]:
+    """Each type folder's modification time, and when they were read (ns)."""
+    now = _clock()
+    return {k: v for k, v in folder_times(store.root).items() if k != "."}, now
+
+
+def _pathspec(store: Store) -> str:
+    prefix = store.trust.prefix
+    return prefix.rstrip("/") or "."
+
+
+def _rels(store: Store, out: str) -> set[str]:
+    prefix = store.trust.prefix
+    found: set[str] = set()
+    for path in out.split("\0"):
+        if path.startswith(prefix):
+            rel = path[len(prefix) :]
+            if is_memory_path(rel):
+                found.add(rel)
+    return found
+
+
+def dirty(store: Store) -> set[str]:
+    """The memory files that differ from HEAD: edited or deleted in the working tree, or
+    staged (store-relative paths).
+
+    Raises:
+        GitError: when git fails.
+    """
+    out = git(
+        store.repo,
+        "diff-index",
+        "--no-renames",
+        "--name-only",
+        "-z",
+        "HEAD",
+        "--",
+        _pathspec(store),
+        env=READ_ONLY,
+    )
+    return _rels(store, out)
+
+
+def touched(store: Store, old: str, new: str) -> set[str] | None:
+    """The memory files that commits after `old` up to `new` changed (a merge's paths
+    included), or None when `old` is not an ancestor of `new` (a history rewritten: then
+    `differing` says which files differ, and what was judged on `old`'s history is void).
+
+    Raises:
+        GitError: when git fails.
+    """
+    if old == new:
+        return set()
+    if not refs.is_ancestor(store.repo, old, new):
+        return None
+    prefix = store.trust.prefix
+    paths: set[str] = set()
+    for commit in gitlog.store_commits(store.repo, store.root, old, new):
+        for change in commit.changes:
+            if change.path.startswith(prefix) and is_memory_path(rel := change.path[len(prefix) :]):
+                paths.add(rel)
+    return paths
+
+
+def differing(store: Store, old: str, new: str) -> set[str]:
+    """The memory files whose versions differ between commits `old` and `new`.
+
+    Raises:
+        GitError: when git fails (e.g. `old` is gone).
+    """
+    out = git(
+        store.repo,
+        "diff-tree",
+        "-r",
+        "--no-renames",
+        "--name-only",
+        "-z",
+        old,
+        new,
+        "--",
+        _pathspec(store),
+        env=READ_ONLY,
+    )
+    return _rels(store, out)
+
+
+def listed(store: Store, folder: str) -> set[str]:
+    """The memory files in one type folder (names only, no stat of each)."""
+    try:
+        names = os.listdir(store.root / folder)
+    except OSError:
+        return set()
+    return {f"{folder}/{n}" for n in names if is_memory_path(f"{folder}/{n}")}
+
+
+def tracked(store: Store, rels: set[str]) -> set[str]:
+    """Which of `rels` (store-relative) git's index holds.
+
+    Raises:
+        GitError: when git fails.
+    """
+    if not rels:
+        return set()
+    prefix = store.trust.prefix
+    if len(rels) > _LISTED_MAX:
+        out = git(store.repo, "ls-files", "-z", "--cached", "--", _pathspec(store), env=READ_ONLY)
+        return _rels(store, out) & rels
+    specs = [prefix + rel for rel in sorted(rels)]
+    out = git(
+        store.repo, "--literal-pathspecs", "ls-files", "-z", "--cached", "--", *specs, env=READ_ONLY
+    )
+    return _rels(store, out) & rels
+
+
+__all__ = [
+    "GitError",
+    "Look",
+    "differing",
+    "dirty",
+    "folders",
+    "head",
+    "is_memory_path",
+    "listed",
+    "touched",
+    "tracked",
+]
