@@ -38,7 +38,9 @@ def filled(store: Store) -> Store:
     store.add("use-zod", type="decision", description="Validate with zod", tags=("api", "zod"))
     store.add("use-ruff", type="decision", description="Lint with ruff", tags=("python",))
     store.add("port-8080", type="fact", description="The API port", tags=("api",))
-    assert CliRunner().invoke(main, ["--store", str(store.root), "list"]).exit_code == 0
+    # `list` fills the catalog (names), a search the index (tags), as a store in use has them.
+    for command in (["list"], ["search", "zod"]):
+        assert CliRunner().invoke(main, ["--store", str(store.root), *command]).exit_code == 0
     return store
 
 

@@ -46,8 +46,10 @@ INITIALIZE = {
 
 
 def _env(**extra: str) -> dict[str, str]:
+    # Without the flags of a make this runs under (`make test` passes -s down to every make).
+    kept = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     return {
-        **os.environ,
+        **kept,
         "MEMSTORE_AGENT": "claude-code",
         "PYTHONPATH": str(REPO),
         "TERM": "dumb",
