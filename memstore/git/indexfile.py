@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import os
 import re
 import threading
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import GitError
 from memstore.git.objects import blob_at, blob_sha, read_blobs
@@ -186,6 +187,8 @@ class IndexLock:
         """This writer's name for the lock file (None where hard links cannot be made)."""
         self.lock = repo.git_dir / "index.lock"
         self.staged: tuple[bytes, _Index | None] | None = None
+        self.recorded: dict[str, str | None] = {}
+        """memstore's last staged entries with this write's, kept at `commit` (see `_lost`)."""
         self.done = False
         self.placed = fd is None
         """Whether the index file may differ from what it was (a staged index put in place,
@@ -208,6 +211,10 @@ class IndexLock:
             _update_index(self.repo, blobs, self.deadline, keep)
             return
         parsed = _index_of(self.repo)
+        recent = _recent(self.repo)
+        if parsed is not None:
+            # A stale index another git wrote back over this one's last writes (see `_lost`).
+            blobs = {**_lost(self.repo, parsed, recent), **blobs}
         data = None if parsed is None else _indexed(parsed, blobs)
         if data is None:
             parsed, data = None, _indexed_by_git(self.repo, blobs, keep)
@@ -216,6 +223,7 @@ class IndexLock:
         while written < len(data):
             written += os.pwrite(self.fd, data[written:], written)
         self.staged = (data, parsed)
+        self.recorded = {**recent, **blobs}
 
     def commit(self) -> None:
         """Put the staged index in place (renamed over `index`) and let the lock go; with
@@ -229,6 +237,7 @@ class IndexLock:
         self.done = True
         try:
             if self.staged is not None:
+                _keep_recent(self.repo, self.recorded)  # under the lock, as the index
                 self.lock.replace(self.repo.git_dir / "index")
                 self.placed = True
                 data, parsed = self.staged
@@ -512,6 +521,61 @@ def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
         raws[lo:hi] = new
     body = b"".join([parsed.head, len(raws).to_bytes(4, "big"), *raws, *parsed.extensions])
     return body + hashlib.sha1(body).digest()
+
+
+RECENT = "memstore/staged.json"
+"""The entries memstore staged last (path → blob, or null for a removal), in `.git`."""
+RECENT_MAX = 64
+
+
+def _recent(repo: Repo) -> dict[str, str | None]:
+    try:
+        data: Any = json.loads((repo.git_dir / RECENT).read_text(encoding="utf-8"))
+        return {str(k): (None if v is None else str(v)) for k, v in dict(data).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def _keep_recent(repo: Repo, recorded: dict[str, str | None]) -> None:
+    """Keep the newest RECENT_MAX of `recorded` (a failure only loses the repair's memory)."""
+    kept = dict(list(recorded.items())[-RECENT_MAX:])
+    path = repo.git_dir / RECENT
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".staged.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(kept), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _lost(repo: Repo, parsed: _Index, recent: dict[str, str | None]) -> dict[str, str | None]:
+    """The entries of memstore's recent writes that the index lost since, to put back.
+
+    `git commit` reads the index before it takes `index.lock`, and a commit of the index as
+    it is writes that read back at once (refreshed stat data) even when the commit itself
+    then fails on a moved HEAD: a memstore write that landed in between is gone from the
+    index while its file and commit stay, and the next commit of that index would delete
+    it. An entry is put back only when the file still holds what memstore wrote (a removed
+    file still gone), so a person's own change to it is never undone."""
+    lost: dict[str, str | None] = {}
+    for rel, sha in recent.items():
+        path = rel.encode("utf-8")
+        at = bisect.bisect_left(parsed.names, path)
+        there = at < len(parsed.names) and parsed.names[at] == path
+        if sha is None:
+            if there and not (repo.top / rel).exists():
+                lost[rel] = None
+            continue
+        if there and parsed.raws[at][40:60].hex() == sha:
+            continue
+        try:
+            content = (repo.top / rel).read_bytes()
+        except OSError:
+            continue
+        if blob_sha(content) == sha:
+            lost[rel] = sha
+    return lost
 
 
 def _has(names: list[bytes], name: bytes) -> bool:

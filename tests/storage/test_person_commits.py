@@ -141,3 +141,49 @@ def test_a_write_waits_while_a_persons_git_holds_the_index_and_then_commits_alon
     assert seen == [False]  # nothing written while the person's git held the index
     assert git(project.root, "log", "-1", "--format=%an %s").startswith("alice memory: add")
     assert git(project.root, "status", "--porcelain") == ""
+
+
+def _stale_index_written_back(store: Store, change: Callable[[], object]) -> None:
+    """Make `change`, then put back the index as it was before it: what a person's
+    `git commit` does when it read the index before memstore's write and took the lock
+    after it (git reads first, locks second, and writes its refreshed read back at once)."""
+    index = store.repo.git_dir / "index"
+    before = index.read_bytes()
+    change()
+    index.write_bytes(before)
+
+
+def test_a_stale_index_written_back_by_git_does_not_lose_the_last_write(store: Store) -> None:
+    root = store.repo.top
+    store.add("first", type="fact", description="The first memory")
+    _stale_index_written_back(
+        store, lambda: store.add("lost", type="fact", description="Written between")
+    )
+    store.add("next", type="fact", description="The next write repairs the index")
+    assert git(root, "status", "--porcelain") == ""  # the index is HEAD again
+    person(root, "allow-empty")
+    lost = (store.root / "fact" / "lost.md").relative_to(root).as_posix()
+    assert lost in git(root, "ls-tree", "-r", "--name-only", "HEAD").split()  # nothing deleted
+    added = git(root, "log", "--diff-filter=A", "--format=%an", "--", lost)
+    assert added.split() == ["alice"]
+
+
+def test_a_removal_undone_by_a_stale_index_is_removed_again(store: Store) -> None:
+    root = store.repo.top
+    store.add("gone", type="fact", description="To be forgotten")
+    _stale_index_written_back(store, lambda: store.forget("gone", "not needed"))
+    store.add("next", type="fact", description="The next write repairs the index")
+    assert git(root, "status", "--porcelain") == ""
+    person(root, "allow-empty")
+    gone = (store.root / "fact" / "gone.md").relative_to(root).as_posix()
+    assert gone not in git(root, "ls-tree", "-r", "--name-only", "HEAD").split()
+
+
+def test_a_persons_own_staged_change_to_a_memory_is_left_as_staged(store: Store) -> None:
+    root = store.repo.top
+    store.add("mine", type="fact", description="A memory the person edits")
+    path = store.root / "fact" / "mine.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nA line by hand.\n", encoding="utf-8")
+    git(root, "add", str(path))
+    store.add("other", type="fact", description="Another write meanwhile")
+    assert git(root, "status", "--porcelain", "--", str(path)).startswith("M ")  # still staged
