@@ -42,7 +42,14 @@ from memstore.search.query import Hit, Query, estimate_hit_tokens, fit_tokens, s
 from memstore.search.rank import Dense
 from memstore.search.schema import DOC, DocSection
 from memstore.storage import settings, trust, verdicts
-from memstore.storage.files import folder_times, lock_file, read_regular, stamps, version_of
+from memstore.storage.files import (
+    folder_times,
+    is_memory_path,
+    lock_file,
+    read_regular,
+    stamps,
+    version_of,
+)
 from memstore.storage.trust import UNVERIFIED
 
 if TYPE_CHECKING:
@@ -268,7 +275,7 @@ class Upkeep:
         """
         # Only memory files (`<type>/<name>.md`, as a folder scan finds them): the ledger and
         # other records the write path commits are no documents.
-        wanted = {rel for rel in rels if _memory_path(rel)}
+        wanted = {rel for rel in rels if is_memory_path(rel)}
         if not wanted:
             return Sync()
         disk: dict[str, Stamp] = {}
@@ -321,17 +328,6 @@ def _doc_sections(top: Path, rel: str) -> list[DocSection]:
     from memstore.search import documents
 
     return [DocSection(rel, s.heading, s.anchor, s.text) for s in documents.read(top / rel)]
-
-
-def _memory_path(rel: str) -> bool:
-    folder, _, name = rel.partition("/")
-    return (
-        bool(folder)
-        and not folder.startswith(".")
-        and name.endswith(".md")
-        and not name.startswith(".")
-        and "/" not in name
-    )
 
 
 def _in_folders(names: Collection[str]) -> Callable[[str], bool]:

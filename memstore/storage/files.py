@@ -396,6 +396,18 @@ def walk(root: Path, folders: Iterable[str] | None = None) -> Iterator[Entry]:
                 yield Entry(e.path, rel, Kind.SPECIAL)
 
 
+def is_memory_path(rel: str) -> bool:
+    """Whether a store-relative path names a memory file: `<folder>/<name>.md`."""
+    folder, _, name = rel.partition("/")
+    return (
+        bool(folder)
+        and not folder.startswith(".")
+        and name.endswith(".md")
+        and not name.startswith(".")
+        and "/" not in name
+    )
+
+
 def folder_times(root: Path) -> dict[str, int]:
     """The store root's (`.`) and each type folder's modification time in ns, by name."""
     # Adding, deleting, renaming or atomically replacing a file (memstore, git checkout,

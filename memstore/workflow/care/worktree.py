@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.errors import GitError
 from memstore.git import gitlog, refs
 from memstore.git.repository import READ_ONLY, git
-from memstore.storage.files import folder_times
+from memstore.storage.files import folder_times, is_memory_path
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store
@@ -79,18 +79,6 @@ class Look:
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-
-
-def is_memory_path(rel: str) -> bool:
-    """Whether a store-relative path names a memory file: `<folder>/<name>.md`."""
-    folder, _, name = rel.partition("/")
-    return (
-        bool(folder)
-        and not folder.startswith(".")
-        and name.endswith(".md")
-        and not name.startswith(".")
-        and "/" not in name
-    )
 
 
 def head(store: Store) -> str | None:
