@@ -537,14 +537,14 @@ def _recent(repo: Repo) -> dict[str, str | None]:
 
 
 def _keep_recent(repo: Repo, recorded: dict[str, str | None]) -> None:
-    """Keep the newest RECENT_MAX of `recorded` (a failure only loses the repair's memory)."""
+    """Keep the newest RECENT_MAX of `recorded`. Written in place, under the index lock (only
+    its holder reads or writes it): a writer killed half-way leaves no temp file, only a
+    record `_recent` cannot read, which loses the repair's memory and nothing else."""
     kept = dict(list(recorded.items())[-RECENT_MAX:])
     path = repo.git_dir / RECENT
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".staged.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(kept), encoding="utf-8")
-        os.replace(tmp, path)
+        path.write_text(json.dumps(kept), encoding="utf-8")
     except OSError:
         pass
 
