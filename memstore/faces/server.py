@@ -366,6 +366,10 @@ def build_server(
         stale memory (kept, with the reason), restore a deprecated one to draft, or put a draft
         off for 3 days (later)."""
         if to == "later":
+            if superseded_by is not None or version is not None:
+                from memstore.errors import InvalidTransition
+
+                raise InvalidTransition("later takes no superseded_by or version")
             return _deferred(store, name if isinstance(name, list) else [name])
         if isinstance(name, list):
             if superseded_by is not None or version is not None:

@@ -569,3 +569,7 @@ async def test_memory_promote_later_puts_a_draft_off_for_its_caller_alone(store:
     assert store.get("b-draft").status == "draft"
     gone = await call(store, "memory_promote", name="no-such", to="later", reason="x")
     assert gone.is_error
+    extra = await call(
+        store, "memory_promote", name="b-draft", to="later", reason="x", superseded_by="b-draft"
+    )
+    assert extra.is_error and "later takes no" in text(extra)
