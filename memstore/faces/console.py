@@ -370,14 +370,9 @@ class _Pages:
     async def move(self, request: Request) -> Response:
         user = await run_in_threadpool(self.who, request)
         form = await _form(request)
-        if user is None:
-            return Response("sign in first", status_code=403, media_type="text/plain")
-        if not self.form_ok(form, user):
-            return Response(
-                "this form has expired or did not come from this console; reload the page",
-                status_code=403,
-                media_type="text/plain",
-            )
+        refused = self._refused(user, form)
+        if refused is not None or user is None:
+            return refused or Response("sign in first", status_code=403)
         return await run_in_threadpool(self._move, request, user, form)
 
     def _move(self, request: Request, user: bearer.Token, form: dict[str, str]) -> Response:
