@@ -14,7 +14,9 @@ recall is measured instead of the other variants: memstore's default search with
 
 With `--mixed REPO` (a repository `bench/scale.py --out` generated), quality as a store grows:
 Recall@10 of each conversation alone against all the conversations' turns written into a copy
-of REPO's store among its other memories, each question asked of the whole store.
+of REPO's store among its other memories, each question asked of the whole store. A REPO
+whose index is built (a working copy where `memstore reindex` ran) is copied with its index
+and the turns are indexed as new writes; any other is cloned and reindexed.
 
 Every figure is given for the whole split and for its two parts: the conversations ranking
 choices were tuned on (TUNE) and those held out from tuning (the rest), see
@@ -300,15 +302,25 @@ def mixed(conversations: list[Conversation], sources: list[Path], tmp: Path) -> 
     print(joint.row(f"all conversations in one store | {turns} | {len(joint.r10)}"))
     for source in sources:
         top = tmp / f"mixed-{source.name}"
-        print(f"# cloning {source}", file=sys.stderr, flush=True)
-        subprocess.run(["git", "clone", "-q", str(source), str(top)], check=True)
+        # A working copy whose index is built is copied whole, and the turns join its index
+        # as a growing store's writes do (the search's catch-up); a bare source is cloned and
+        # its index rebuilt.
+        indexed = (source / "memory" / ".memstore" / "index").is_dir()
+        print(f"# {'copying' if indexed else 'cloning'} {source}", file=sys.stderr, flush=True)
+        if indexed:
+            subprocess.run(["cp", "-a", str(source), str(top)], check=True)
+        else:
+            subprocess.run(["git", "clone", "-q", str(source), str(top)], check=True)
         root = top / "memory"
         others = sum(1 for _ in root.glob("*/*.md"))
         for path in (together.root / "fact").glob("*.md"):
             (root / "fact" / path.name).write_bytes(path.read_bytes())
         store = Store(root, agent="reader")
-        print(f"# reindexing {others + turns} memories", file=sys.stderr, flush=True)
-        search.reindex(store, procs=2)
+        if not indexed:
+            print(f"# reindexing {others + turns} memories", file=sys.stderr, flush=True)
+            search.reindex(store, procs=2)
+        else:
+            print(f"# indexing the {turns} turns beside {others}", file=sys.stderr, flush=True)
         search.search(store, Query("warm up"))
         among = Scores()
         for conv in conversations:
