@@ -245,6 +245,33 @@ def _runs(value: str) -> Iterator[tuple[str, int]]:
             yield run, match.start()
 
 
+_ASCII_RUN = re.compile(r"[^\W_]+")
+
+
+def run_terms(value: str, memo: dict[str, str | None]) -> list[str | None]:
+    """The index term of each of `value`'s runs as the analyzer makes them, None for a run it
+    drops (a stop word, a one-letter word): a run's place in the list is its position. For a
+    whole index written at once; `memo` keeps each lower-case run's term (or None) from one
+    call to the next."""
+    if value.isascii():  # no CJK run, and lower case is the same character by character
+        words = _ASCII_RUN.findall(value.lower())
+    else:
+        words = [text.lower() for text, _ in _runs(value)]
+    try:
+        return [memo[w] for w in words]
+    except KeyError:
+        pass
+    for low in words:
+        if low not in memo:
+            if (len(low) > 1 and low not in STOP_WORDS) or (
+                low and ord(low[0]) >= _CJK_LOWEST and _cjk(low[0])
+            ):
+                memo[low] = stem(low)
+            else:
+                memo[low] = None
+    return [memo[w] for w in words]
+
+
 def index_terms(text: str) -> list[str]:
     """The index terms of `text` (its words as the analyzer makes them: lower case, stemmed,
     stop words out, CJK runs as bigrams), in order: for queries, explain and rule matching."""

@@ -32,7 +32,7 @@ from memstore.errors import IndexUnavailable, InvalidMemory, InvalidQuery
 from memstore.model import when
 from memstore.model.fields import UNSCOPED
 from memstore.model.memory import Memory, expiry
-from memstore.search import manifest, rank
+from memstore.search import bulk, manifest, rank
 from memstore.search.manifest import Manifest, Stamp
 from memstore.search.postings import Cache
 from memstore.search.query import Hit, Query, fit_tokens, parse_query, plain_terms
@@ -42,6 +42,7 @@ from memstore.search.schema import (
     DocSection,
     doc_document,
     document,
+    document_parts,
     index_schema,
     weighting,
 )
@@ -93,12 +94,15 @@ def racy_window(mtime_ns: int) -> int:
 
 
 Progress = Callable[[int, int], None]
+"""Called with (done, total) while a rebuild reads files or writes the index."""
+_Note = tuple[Stamp, str, "manifest.Fields | None", "str | None"]
+"""What a rebuild keeps of each file: its stamp, content digest, the memory's fields in the
+manifest (None when it gave no memory), and why it could not be indexed (None when it could)."""
 _MP_BATCH = 100
 """Documents per batch handed to each process of a parallel rebuild (Whoosh's default)."""
 _MP_FROM = 5000
 """The fewest documents a rebuild hands to several processes: below it, starting them and
 merging their segments costs more than it saves."""
-"""Called with (done, total) while a rebuild indexes files."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,12 +490,14 @@ class Index:
         digest: Digest,
         progress: Progress | None = None,
         procs: int = 1,
+        written: Progress | None = None,
     ) -> Sync:
         """Index every file afresh (readers keep the old index until the new one is committed),
-        analysing the documents in `procs` processes (see `_apply`); `progress(done, total)`
-        follows the documents as they are indexed."""
+        in `procs` processes for a large store (see `bulk.build`); `progress(done, total)`
+        follows the files as they are read, `written(done, total)` the documents as the
+        index is written."""
         with self._mutex, self._lock():
-            return self._rebuild(disk, load, digest, progress, procs)
+            return self._rebuild(disk, load, digest, progress, procs, written)
 
     def _rebuild(
         self,
@@ -500,13 +506,51 @@ class Index:
         digest: Digest,
         progress: Progress | None,
         procs: int = 1,
+        written: Progress | None = None,
     ) -> Sync:
-        updates, skipped = self._load_all(sorted(disk), disk, load, digest, None)
-        self._apply(
-            Manifest({}, {}, set(), {}), updates, [], clear=True, progress=progress, procs=procs
-        )
-        indexed = sum(1 for _, m, _, _ in updates if m is not None)
-        return Sync(rebuilt=True, indexed=indexed, skipped=skipped)
+        paths = sorted(disk)
+
+        def read(path: str) -> tuple[bulk.Document | None, _Note]:
+            try:
+                memory, stamp, content = load(path)
+            except (InvalidMemory, OSError) as e:
+                # Remembered as seen, so the file is not retried until it changes.
+                return None, (disk[path], digest(path), None, str(e))
+            if memory is None:
+                return None, (stamp, content, None, None)
+            fields = (memory.name, memory.type, memory.status, memory.description, expiry(memory))
+            return document_parts(path, memory), (stamp, content, fields, None)
+
+        self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
+        self.dirty_path.touch()
+        ix = self._open_for_write()
+        writer = ix.writer()
+        now = time.time_ns()  # before any file is read: a file changed since is racy
+        try:
+            segments, notes = bulk.build(
+                writer.storage, writer.indexname, ix.schema, paths, read, procs, progress, written
+            )
+        except BaseException:
+            writer.cancel()
+            raise
+        # The table of contents lists the new segments only (as Whoosh's CLEAR merge would
+        # leave it, with the documents added): readers keep the old ones until then.
+        writer.commit(mergetype=lambda _writer, _segments: segments)
+        self.docs_path.unlink(missing_ok=True)  # the documents went with it
+        files = Manifest({}, {}, set(), {})
+        skipped: list[str] = []
+        for path, (stamp, content, fields, problem) in zip(paths, notes, strict=True):
+            if problem is not None:
+                log.warning("not indexing %s: %s", path, problem)
+                skipped.append(path)
+            files.stamps[path], files.digests[path] = stamp, content
+            if fields is not None:
+                files.fields[path] = fields
+            if stamp[0] + racy_window(stamp[0]) > now:
+                files.racy.add(path)
+        self._write_manifest(files)
+        self.dirty_path.unlink()
+        return Sync(rebuilt=True, indexed=len(files.fields), skipped=tuple(skipped))
 
     def _load_all(
         self,

@@ -73,6 +73,12 @@ def index_schema(vectors: bool = True) -> Schema:
 
 def document(path: str, memory: Memory) -> dict[str, str]:
     """The index document of the memory at store-relative `path`."""
+    return document_parts(path, memory)[0]
+
+
+def document_parts(path: str, memory: Memory) -> tuple[dict[str, str], list[str]]:
+    """The index document of the memory at store-relative `path`, and the parts its `text`
+    joins with newlines (what a whole index written at once analyses only once each)."""
     links = list(memory.links)
     links += [n for n in links_in_body(memory.body) if n not in links and n != memory.name]
     scopes = scopes_of(memory.extra)
@@ -85,7 +91,8 @@ def document(path: str, memory: Memory) -> dict[str, str]:
     weights = dict(TEXT_WEIGHTS)
     if _repeats(memory.description, memory.body):
         weights["description"] = 0
-    text = "\n".join(value for key, value in parts.items() for _ in range(weights[key]))
+    pieces = [value for key, value in parts.items() for _ in range(weights[key])]
+    text = "\n".join(pieces)
     return {
         "path": path,
         "name": memory.name,
@@ -102,7 +109,7 @@ def document(path: str, memory: Memory) -> dict[str, str]:
         "updated": memory.updated,
         "expires": expiry(memory),
         "links": ",".join(links),
-    }
+    }, pieces
 
 
 _LOWER_WORD = re.compile(r"[^\W_]+")

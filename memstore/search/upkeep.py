@@ -168,11 +168,12 @@ class Upkeep:
         progress: Progress | None = None,
         embedded: Progress | None = None,
         procs: int = 1,
+        written: Progress | None = None,
     ) -> Sync:
         """Rebuild the index from every file (and semantic recall's vectors, if it is on)."""
         folders = folder_times(store.root)
         disk = stamps(store.root, folders)
-        result = self.index.rebuild(disk, _loader(store), _digest(store), progress, procs)
+        result = self.index.rebuild(disk, _loader(store), _digest(store), progress, procs, written)
         self.seen, self.scanned_at = folders, time.monotonic()
         self.documents(store, force=True)
         vectors = self.semantic(store)
@@ -801,16 +802,18 @@ def reindex(
     progress: Progress | None = None,
     embedded: Progress | None = None,
     procs: int = 1,
+    written: Progress | None = None,
 ) -> Sync:
-    """Rebuild the search index from every file; `progress(done, total)` reports the pace, and
-    `embedded(done, total)` that of semantic recall's vectors, when it is on. With `procs` > 1
-    the documents are analysed in that many processes (Whoosh's multiprocessing writer): only
-    from a process that runs no other threads, such as the `reindex` command.
+    """Rebuild the search index from every file; `progress(done, total)` reports the files
+    read, `written(done, total)` the documents as the index is written, and `embedded(done,
+    total)` the pace of semantic recall's vectors, when it is on. With `procs` > 1 a large
+    store's segments are built in that many forked processes: only from a process that runs
+    no other threads, such as the `reindex` command.
 
     Raises:
         StoreLocked: when another process holds the index lock past the timeout.
     """
-    return upkeep(store).reindex(store, progress, embedded, procs)
+    return upkeep(store).reindex(store, progress, embedded, procs, written)
 
 
 def close(store: Store) -> None:

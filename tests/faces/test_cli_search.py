@@ -170,15 +170,37 @@ def test_reindex_progress_says_the_time_left_once_a_run_is_long(
 
     now = [100.0]
     pace = Pace(clock=lambda: now[0])
-    pace(500, 2000)  # at once: too soon for a rate
+    pace(500, 2000)  # at once: too soon for a rate, and nothing to say yet
     now[0] += 10
     pace(1000, 2000)  # 1000 files in 10 s: 10 s for the other 1000
-    now[0] += 290
+    now[0] += 0.5
+    pace(1500, 2000)  # half a second after the last line: quiet
+    now[0] += 289.5
     pace(1500, 2000)  # 300 s for 1500: 100 s more
+    pace.writing(300, 2000)  # writing is timed from here
     pace(2000, 2000)
+    pace.writing(500, 2000)
+    now[0] += 10
+    pace.writing(1000, 2000)  # 500 more in 10 s: 20 s for the other 1000
+    now[0] += 10
+    pace.writing(2000, 2000)  # the command's own line says it is done
     assert capsys.readouterr().err.splitlines() == [
-        "read 500/2000 files",
-        "read 1000/2000 files, about 10 s left to add, then the index is written",
-        "read 1500/2000 files, about 2 min left to add, then the index is written",
+        "read 1000/2000 files, about 10 s left to read, then the index is written",
+        "read 1500/2000 files, about 2 min left to read, then the index is written",
         "read 2000/2000 files, writing the index",
+        "writing the index: 1000/2000 memories, about 20 s left",
     ]
+
+
+def test_reindex_progress_of_a_short_run_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from memstore.faces.cli.search import Pace
+
+    now = [100.0]
+    pace = Pace(clock=lambda: now[0])
+    for done in range(500, 4001, 500):
+        now[0] += 0.1
+        pace(done, 4000)
+    for done in range(1000, 4001, 1000):
+        now[0] += 0.1
+        pace.writing(done, 4000)
+    assert capsys.readouterr().err.splitlines() == ["read 4000/4000 files"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstore.search.analysis import content_words
+from memstore.search.analysis import analyzer, content_words, run_terms
 
 
 @pytest.mark.parametrize(
@@ -31,3 +31,20 @@ def test_analysis_loads_without_the_rest_of_search() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["['memstore.search.analysis',", "'memstore.search.stubs']"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The deployers deployed a Deployment of the API, x and y: 42 times!",
+        "部署の手順 and 캐시 무효화 then การปรับใช้, Straße İstanbul ÉTÉ",
+        "",
+        "a an the of",
+        "snake_case words_with_underscores and CamelCase",
+    ],
+)
+def test_run_terms_are_the_analyzers_terms_at_their_positions(text: str) -> None:
+    memo: dict[str, str | None] = {}
+    for _ in range(2):  # and the same again from the memo
+        found = [(t, pos) for pos, t in enumerate(run_terms(text, memo)) if t is not None]
+        assert found == [(t.text, t.pos) for t in analyzer()(text, positions=True)]

@@ -231,10 +231,14 @@ def reindex(ctx: click.Context) -> Result:
     from memstore.model.words import plural
     from memstore.search import upkeep as searching
 
-    # Both cores (Whoosh's multiprocessing writer), up to four: more add merging, not speed.
+    # Every core, up to four: each process builds segments of its own, and more of them make
+    # each search look through more segments.
     procs = max(1, min(4, os.cpu_count() or 1))
+    pace = Pace()
     with _why_skipped() as why:
-        result = searching.reindex(store_of(ctx), Pace(), embedding_progress, procs)
+        result = searching.reindex(
+            store_of(ctx), pace, embedding_progress, procs, written=pace.writing
+        )
     line = f"reindexed {plural(result.indexed, 'memory')}"
     if result.skipped:
         line += f"; skipped {plural(len(result.skipped), 'file')} that is no valid memory"
@@ -278,26 +282,61 @@ def _why_skipped() -> Generator[dict[str, str]]:
 
 
 class Pace:
-    """`reindex`'s progress on stderr, "read N/M files", with an estimate of the time left
-    to add the documents once the run has lasted long enough for its rate to say something
-    (`LONG` seconds); writing the index after them (merging the processes' work) is said, not
-    estimated."""
+    """`reindex`'s progress on stderr: the files read ("read N/M files"), then the index
+    written ("writing the index: N/M memories"), each with an estimate of the time left once
+    the phase has lasted long enough for its rate to say something (`LONG` seconds), and a
+    line every `EVERY` seconds at most. A short run says only that its files were read."""
 
     LONG = 2.0
+    EVERY = 1.0
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.start = clock()
+        self.last = -1.0
+        """When the last line was printed (-1: none yet)."""
+        self.read = False
+        """Whether every file has been read."""
+        self.writing_from: tuple[float, int] | None = None
+        """When writing was first heard of once the files were read, and how far it was."""
+
+    def _due(self, now: float) -> bool:
+        return now - self.start >= self.LONG and (self.last < 0 or now - self.last >= self.EVERY)
 
     def __call__(self, done: int, total: int) -> None:
+        """The files read."""
+        now = self.clock()
+        took = now - self.start
+        if done < total and not self._due(now):
+            return
         line = f"read {done}/{total} files"
-        took = self.clock() - self.start
-        if 0 < done < total and took >= self.LONG:
+        if 0 < done < total:
             left = took / done * (total - done)
-            line += f", about {_duration(left)} left to add, then the index is written"
-        elif done == total and took >= self.LONG:
-            line += ", writing the index"
+            line += f", about {_duration(left)} left to read, then the index is written"
+        elif done >= total:
+            self.read = True
+            if took >= self.LONG:
+                line += ", writing the index"
+        self.last = now
         click.echo(line, err=True)
+
+    def writing(self, done: int, total: int) -> None:
+        """The documents written into the index (those of segments written while files
+        were still being read count from where writing stood once they all were)."""
+        if not self.read:
+            return
+        now = self.clock()
+        if self.writing_from is None:
+            self.writing_from = (now, done)
+            return
+        start, base = self.writing_from
+        if done >= total or now - start < self.LONG or not self._due(now) or done <= base:
+            return
+        left = (now - start) / (done - base) * (total - done)
+        self.last = now
+        click.echo(
+            f"writing the index: {done}/{total} memories, about {_duration(left)} left", err=True
+        )
 
 
 def _duration(seconds: float) -> str:
