@@ -98,11 +98,6 @@ Progress = Callable[[int, int], None]
 _Note = tuple[Stamp, str, "manifest.Fields | None", "str | None"]
 """What a rebuild keeps of each file: its stamp, content digest, the memory's fields in the
 manifest (None when it gave no memory), and why it could not be indexed (None when it could)."""
-_MP_BATCH = 100
-"""Documents per batch handed to each process of a parallel rebuild (Whoosh's default)."""
-_MP_FROM = 5000
-"""The fewest documents a rebuild hands to several processes: below it, starting them and
-merging their segments costs more than it saves."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,14 +257,9 @@ class Index:
         settled: Iterable[str] = (),
         restamped: Mapping[str, Stamp] | None = None,
         progress: Progress | None = None,
-        procs: int = 1,
     ) -> None:
         """Write documents and the manifest between the DIRTY marker's creation and removal.
-        `settled` racy files and `restamped` ones (their new stamps) change no document.
-
-        With `procs` > 1 and enough documents (`_MP_FROM`), Whoosh's multiprocessing writer
-        analyses them in that many processes, and this one merges what they wrote into one
-        segment (so scores keep one segment's statistics, as a one-process rebuild's do)."""
+        `settled` racy files and `restamped` ones (their new stamps) change no document."""
         settled = set(settled)
         files.racy -= settled
         if files.changed is not None:
@@ -290,10 +280,7 @@ class Index:
         self.dirty_path.parent.mkdir(parents=True, exist_ok=True)
         self.dirty_path.touch()
         ix = self._open_for_write()
-        if procs > 1 and len(updates) >= max(_MP_FROM, procs * _MP_BATCH):
-            writer = ix.writer(procs=procs, batchsize=_MP_BATCH, limitmb=64)
-        else:
-            writer = ix.writer(limitmb=128)
+        writer = ix.writer(limitmb=128)
         total = len(updates)
         try:
             if not clear:
@@ -325,10 +312,6 @@ class Index:
                     files.racy.discard(path)
         except BaseException:
             writer.cancel()
-            # The multiprocessing writer's cancel does not reach its processes (a flag set in
-            # this one): end them, or this process would wait for them at exit.
-            for task in getattr(writer, "tasks", ()):
-                task.terminate()
             raise
         if clear:
             writer.commit(mergetype=CLEAR)

@@ -21,7 +21,7 @@ from whoosh import index as windex
 from whoosh.query import NullQuery
 
 from memstore.model.memory import Memory, render
-from memstore.search import analysis, index, schema
+from memstore.search import analysis, bulk, index, schema
 from memstore.search import upkeep as search
 from memstore.search.analysis import content_words, index_terms
 from memstore.search.query import (  # pyright: ignore[reportPrivateUsage]
@@ -311,7 +311,7 @@ def test_reindex_rebuilds_everything_and_reports_progress(store: Store) -> None:
 def test_a_reindex_in_two_processes_finds_what_one_process_finds(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index, "_MP_FROM", 200)  # a parallel rebuild of a small store
+    monkeypatch.setattr(bulk, "SPLIT_FROM", 200)  # a parallel rebuild of a small store
     rng = random.Random(3)
     words = [f"w{i}{c}" for i in range(60) for c in "abc"]
     for i in range(450):
@@ -320,20 +320,24 @@ def test_a_reindex_in_two_processes_finds_what_one_process_finds(
         write_memory(store, f"m-{i:03d}", f"{text} note {i}", body)
     queries = [" ".join(rng.sample(words, 3)) for _ in range(30)]
 
-    def found() -> list[set[str]]:
+    def found() -> list[list[tuple[str, float]]]:
         search.close(store)
-        return [{h.name for h in search.search(store, Query(q, limit=500))} for q in queries]
+        return [
+            [(h.name, round(h.score, 9)) for h in search.search(store, Query(q, limit=500))]
+            for q in queries
+        ]
 
-    seen: list[tuple[int, int]] = []
     assert search.reindex(store, procs=1).indexed == 450
     alone = found()
+    segments = windex.open_dir(str(store.cache / "index")).reader().leaf_readers()
+    assert len(segments) == 1
+    seen: list[tuple[int, int]] = []
     result = search.reindex(store, lambda done, total: seen.append((done, total)), procs=2)
     assert result.rebuilt and result.indexed == 450
-    assert seen == [(450, 450)]
+    assert seen[-1] == (450, 450)
     segments = windex.open_dir(str(store.cache / "index")).reader().leaf_readers()
-    assert len(segments) == 1  # merged: scores use one segment's statistics, as before
-    # The same memories for every query; only the order among exactly equal scores may
-    # differ (it follows document numbers, which the processes hand out as they finish).
+    assert len(segments) == 2  # one a process, numbered in the files' order
+    # Whole-index statistics: the same hits with the same scores, in the same order.
     assert found() == alone
     assert len(search.search(store, Query("note", limit=1000))) == 450
 
