@@ -18,7 +18,7 @@ import pytest
 from conftest import GIT_ENV, as_agent, git, processes_started
 from filelock import FileLock
 from whoosh import index as windex
-from whoosh.query import NullQuery
+from whoosh.query import NullQuery, Term
 
 from memstore.model.memory import Memory, render
 from memstore.search import analysis, index, schema
@@ -609,3 +609,20 @@ def test_a_words_postings_are_read_as_whoosh_reads_them(store: Store) -> None:
                 assert (ids, weights) == (expected_ids, expected_weights), word
     assert blocks > 60  # several blocks a common word
 
+
+def test_a_narrow_filter_scores_its_memories_as_every_posting_would(store: Store) -> None:
+    from memstore.search.postings import Cache
+    from memstore.search.rank import Ranker
+
+    _postings_store(store)
+    ix = windex.open_dir(str(store.cache / "index"), schema=schema.index_schema())
+    with ix.searcher(weighting=schema.weighting()) as searcher:
+        cache = Cache(searcher)
+        decisions = cache.docset(searcher, Term("type", "decision"))
+        assert 0 < len(decisions) * 4 < 700
+        words = ["w0", "w3", "w17", "w39", "w1"]
+        every = Ranker(searcher, cache, filter=None, mask=None, today="", explain=False)
+        narrow = Ranker(searcher, cache, filter=decisions, mask=None, today="", explain=False)
+        wide = every._totals(words)  # pyright: ignore[reportPrivateUsage]
+        expected = {d: s for d, s in wide.items() if d in decisions}
+        assert narrow._totals(words) == expected  # pyright: ignore[reportPrivateUsage]
