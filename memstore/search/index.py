@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -683,23 +683,36 @@ class Index:
             InvalidQuery: for query text Whoosh cannot run, naming the problem.
         """
         today = today or when.utcnow().strftime("%Y-%m-%d")
-        filters: list[Any] = []
-        if query.type:
-            filters.append(Term("type", query.type))
-        if query.status:
-            filters.append(Term("status", query.status))
-        if query.owner:
-            filters.append(Term("owner", query.owner))
-        filters += [Term("tags", tag) for tag in query.tags]
-        if query.since:
-            filters.append(TermRange("updated", query.since, None))
-        if query.scopes:
-            wanted = dict.fromkeys([*(s.lower() for s in query.scopes), UNSCOPED])
-            filters.append(Or([Term("scope", s) for s in wanted]))
         hidden: list[Any] = []
         if not query.include_deprecated and query.status != "deprecated":
             hidden.append(Term("status", "deprecated"))
             hidden.append(TermRange("expires", "0", today, endexcl=True))
+        hits = self._search(query, today, _filters(query), hidden, dense)
+        if query.max_tokens is not None:
+            hits = fit_tokens(hits, query.max_tokens, query.index_view)
+        return hits
+
+    def expired(self, query: Query, today: str | None = None) -> list[Hit]:
+        """The best `query.size` memories past their `expires` date, not deprecated, that
+        match `query.text` and its filters, by the words' score alone (no feedback, links or
+        meaning): what a search that leaves them out can name as left out.
+
+        Raises:
+            InvalidQuery: for query text Whoosh cannot run, naming the problem.
+        """
+        today = today or when.utcnow().strftime("%Y-%m-%d")
+        filters = [*_filters(query), TermRange("expires", "0", today, endexcl=True)]
+        wanted = replace(query, feedback=False, graph=False, explain=False, max_tokens=None)
+        return self._search(wanted, today, filters, [Term("status", "deprecated")], None)
+
+    def _search(
+        self,
+        query: Query,
+        today: str,
+        filters: list[Any],
+        hidden: list[Any],
+        dense: Dense | None,
+    ) -> list[Hit]:
         text = parse_query(query.text)
         words = plain_terms(query.text, text) if query.feedback else []
         hits: list[Hit] = []
@@ -719,8 +732,6 @@ class Index:
                     if attempt == 2:
                         raise self._unavailable(e) from e
                     self.close()
-        if query.max_tokens is not None:
-            hits = fit_tokens(hits, query.max_tokens, query.index_view)
         return hits
 
     def _ranked(
@@ -767,6 +778,24 @@ _OPEN_ERRORS = (
     # old readers it did not reuse a second time and raises this: reopen from scratch.
     ReaderClosed,
 )
+
+
+def _filters(query: Query) -> list[Any]:
+    """The filters `query` asks for, as Whoosh queries (every one must match)."""
+    filters: list[Any] = []
+    if query.type:
+        filters.append(Term("type", query.type))
+    if query.status:
+        filters.append(Term("status", query.status))
+    if query.owner:
+        filters.append(Term("owner", query.owner))
+    filters += [Term("tags", tag) for tag in query.tags]
+    if query.since:
+        filters.append(TermRange("updated", query.since, None))
+    if query.scopes:
+        wanted = dict.fromkeys([*(s.lower() for s in query.scopes), UNSCOPED])
+        filters.append(Or([Term("scope", s) for s in wanted]))
+    return filters
 
 
 def _delete(writer: Any, field: str, values: Iterable[str]) -> None:

@@ -11,18 +11,22 @@ with each looked-up word's BM25F scores worked out as Whoosh's scorer would."""
 from __future__ import annotations
 
 import bisect
+import io
 import math
+import pickle
+import struct
+import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from itertools import compress
+from itertools import accumulate, compress
 from typing import Any
 
 from memstore.search.schema import BM25_B, BM25_K1, STATUS_BOOST, TYPE_BOOST
 from memstore.search.stubs import without_unused_modules
 
 with without_unused_modules():
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.query import Term
     from whoosh.reading import TermNotFound
@@ -283,11 +287,92 @@ def _blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
     if isinstance(m, FilterMatcher):  # the deleted documents left out
         m = m.child
         m.reset()
+    if _plain_w3(m):
+        yield from _read_blocks(m._postfile, m._baseoffset)
+        return
     while m.is_active():
         m._read_ids()
         m._read_weights()
         yield m._ids, m._weights
         m._next_block()
+
+
+def _plain_w3(m: Any) -> bool:
+    """Whether `m` is a bare matcher of Whoosh's W3 postings of a text field (document
+    numbers stored as gaps) on a file that `_read_blocks` can read."""
+    if type(m) is not W3LeafMatcher:
+        return False
+    matcher: Any = m
+    return (
+        not matcher._byteids
+        and hasattr(matcher._postfile, "get")
+        and hasattr(matcher, "_baseoffset")
+    )
+
+
+_INT = struct.Struct("!i")
+_WEIGHTS: dict[int, struct.Struct] = {}
+_IDS_END = b"tq\x00(G"
+"""Where a block's document numbers end and its frequencies start, in its pickle: the first
+tuple closed and memoised, the second opened on a float."""
+
+
+def _read_blocks(postfile: Any, offset: int) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """The blocks of a term's postings in Whoosh's W3 format from `offset` of `postfile`, as
+    `W3LeafMatcher` reads them (`_goto`, `_read_ids`, `_read_weights`): each block is its
+    length (negative for the last), a pickled header, then the pickled (or zlib-compressed
+    pickled) tuple (document number gaps, frequencies, positions)."""
+    while True:
+        (length,) = _INT.unpack(postfile.get(offset, _INT.size))
+        block = io.BytesIO(postfile.get(offset + _INT.size, abs(length)))
+        count, _, _, compression, _, _ = pickle.load(block)
+        data = block.read()
+        found = None
+        if compression:
+            # The numbers and frequencies come first, at most 14 bytes a posting: only that
+            # much is inflated (the positions after them are most of a block).
+            head = zlib.decompressobj().decompress(data, 14 * count + 16)
+            found = _decoded(head, count)
+            if found is None:
+                data = zlib.decompress(data)
+        yield found or _decoded(data, count) or _unpickled(data, count)
+        if length < 0:
+            return
+        offset += _INT.size + length
+
+
+def _decoded(data: bytes, count: int) -> tuple[Sequence[int], Sequence[float]] | None:
+    """A block's document numbers and frequencies from the start of its pickled data, None
+    when they are not in the plain form read here."""
+    # Unpickling the positions (a `_codecs.encode` call for each posting) was most of a
+    # word's first read; scoring needs only the first two parts. Their pickle is plain:
+    # protocol 2, a tuple of `count` integers, then one of `count` BINFLOATs (an opcode and 8
+    # big-endian bytes each). Any other form is unpickled whole (`_unpickled`).
+    at = data.find(_IDS_END, 3) + 3
+    end = at + 1 + 9 * count
+    if at >= 3 and data[:3] == b"\x80\x02(" and data[end : end + 1] == b"t":
+        floats = _WEIGHTS.get(count)
+        if floats is None:
+            floats = _WEIGHTS[count] = struct.Struct(">" + "xd" * count)
+        if data[at + 1 : end : 9] == b"G" * count:
+            try:
+                gaps = pickle.loads(data[: at - 2] + b".")
+            except (pickle.UnpicklingError, EOFError, ValueError, IndexError):
+                gaps = None  # the marker fell inside the numbers: read it whole below
+            if type(gaps) is tuple and len(gaps) == count:
+                return tuple(accumulate(gaps)), floats.unpack_from(data, at + 1)
+    return None
+
+
+def _unpickled(data: bytes, count: int) -> tuple[Sequence[int], Sequence[float]]:
+    """A block's document numbers and frequencies from its whole pickled data, as Whoosh
+    reads them."""
+    gaps, weights, _ = pickle.loads(data)
+    if weights is None:
+        weights = (1.0,) * count
+    elif isinstance(weights, float):
+        weights = (weights,) * count
+    return tuple(accumulate(gaps)), weights
 
 
 def holds(ids: array[int], docnum: int) -> bool:

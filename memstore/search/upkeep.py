@@ -586,8 +586,9 @@ class Recall:
 
 
 def recall(store: Store, query: Query) -> Recall:
-    """`search`, plus the expired memories that would have matched, for a reader's note; counts
-    the recall (and whether it returned a confirmed memory) in `.memstore/`, for `stats`.
+    """`search`, plus the best expired memories that match its words and filters (by the words
+    alone, `Index.expired`), for a reader's note; counts the recall (and whether it returned
+    a confirmed memory) in `.memstore/`, for `stats`.
 
     Raises:
         InvalidQuery: as `search` does.
@@ -596,10 +597,7 @@ def recall(store: Store, query: Query) -> Recall:
     expired: list[Hit] = []
     hiding = not query.include_deprecated and query.status != "deprecated"
     if hiding and upkeep(store).index.expired_count():
-        wider = replace(query, include_deprecated=True, max_tokens=None, explain=False)
-        expired = [
-            h for h in upkeep(store).index.search(wider) if h.expired and h.status != "deprecated"
-        ]
+        expired = upkeep(store).index.expired(query)
     _count_recall(store, any(h.status == "confirmed" for h in hits))
     drafts = [h.name for h in hits if h.status == "draft"]
     if drafts:  # what a draft's review is worth: how often it is relied on

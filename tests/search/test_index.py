@@ -18,7 +18,7 @@ import pytest
 from conftest import GIT_ENV, as_agent, git, processes_started
 from filelock import FileLock
 from whoosh import index as windex
-from whoosh.query import NullQuery
+from whoosh.query import NullQuery, Term
 
 from memstore.model.memory import Memory, render
 from memstore.search import analysis, bulk, index, schema
@@ -569,3 +569,64 @@ def test_a_segments_text_lengths_are_whooshs_own(store: Store) -> None:
             ]
             assert Segment(reader).lengths == expected
             assert len(set(expected)) > 20  # lengths short and long, as Whoosh rounds them
+
+
+def _postings_store(store: Store) -> None:
+    """Memories in words of a small vocabulary, so that common words fill many blocks of
+    postings (compressed ones too), some deleted by later edits."""
+    rng = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(40)]
+    for i in range(700):
+        words = rng.choices(vocabulary, weights=[1 / (k + 1) for k in range(40)], k=30)
+        kind = "decision" if i % 25 == 0 else "fact"
+        write_memory(store, f"note-{i}", f"note {i}", body=" ".join(words), type=kind)
+    search.catch_up(store)
+    for i in range(0, 700, 9):  # edits delete the documents they replace
+        write_memory(store, f"note-{i}", f"note {i} again", body=f"w{i % 40} w1 w2")
+    search.catch_up(store)
+
+
+def test_a_words_postings_are_read_as_whoosh_reads_them(store: Store) -> None:
+    from memstore.search.postings import _all_postings, _blocks  # pyright: ignore
+
+    _postings_store(store)
+    ix = windex.open_dir(str(store.cache / "index"))
+    blocks = 0
+    with ix.searcher() as searcher:
+        for sub, _ in searcher.subsearchers or [(searcher, 0)]:
+            reader = sub.reader()
+            for raw in reader.lexicon("text"):
+                word = raw.decode("utf-8")
+                ids: list[int] = []
+                weights: list[float] = []
+                for block_ids, block_weights in _blocks(_all_postings(reader, word)):
+                    ids.extend(block_ids)
+                    weights.extend(block_weights)
+                    blocks += 1
+                m = _all_postings(reader, word)
+                expected_ids: list[int] = []
+                expected_weights: list[float] = []
+                while m.is_active():  # Whoosh's own reads of each block
+                    expected_ids.append(m.id())
+                    expected_weights.append(m.weight())
+                    m.next()
+                assert (ids, weights) == (expected_ids, expected_weights), word
+    assert blocks > 60  # several blocks a common word
+
+
+def test_a_narrow_filter_scores_its_memories_as_every_posting_would(store: Store) -> None:
+    from memstore.search.postings import Cache
+    from memstore.search.rank import Ranker
+
+    _postings_store(store)
+    ix = windex.open_dir(str(store.cache / "index"), schema=schema.index_schema())
+    with ix.searcher(weighting=schema.weighting()) as searcher:
+        cache = Cache(searcher)
+        decisions = cache.docset(searcher, Term("type", "decision"))
+        assert 0 < len(decisions) * 4 < 700
+        words = ["w0", "w3", "w17", "w39", "w1"]
+        every = Ranker(searcher, cache, filter=None, mask=None, today="", explain=False)
+        narrow = Ranker(searcher, cache, filter=decisions, mask=None, today="", explain=False)
+        wide = every._totals(words)  # pyright: ignore[reportPrivateUsage]
+        expected = {d: s for d, s in wide.items() if d in decisions}
+        assert narrow._totals(words) == expected  # pyright: ignore[reportPrivateUsage]

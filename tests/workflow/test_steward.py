@@ -464,6 +464,20 @@ async def test_memory_store_names_near_duplicates_and_recall_notes_expired_ones(
     assert "1 expired memory also matched" in text(recalled)
 
 
+def test_an_expired_match_is_named_though_live_memories_outrank_it(store: Store) -> None:
+    store.add("freeze", type="fact", description="deploy freeze policy for the deploy freeze")
+    store.add("window", type="fact", description="deploy freeze window")
+    store.add(
+        "old-note", type="fact", description="a note on a freeze", extra={"expires": "2020-01-01"}
+    )
+    store.add("gone", type="fact", description="deploy freeze", extra={"expires": "2020-01-02"})
+    store.deprecate("gone", reason="replaced")
+    found = search.recall(store, Query("deploy freeze", limit=1))
+    assert [h.name for h in found.hits] == ["freeze"]
+    # Named from the expired memories alone: no second ranking of the whole store.
+    assert [h.name for h in found.expired] == ["old-note"]
+
+
 def test_doctor_sees_a_hand_edit_made_since_its_last_run(store: Store) -> None:
     store.add("a", type="fact", description="first")
     runner = CliRunner()
