@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Generator
@@ -566,6 +567,10 @@ index, and need not parse it again."""
 _last_index_lock = threading.Lock()
 
 
+_SECONDS = struct.Struct(">I")
+"""An entry's modification time, whole seconds, 8 bytes into it."""
+
+
 def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
     """The entries and kept extensions of a version 2 or 3 index; None for one this does not
     rewrite (none yet, a split or sparse index, a required extension, no checksum).
@@ -582,6 +587,8 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
     names: list[bytes] = []
     ends: list[int] = []
     racy: list[int] = []
+    # The loop a new process runs over every entry: bound methods, no slice per number.
+    add_name, add_end, mtime = names.append, ends.append, _SECONDS.unpack_from
     at = 12
     for _ in range(int.from_bytes(index[8:12], "big")):
         high = index[at + 60]
@@ -589,11 +596,11 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         length = (high & 0x0F) << 8 | index[at + 61]
         if length == 0x0FFF:
             length = index.index(b"\0", start) - start
-        names.append(index[start : start + length])
-        if int.from_bytes(index[at + 8 : at + 12], "big") >= written:
+        add_name(index[start : start + length])
+        if mtime(index, at + 8)[0] >= written:
             racy.append(at)
         at += (start - at + length + 8) & ~7
-        ends.append(at)
+        add_end(at)
     extensions: list[bytes] = []
     entries_end = at
     while at < len(index) - 20:
