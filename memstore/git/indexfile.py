@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Generator
@@ -186,7 +187,7 @@ class IndexLock:
         self.mark = mark
         """This writer's name for the lock file (None where hard links cannot be made)."""
         self.lock = repo.git_dir / "index.lock"
-        self.staged: tuple[bytes, _Index | None] | None = None
+        self.staged: _Written | None = None
         self.recorded: dict[str, str | None] = {}
         """memstore's last staged entries with this write's, kept at `commit` (see `_lost`)."""
         self.done = False
@@ -215,14 +216,12 @@ class IndexLock:
         if parsed is not None:
             # A stale index another git wrote back over this one's last writes (see `_lost`).
             blobs = {**_lost(self.repo, parsed, recent), **blobs}
-        data = None if parsed is None else _indexed(parsed, blobs)
-        if data is None:
-            parsed, data = None, _indexed_by_git(self.repo, blobs, keep)
+        parts = None if parsed is None else _indexed(parsed, blobs)
+        if parts is None:
+            parsed, parts = None, [_indexed_by_git(self.repo, blobs, keep)]
         os.ftruncate(self.fd, 0)
-        written = 0
-        while written < len(data):
-            written += os.pwrite(self.fd, data[written:], written)
-        self.staged = (data, parsed)
+        size, digest = _write_parts(self.fd, parts, checksum=parsed is not None)
+        self.staged = _Written(size, digest, parsed)
         self.recorded = {**recent, **blobs}
 
     def commit(self) -> None:
@@ -240,10 +239,9 @@ class IndexLock:
                 _keep_recent(self.repo, self.recorded)  # under the lock, as the index
                 self.lock.replace(self.repo.git_dir / "index")
                 self.placed = True
-                data, parsed = self.staged
-                if parsed is not None:
+                if self.staged.parsed is not None:
                     with _last_index_lock:
-                        _last_index[self.repo.git_dir / "index"] = (data, parsed)
+                        _last_index[self.repo.git_dir / "index"] = self.staged
             else:
                 self.lock.unlink(missing_ok=True)
         except BaseException:
@@ -381,17 +379,26 @@ _KEPT_EXTENSIONS = (b"REUC",)
 
 def _index_of(repo: Repo) -> _Index | None:
     """The repository's index parsed (call with `index.lock` held): the one this process
-    wrote last when the file is still that one, else read."""
+    wrote last when the file is still that one, else read.
+
+    The file is that one when its size and trailing checksum (git's SHA-1 of everything
+    before it) are those written: two reads of a few bytes, not of the whole index."""
     path = repo.git_dir / "index"
-    try:
-        with path.open("rb") as f:
-            data, written = f.read(), os.fstat(f.fileno()).st_mtime_ns // 1_000_000_000
-    except OSError:
-        return None
     with _last_index_lock:
         last = _last_index.pop(path, None)
-    if last is not None and last[0] == data:
-        return last[1]  # as this process wrote it, racily clean entries smudged then
+    try:
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            if last is not None and last.parsed is not None and st.st_size == last.size:
+                f.seek(-20, os.SEEK_END)
+                if f.read(20) == last.digest:
+                    return (
+                        last.parsed
+                    )  # as this process wrote it, racily clean entries smudged then
+                f.seek(0)
+            data, written = f.read(), st.st_mtime_ns // 1_000_000_000
+    except OSError:
+        return None
     if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
         return None
     return _parse_index(data, written)
@@ -426,21 +433,142 @@ def release_dead_index_lock(repo: Repo) -> None:
         mark.unlink(missing_ok=True)
 
 
+_BLOCK = 512
+"""Entries a block of a parsed index holds (up to twice as many after insertions): a write
+joins again only the block it changes, and writes the others' bytes as they are."""
+
+
+@dataclass(slots=True)
+class _Block:
+    """A run of consecutive index entries: their bytes as the file holds them, and where each
+    one ends in them."""
+
+    data: bytes
+    ends: list[int]
+
+    def raw(self, j: int) -> bytes:
+        return self.data[self.ends[j - 1] if j else 0 : self.ends[j]]
+
+    def replace(self, a: int, z: int, new: list[bytes]) -> None:
+        """Entries a..z (z excluded) replaced by `new`."""
+        ends = self.ends
+        lo = ends[a - 1] if a else 0
+        hi = ends[z - 1] if z else 0
+        joined = b"".join(new)
+        self.data = self.data[:lo] + joined + self.data[hi:]
+        added: list[int] = []
+        at = lo
+        for raw in new:
+            at += len(raw)
+            added.append(at)
+        shift = len(joined) - (hi - lo)
+        ends[a:] = added + [e + shift for e in ends[z:]]
+
+    def split(self) -> _Block:
+        """Keep the first half; return the second as a block of its own."""
+        half = len(self.ends) // 2
+        cut = self.ends[half - 1]
+        second = _Block(self.data[cut:], [e - cut for e in self.ends[half:]])
+        self.data, self.ends = self.data[:cut], self.ends[:half]
+        return second
+
+
 @dataclass(slots=True)
 class _Index:
-    """A parsed index: its header, each entry's name and bytes (in git's order), and the
-    extensions kept."""
+    """A parsed index: its header, each entry's name (in git's order) and its bytes in blocks,
+    and the extensions kept."""
 
     head: bytes
     names: list[bytes]
-    raws: list[bytes]
+    blocks: list[_Block]
+    starts: list[int]
+    """The position of each block's first entry among all the entries."""
     extensions: list[bytes]
 
+    def block_of(self, i: int) -> int:
+        return max(bisect.bisect_right(self.starts, i) - 1, 0)
 
-_last_index: dict[Path, tuple[bytes, _Index]] = {}
-"""The index this process wrote last, by path, with its bytes: a writer alone on a store
-reads back its own index, and need not parse it again."""
+    def raw(self, i: int) -> bytes:
+        k = self.block_of(i)
+        return self.blocks[k].raw(i - self.starts[k])
+
+    def splice(self, lo: int, hi: int, path: bytes, new: list[bytes]) -> None:
+        """Entries lo..hi (hi excluded) replaced by `new`, entries of `path`."""
+        self.names[lo:hi] = [path] * len(new)
+        blocks, starts = self.blocks, self.starts
+        while hi > lo:
+            k = self.block_of(hi - 1)
+            a = max(lo, starts[k])
+            blocks[k].replace(a - starts[k], hi - starts[k], [])
+            self._moved(k, a - hi)
+            hi = a
+            if not blocks[k].ends and len(blocks) > 1:
+                del blocks[k], starts[k]
+        if new:
+            k = self.block_of(lo)
+            j = lo - starts[k]
+            blocks[k].replace(j, j, new)
+            self._moved(k, len(new))
+            if len(blocks[k].ends) > 2 * _BLOCK:
+                blocks.insert(k + 1, blocks[k].split())
+                starts.insert(k + 1, starts[k] + len(blocks[k].ends))
+
+    def _moved(self, k: int, by: int) -> None:
+        starts = self.starts
+        for i in range(k + 1, len(starts)):
+            starts[i] += by
+
+    def parts(self) -> list[bytes]:
+        """The index file's bytes but its checksum, in pieces."""
+        count = len(self.names).to_bytes(4, "big")
+        return [self.head, count, *(b.data for b in self.blocks), *self.extensions]
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """An index this process wrote: its size and trailing checksum, and its entries parsed
+    (None for one git rewrote)."""
+
+    size: int
+    digest: bytes
+    parsed: _Index | None
+
+
+def _write_parts(fd: int, parts: list[bytes], checksum: bool) -> tuple[int, bytes]:
+    """Write `parts` at the start of `fd`, then their SHA-1 when `checksum` (an index's
+    trailer); the bytes written and the file's last 20 bytes. Written as they are, in one
+    system call per 512 pieces: no copy of the whole index is made."""
+    if checksum:
+        hasher = hashlib.sha1()
+        for part in parts:
+            hasher.update(part)
+        parts = [*parts, hasher.digest()]
+    at = 0
+    for first in range(0, len(parts), 512):
+        chunk: list[bytes | memoryview] = list(parts[first : first + 512])
+        want = sum(len(p) for p in chunk)
+        done = 0
+        while done < want:
+            wrote = os.pwritev(fd, chunk, at + done)
+            done += wrote
+            while chunk and wrote >= len(chunk[0]):
+                wrote -= len(chunk[0])
+                chunk.pop(0)
+            if chunk and wrote:
+                chunk[0] = memoryview(chunk[0])[wrote:]
+        at += want
+    tail = parts[-1][-20:] if parts and len(parts[-1]) >= 20 else b""
+    return at, tail
+
+
+_last_index: dict[Path, _Written] = {}
+"""The index this process wrote last, by path: a writer alone on a store reads back its own
+index, and need not parse it again."""
 _last_index_lock = threading.Lock()
+
+
+_SECONDS = struct.Struct(">I")
+"""An entry's modification time, whole seconds, 8 bytes into it."""
 
 
 def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
@@ -457,7 +585,10 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         return None
     extended = index[7] >= 3
     names: list[bytes] = []
-    raws: list[bytes] = []
+    ends: list[int] = []
+    racy: list[int] = []
+    # The loop a new process runs over every entry: bound methods, no slice per number.
+    add_name, add_end, mtime = names.append, ends.append, _SECONDS.unpack_from
     at = 12
     for _ in range(int.from_bytes(index[8:12], "big")):
         high = index[at + 60]
@@ -465,14 +596,13 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         length = (high & 0x0F) << 8 | index[at + 61]
         if length == 0x0FFF:
             length = index.index(b"\0", start) - start
-        end = at + ((start - at + length + 8) & ~7)
-        names.append(index[start : start + length])
-        if int.from_bytes(index[at + 8 : at + 12], "big") >= written:
-            raws.append(index[at : at + 36] + bytes(4) + index[at + 40 : end])
-        else:
-            raws.append(index[at:end])
-        at = end
+        add_name(index[start : start + length])
+        if mtime(index, at + 8)[0] >= written:
+            racy.append(at)
+        at += (start - at + length + 8) & ~7
+        add_end(at)
     extensions: list[bytes] = []
+    entries_end = at
     while at < len(index) - 20:
         sig, size = index[at : at + 4], int.from_bytes(index[at + 4 : at + 8], "big")
         if not b"A" <= sig[:1] <= b"Z":
@@ -482,15 +612,27 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         at += 8 + size
     if at != len(index) - 20:
         return None
-    return _Index(index[:8], names, raws, extensions)
+    if racy:
+        smudged = bytearray(index[:entries_end])
+        for entry in racy:
+            smudged[entry + 36 : entry + 40] = bytes(4)
+        index = bytes(smudged)
+    blocks: list[_Block] = []
+    starts: list[int] = []
+    for first in range(0, max(len(ends), 1), _BLOCK):
+        begin = ends[first - 1] if first else 12
+        run = ends[first : first + _BLOCK]
+        blocks.append(_Block(index[begin : run[-1] if run else begin], [e - begin for e in run]))
+        starts.append(first)
+    return _Index(index[:8], names, blocks, starts, extensions)
 
 
-def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
+def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> list[bytes] | None:
     """The index `parsed` with these paths' entries set to the blobs at stage 0 (or
-    removed), in git's order and checksummed as git writes it; `parsed` becomes that index.
+    removed), in git's order, in pieces (`_Index.parts`); `parsed` becomes that index.
     None (`parsed` unchanged) when a path's folder is a file in the index or the reverse:
     git's rules for that, not these."""
-    names, raws = parsed.names, parsed.raws
+    names = parsed.names
     for rel in blobs:
         path = rel.encode("utf-8")
         folders = path.split(b"/")[:-1]
@@ -517,10 +659,8 @@ def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> bytes | None:
                 + path
             )
             new.append(raw + bytes(8 - len(raw) % 8))
-        names[lo:hi] = [path] * len(new)
-        raws[lo:hi] = new
-    body = b"".join([parsed.head, len(raws).to_bytes(4, "big"), *raws, *parsed.extensions])
-    return body + hashlib.sha1(body).digest()
+        parsed.splice(lo, hi, path, new)
+    return parsed.parts()
 
 
 RECENT = "memstore/staged.json"
@@ -567,7 +707,7 @@ def _lost(repo: Repo, parsed: _Index, recent: dict[str, str | None]) -> dict[str
             if there and not (repo.top / rel).exists():
                 lost[rel] = None
             continue
-        if there and parsed.raws[at][40:60].hex() == sha:
+        if there and parsed.raw(at)[40:60].hex() == sha:
             continue
         try:
             content = (repo.top / rel).read_bytes()

@@ -4,6 +4,7 @@ long-running `git cat-file --batch` when packed."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -14,6 +15,7 @@ import threading
 import time
 import weakref
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import GitError
@@ -50,7 +52,7 @@ def write_object(repo: Repo, kind: bytes, data: bytes) -> str:
             continue
     try:
         try:
-            blob = zlib.compress(raw, 1)
+            blob = zlib.compress(raw, 0 if len(raw) > STORED_ABOVE else 1)
             written = 0
             while written < len(blob):
                 written += os.write(fd, blob[written:])
@@ -66,6 +68,12 @@ def write_object(repo: Repo, kind: bytes, data: bytes) -> str:
 
 
 _object_names = itertools.count()
+
+STORED_ABOVE = 64 * 1024
+"""An object larger than this (a folder's tree of a few thousand memories) is written
+uncompressed (zlib's level 0, as git's `core.looseCompression=0` writes objects): a
+12,000-entry tree takes 10 ms to compress for a third of its size, and a loose object lives
+only until git packs it."""
 
 
 GC_AUTO = 6700
@@ -228,8 +236,12 @@ def tree_entries(repo: Repo, tree_sha: str | None) -> TreeEntries:
         return {}
     with _objects_lock:
         cached = _trees.get(tree_sha)
+        built = _built.get(tree_sha) if cached is None else None
     if cached is not None:
         return dict(cached)
+    if built is not None:  # written by this process: no need to read it back
+        _remember(tree_sha, entries := built.entries())
+        return dict(entries)
     kind, data = read_object(repo, tree_sha)
     if kind != "tree":
         raise GitError(f"{tree_sha} is not a tree")
@@ -255,36 +267,124 @@ _FILE_MODE = b"100644"
 TREE_MODE = b"40000"
 
 
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """A tree object's bytes with each entry's sort key (its name, a folder's with `/` after
+    it, as git orders them) and where it ends in them: a change is spliced into the bytes,
+    not written out again entry by entry."""
+
+    data: bytes
+    keys: list[bytes]
+    ends: list[int]
+
+    @staticmethod
+    def parse(data: bytes) -> _Tree:
+        keys: list[bytes] = []
+        ends: list[int] = []
+        i = 0
+        while i < len(data):
+            space = data.index(b" ", i)
+            nul = data.index(b"\0", space)
+            name = data[space + 1 : nul]
+            keys.append(name + b"/" if data[i:space] == TREE_MODE else name)
+            i = nul + 21
+            ends.append(i)
+        return _Tree(data, keys, ends)
+
+    def find(self, name: bytes) -> int | None:
+        for key in (name, name + b"/"):
+            j = bisect.bisect_left(self.keys, key)
+            if j < len(self.keys) and self.keys[j] == key:
+                return j
+        return None
+
+    def entry(self, j: int) -> tuple[bytes, bytes]:
+        """Entry `j`'s mode and binary sha."""
+        start = self.ends[j - 1] if j else 0
+        end = self.ends[j]
+        return self.data[start : self.data.index(b" ", start)], self.data[end - 20 : end]
+
+    def put(self, name: bytes, mode: bytes | None, binsha: bytes = b"") -> _Tree:
+        """This tree with `name` set to (mode, binsha), or removed when `mode` is None."""
+        keys, ends, data = self.keys, self.ends, self.data
+        j = self.find(name)
+        if j is not None:
+            start = ends[j - 1] if j else 0
+            cut = ends[j] - start
+            data = data[:start] + data[ends[j] :]
+            keys = keys[:j] + keys[j + 1 :]
+            ends = ends[:j] + [e - cut for e in ends[j + 1 :]]
+        if mode is None:
+            return _Tree(data, keys, ends)
+        key = name + b"/" if mode == TREE_MODE else name
+        j = bisect.bisect_left(keys, key)
+        start = ends[j - 1] if j else 0
+        raw = b"%s %s\0%s" % (mode, name, binsha)
+        return _Tree(
+            data[:start] + raw + data[start:],
+            [*keys[:j], key, *keys[j:]],
+            [*ends[:j], start + len(raw), *(e + len(raw) for e in ends[j:])],
+        )
+
+    def entries(self) -> TreeEntries:
+        found: TreeEntries = {}
+        for j, key in enumerate(self.keys):
+            mode, binsha = self.entry(j)
+            found[key[:-1] if mode == TREE_MODE else key] = (mode, binsha)
+        return found
+
+
+_built: dict[str, _Tree] = {}
+"""Trees this process built or spliced lately, by sha (the next write's base)."""
+
+
+def _tree_of(repo: Repo, tree_sha: str | None) -> _Tree:
+    if tree_sha is None:
+        return _Tree(b"", [], [])
+    with _objects_lock:
+        found = _built.get(tree_sha)
+    if found is not None:
+        return found
+    kind, data = read_object(repo, tree_sha)
+    if kind != "tree":
+        raise GitError(f"{tree_sha} is not a tree")
+    found = _Tree.parse(data)
+    _keep_built(tree_sha, found)
+    return found
+
+
+def _keep_built(tree_sha: str, tree: _Tree) -> None:
+    with _objects_lock:
+        if len(_built) >= _TREES_KEPT:
+            del _built[next(iter(_built))]
+        _built[tree_sha] = tree
+
+
 def tree_with(
     repo: Repo, base: str | None, changes: dict[tuple[str, ...], str | None]
 ) -> str | None:
-    """The tree `base` with each path set to a blob (or removed); None for an empty tree."""
-    entries = tree_entries(repo, base)
+    """The tree `base` with each path set to a blob (or removed); None for an empty tree.
+
+    Each changed entry is spliced into the base's bytes (kept in order as git sorts them), so
+    a folder of 10,000 files costs a copy of its bytes and a compression, not a sort."""
+    tree = _tree_of(repo, base)
     below: dict[bytes, dict[tuple[str, ...], str | None]] = {}
     for parts, sha in changes.items():
         name = parts[0].encode("utf-8")
         if len(parts) == 1:
-            if sha is None:
-                entries.pop(name, None)
-            else:
-                entries[name] = (_FILE_MODE, bytes.fromhex(sha))
+            tree = tree.put(name, None if sha is None else _FILE_MODE, bytes.fromhex(sha or ""))
         else:
             below.setdefault(name, {})[parts[1:]] = sha
     for name, inner in below.items():
-        mode, binsha = entries.get(name, (TREE_MODE, b""))
+        j = tree.find(name)
+        mode, binsha = tree.entry(j) if j is not None else (TREE_MODE, b"")
         old = binsha.hex() if binsha and mode == TREE_MODE else None
         sub = tree_with(repo, old, inner)
-        if sub is None:
-            entries.pop(name, None)
-        else:
-            entries[name] = (TREE_MODE, bytes.fromhex(sub))
-    if not entries:
+        tree = tree.put(name, None if sub is None else TREE_MODE, bytes.fromhex(sub or ""))
+    if not tree.keys:
         return None
-    # git sorts a tree's entries by name, a folder's name as if it ended with "/".
-    ordered = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == TREE_MODE else n)
-    data = b"".join(b"%s %s\0%s" % (entries[n][0], n, entries[n][1]) for n in ordered)
-    sha = write_object(repo, b"tree", data)
-    _remember(sha, entries)
+    sha = write_object(repo, b"tree", tree.data)
+    _keep_built(sha, tree)
     return sha
 
 

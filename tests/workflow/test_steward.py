@@ -19,7 +19,7 @@ from memstore.search import upkeep as search
 from memstore.search.upkeep import Query
 from memstore.storage.files import lock_file
 from memstore.storage.store import Store
-from memstore.workflow.care import steward
+from memstore.workflow.care import catalog, sharing, steward
 from memstore.workflow.care.lint import MEMO_FILE, lint_store
 from tests.conftest import as_agent, git
 from tests.mcp_client import call, data, text
@@ -305,6 +305,28 @@ def test_hint_names_a_memory_another_process_just_wrote_and_leaves_the_index_alo
     assert steward.similar(store, "zod-validation", "Validate API input with zod schema") == []
     search.search(store, Query("zod"))  # indexed: now the manifest lists it as deprecated
     assert steward.similar(store, "zod-validation", "Validate API input with zod schema") == []
+
+
+def test_hint_asks_the_catalog_and_reads_only_the_files_committed_since_its_look(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    store.add("old-zod", type="decision", description="Validate API input with zod schemas")
+    store.add("deploy-freeze", type="fact", description="No deploys on Fridays")
+    with catalog.opened(store):  # the catalog looks at the store (as list and brief do)
+        pass
+    other = as_agent(store, "bob")  # since its look: committed, not in the catalog yet
+    other.add("zod-input", type="fact", description="Validate API input with zod")
+    other.deprecate("old-zod", "zod is gone")
+
+    def every_file(*args: object) -> None:
+        raise AssertionError("the hint looked at every file")
+
+    monkeypatch.setattr(steward, "stamps", every_file)
+    close = steward.similar(store, "zod-validation", "Validate API input with zod schema")
+    assert [s.name for s in close] == ["use-zod", "zod-input"]
+    assert not (store.cache / "index").exists()  # no search index built, none read
+    assert sharing.CATALOG == catalog.FILE
 
 
 def test_add_loads_no_search_engine_once_the_index_exists(store: Store) -> None:

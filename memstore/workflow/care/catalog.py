@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memstore.errors import GitError, InvalidMemory, StoreLocked, UnsafePath
 from memstore.git import objects
+from memstore.model import likeness
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
 from memstore.storage import trust, verdicts
 from memstore.storage.files import memory_files, read_regular, version_of
-from memstore.workflow.care import worktree
+from memstore.workflow.care import sharing, worktree
 from memstore.workflow.rules import concepts, words
 from memstore.workflow.rules import rules as workflow
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE = "catalog.sqlite"
-SCHEMA = 5
+SCHEMA = 6
 """Bump when the tables or what a row holds change: a catalog of another version is rebuilt."""
 
 _COLUMNS = (
@@ -77,7 +78,7 @@ _TABLES = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE memories ({_ROW});
 CREATE TABLE keys (kind TEXT NOT NULL, key TEXT NOT NULL, path TEXT NOT NULL);
-CREATE INDEX keys_by_key ON keys (kind, key);
+CREATE INDEX keys_by_key ON keys (kind, key, path);
 CREATE INDEX keys_by_path ON keys (path);
 CREATE INDEX memories_by_update ON memories (updated, name);
 CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at, path);
@@ -86,7 +87,9 @@ CREATE INDEX memories_by_owner ON memories (shown_owner, path);
 """
 _DRAFT, _RULE, _TOLD = "d", "r", "w"
 """The word indexes: a draft's features; what a rule's patterns may match on (one is enough);
-the words of a rule's description (two are needed, as `rules.related` says)."""
+the words of a rule's description (two are needed, as `rules.related` says); and (kind
+`sharing.ALIKE`) the words of the name and description of each memory not deprecated
+(`likeness.words`), which the duplicate hint reads (`sharing`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +412,7 @@ def _connect(store: Store, path: Any) -> sqlite3.Connection:
                 db.execute(f"DROP TABLE IF EXISTS {table}")
             db.executescript(_TABLES)  # commits
             db.execute("INSERT INTO meta VALUES ('words', ?)", (_words_digest(),))
+            db.execute("INSERT INTO meta VALUES (?, ?)", (sharing.META, sharing.VERSION))
             db.execute(f"PRAGMA user_version = {SCHEMA}")
     except sqlite3.DatabaseError as e:
         db.close()
@@ -418,6 +422,7 @@ def _connect(store: Store, path: Any) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=store.lock_timeout, isolation_level=None)
         db.executescript(_TABLES)
         db.execute("INSERT INTO meta VALUES ('words', ?)", (_words_digest(),))
+        db.execute("INSERT INTO meta VALUES (?, ?)", (sharing.META, sharing.VERSION))
         db.execute(f"PRAGMA user_version = {SCHEMA}")
     return db
 
@@ -683,6 +688,10 @@ def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str,
             keys += [(_TOLD, k, rel) for k in sorted(description_keys)]
     if memory.status == Status.DRAFT:
         keys += [(_DRAFT, f, rel) for f in sorted(draft_features(memory.name, memory.description))]
+    if memory.status != Status.DEPRECATED:
+        keys += [
+            (sharing.ALIKE, w, rel) for w in sorted(likeness.words(memory.name, memory.description))
+        ]
     row = (
         rel,
         digest,

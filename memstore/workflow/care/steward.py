@@ -7,7 +7,6 @@ Everything here reads; nothing writes a tracked file.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 from bisect import bisect_right
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from memstore.errors import GitError, MemstoreError
 from memstore.model import when
+from memstore.model.likeness import STOP, WORD, jaccard, words
 from memstore.model.memory import Memory, evolve, expiry, links_in_body
 from memstore.model.status import Status
 from memstore.model.words import plural
@@ -71,39 +71,24 @@ class Similar:
     similarity: float
 
 
-def words(name: str, description: str) -> frozenset[str]:
-    """The words of a memory's name and description, lower-cased, a plural `s` dropped, short
-    and stop words left out: what duplicates are compared by (no stemming: it is what a scan
-    of a large store would spend its time on, and near-duplicates share their words)."""
-    text = f"{name.replace('-', ' ')} {description}".lower()
-    found = set(_WORD.findall(text))
-    found -= _STOP
-    return frozenset(w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w for w in found)
-
-
-_WORD = re.compile(r"\w\w+")
-_STOP = frozenset("the and for with that this from are was not but you all any can".split())
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    shared = len(a & b)
-    return shared / (len(a) + len(b) - shared)
-
-
 def similar(store: Store, name: str, description: str) -> list[Similar]:
     """The existing memories (not deprecated, not expired) closest to a memory with this name
     and description, most alike first: a hint on write, never a refusal.
 
-    Every memory the search index's manifest lists is compared: it keeps each one's name,
-    type, status, description and expiry, and is read without the index's lock and without
-    loading Whoosh. The few memory files it does not reflect yet (just written by this or
-    another process, changed or gone since) are read instead of their entries. With no
-    manifest yet, or more than HINT_READS such files, the index is caught up first (one
-    commit for them all, under its lock), as a search does — unless another process is at
-    it already: then up to HINT_READS_BUSY files are read instead (see `_caught_up`). A
-    server whose watcher keeps its index current asks that index instead (see `_searched`).
+    The catalog, once a store has one, says which memories share at least half of the new
+    one's words (its word index, read as it is, not brought in step), and the memory files
+    commits changed since it last looked are read instead of their rows (see
+    `sharing.sharing`); past HINT_READS of those, the catalog is brought in step first.
+
+    Without a catalog, every memory the search index's manifest lists is compared: it keeps
+    each one's name, type, status, description and expiry, and is read without the index's
+    lock and without loading Whoosh; the few memory files it does not reflect yet (just
+    written by this or another process, changed or gone since) are read instead of their
+    entries. With no manifest yet, or more than HINT_READS such files, the index is caught
+    up first (one commit for them all, under its lock), as a search does — unless another
+    process is at it already: then up to HINT_READS_BUSY files are read instead (see
+    `_caught_up`). A server whose watcher keeps its index current asks that index instead
+    (see `_searched`).
     """
     mine = words(name, description)
     if not mine:
@@ -114,6 +99,21 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
         up = search.upkeep(store)
         if up.watched:
             return _searched(up, name, description, mine)
+    from memstore.workflow.care import sharing  # here: a server's hints never need it
+
+    try:
+        cataloged = sharing.sharing(store, mine)
+        if cataloged is not None and len(cataloged[1]) > HINT_READS:
+            from memstore.workflow.care import catalog
+
+            with catalog.opened(store):  # in step: one look for all of them
+                pass
+            cataloged = sharing.sharing(store, mine)
+    except (MemstoreError, OSError):  # a hint never fails the write it follows
+        cataloged = None
+    if cataloged is not None:
+        rows, changed = cataloged
+        return _closest(store, name, mine, rows, _stamped(store, changed))
     try:
         found = _listed(store)
         if found is None:
@@ -122,7 +122,17 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
         return []
     if found is None:
         return []
-    listed, changed = found
+    return _closest(store, name, mine, *found)
+
+
+def _closest(
+    store: Store,
+    name: str,
+    mine: frozenset[str],
+    listed: list[manifest.Fields],
+    changed: dict[str, manifest.Stamp],
+) -> list[Similar]:
+    """The hint among `listed` and the memories in the files `changed` (read now)."""
     today = when.utcnow().strftime("%Y-%m-%d")
     candidates = [*listed, *_unindexed(store, changed, skip=f"{name}.md")]
     close = [
@@ -137,6 +147,18 @@ def similar(store: Store, name: str, description: str) -> list[Similar]:
     return sorted(close, key=lambda s: (-s.similarity, s.name))[:HINT_MAX]
 
 
+def _stamped(store: Store, rels: set[str]) -> dict[str, manifest.Stamp]:
+    """These memory files (store-relative) that exist, with their stamps."""
+    found: dict[str, manifest.Stamp] = {}
+    for rel in rels:
+        try:
+            st = os.stat(store.root / rel)
+        except OSError:
+            continue  # gone since: nothing to compare
+        found[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return found
+
+
 def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> list[Similar]:
     """The hint from one query on an index a watcher keeps current, in a process that holds
     it open already (its watcher commits to it after each burst of changes: comparing the
@@ -145,8 +167,8 @@ def _searched(up: Upkeep, name: str, description: str, mine: frozenset[str]) -> 
 
     # Plain words (OR-ed, scored from the postings without the query parser); the longest
     # few, which are the rarer ones: common words cost the most to score and say the least.
-    found_words = set(_WORD.findall(f"{name.replace('-', ' ')} {description}".lower()))
-    text = " ".join(sorted(found_words - _STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
+    found_words = set(WORD.findall(f"{name.replace('-', ' ')} {description}".lower()))
+    text = " ".join(sorted(found_words - STOP, key=lambda w: (-len(w), w))[:HINT_WORDS])
     try:
         # Without feedback: the hint wants memories sharing these words, not related ones.
         hits = up.index.search(Query(text[:QUERY_MAX], limit=10, feedback=False))
@@ -522,7 +544,6 @@ def figures(store: Store) -> Figures:
     """Counts by type, status and owner; drafts awaiting review and their median age; the
     median time from creation to confirmation; the share of recalls that found a confirmed
     memory."""
-
     from memstore.search import upkeep as search
     from memstore.workflow.care import catalog
 
