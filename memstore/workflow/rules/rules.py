@@ -10,6 +10,8 @@ lift, alone, a rule that binds it (a person's, or a confirmed p0): see `storage.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -319,6 +321,14 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
         alternatives = [glob] if glob.startswith(("*", "/")) else [glob, f"*/{glob}"]
         return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in alternatives)
     return concepts.meets(pattern, " ".join([text, *targets]))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def glob_pieces(pattern: str) -> tuple[str, ...]:
+    """The literal pieces of a glob that any text it `match`es holds, lowercased (the runs
+    between `*` and `?`; a run touching a `[...]` set is left out)."""
+    runs = re.split(r"[*?]", pattern.lower())
+    return tuple(r for r in runs if r and "[" not in r and "]" not in r)
 
 
 def first_match(rule: Rule, text: str, targets: tuple[str, ...] = ()) -> str | None:
