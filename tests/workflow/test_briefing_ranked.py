@@ -358,3 +358,45 @@ def test_a_briefing_reads_only_the_rows_it_shows(
         assert "Cut to fit the budget" in text
         # A few pages of rules, the drafts shown, the pinned and the latest knowledge.
         assert len(rows) < judged + 70 and len(files) < 12, (len(rows), len(files), judged)
+
+
+def test_a_glob_matches_only_a_task_holding_its_literal_pieces() -> None:
+    """The catalog tries a glob on a task only when the task holds its literal pieces: no
+    task a glob matches lacks one."""
+    rng = random.Random(3)
+    globs = [
+        "migrations/*.sql",
+        "deploy*",
+        "git push --force*",
+        "*.PY",
+        "src/[ab]*/x?.py",
+        "[!a]bc*",
+        "a[b",
+        "*",
+        "Db/Seed.sql",
+        "*/cache?/*",
+        "rm -rf *",
+    ]
+    parts = [
+        "edit",
+        "db/migrations/001.sql",
+        "Deploy",
+        "deployment",
+        "git push --force origin",
+        "main.py",
+        "src/a1/x2.py",
+        "xbcd",
+        "a[b",
+        "db/seed.sql",
+        "var/cache1/x",
+        "rm -rf /tmp",
+        "(src/b/xy.py)",
+    ]
+    matched = 0
+    for _ in range(400):
+        task = " ".join(rng.sample(parts, rng.randint(1, 4)))
+        for glob in globs:
+            if workflow.match(glob, task):
+                matched += 1
+                assert all(p in task.lower() for p in workflow.glob_pieces(glob)), (glob, task)
+    assert matched > 400

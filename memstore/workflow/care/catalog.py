@@ -22,6 +22,7 @@ as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -367,7 +368,7 @@ class Catalog:
         for path, patterns in self.db.execute(
             "SELECT path, patterns FROM memories WHERE always = 1"
         ):
-            globs = [p for p in json.loads(patterns) if workflow.is_glob(p)]
+            globs = _globs(patterns)
             if not globs or any(
                 all(piece in lowered for piece in workflow.glob_pieces(g))
                 and workflow.match(g, task)
@@ -434,6 +435,12 @@ def filters(
         clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
         args.append(tag)
     return " AND ".join(clauses), tuple(args)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _globs(patterns: str) -> tuple[str, ...]:
+    """The globs among a rule's patterns (a JSON list, as the catalog keeps them)."""
+    return tuple(p for p in json.loads(patterns) if workflow.is_glob(p))
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:

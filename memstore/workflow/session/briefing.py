@@ -445,7 +445,8 @@ def brief(
         every = rules.count() + len(held)
         if for_text:
             held_paths = {p for p, _ in held}
-            applies = {p: r for p, r in rules.candidates(for_text) if workflow.related(r, for_text)}
+            bears = workflow.relating(for_text)
+            applies = {p: r for p, r in rules.candidates(for_text) if bears(r)}
             ordered = sorted(applies.items(), key=lambda pr: pr[1].rank)
             applying: Iterable[workflow.Rule] = (
                 r if p in held_paths else _proposed(store, r, p, protected, humans)
