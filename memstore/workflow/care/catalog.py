@@ -16,7 +16,9 @@ matched in turn.
 What it holds is what the files say, and the status and owner a read shows of each, judged
 from the git history (`verdicts.judged`, with each file's blob id kept here) and judged again
 only for the files whose history moved since: a confirmation the history does not back reads
-as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL.
+as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL; the
+briefing ranks the drafts awaiting review and the rules in SQL and reads only the rows it
+shows (`awaiting_review`, `rules`).
 """
 
 from __future__ import annotations
