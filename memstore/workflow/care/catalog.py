@@ -16,22 +16,26 @@ matched in turn.
 What it holds is what the files say, and the status and owner a read shows of each, judged
 from the git history (`verdicts.judged`, with each file's blob id kept here) and judged again
 only for the files whose history moved since: a confirmation the history does not back reads
-as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL.
+as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL; the
+briefing ranks the drafts awaiting review and the rules in SQL and reads only the rows it
+shows (`awaiting_review`, `rules`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import sqlite3
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from memstore.errors import GitError, InvalidMemory, StoreLocked, UnsafePath
 from memstore.git import objects
+from memstore.limits import SEVERITIES
 from memstore.model import likeness
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
@@ -85,6 +89,13 @@ CREATE INDEX memories_by_status ON memories (shown_status, created, confirmed_at
 CREATE INDEX memories_by_type ON memories (type, path);
 CREATE INDEX memories_by_owner ON memories (shown_owner, path);
 """
+_BRIEFED = (
+    "CREATE INDEX memories_briefed ON memories (status, shown_status, expires, type, severity, "
+    "updated, name, shown_owner, owner, pinned, importance, path)"
+)
+"""The columns the briefing filters and ranks by, without the long ones: its counts and
+rankings read this index alone, and only the rows it shows are read whole. Made when missing
+(a catalog of this version made before it), as it holds nothing the rows do not."""
 _DRAFT, _RULE, _TOLD = "d", "r", "w"
 """The word indexes: a draft's features; what a rule's patterns may match on (one is enough);
 the words of a rule's description (two are needed, as `rules.related` says); and (kind
@@ -126,6 +137,39 @@ class Entry:
         return bool(self.expires) and self.expires < today
 
 
+SHOWN_STATUS = "COALESCE(NULLIF(shown_status, ''), status)"
+SHOWN_OWNER = "COALESCE(NULLIF(shown_owner, ''), owner)"
+"""The status and owner a row shows (`Entry.status`, `Entry.owner`), as SQL over its columns."""
+
+
+_PATH_ORDER = "substr(path, 1, instr(path, '/') - 1), substr(path, instr(path, '/') + 1)"
+"""The order `entries` reads them in: by type folder, then file name."""
+ORDERS = {
+    "newest": f"updated DESC, name DESC, {_PATH_ORDER}",
+    "name": f"name, {_PATH_ORDER}",
+    "pinned": f"pinned DESC, name, {_PATH_ORDER}",
+}
+"""The orders `Catalog.page` lists in: newest update first; by name; the pinned first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Awaiting:
+    """A draft awaiting review as `Catalog.awaiting_review` ranks it: its entry, and how many
+    of the task's features its name and description offer."""
+
+    entry: Entry
+    shared: int
+
+
+def not_in(column: str, values: Iterable[str]) -> tuple[str, tuple[str, ...]]:
+    """The `where` and its argument for rows whose `column` (or SQL expression) is none of
+    `values`."""
+    listed = sorted(values)
+    if not listed:
+        return "1", ()
+    return f"{column} NOT IN (SELECT value FROM json_each(?))", (json.dumps(listed),)
+
+
 def _words_digest() -> str:
     """What the word tables are: a rule's and a draft's keys depend on them."""
     return hashlib.sha256(words.DEFAULT.read_bytes()).hexdigest()[:16]
@@ -150,22 +194,73 @@ class Catalog:
         return [_entry(r) for r in rows]
 
     def page(
-        self, where: str = "", args: Iterable[Any] = (), limit: int = 0, offset: int = 0
+        self,
+        where: str = "",
+        args: Iterable[Any] = (),
+        limit: int = 0,
+        offset: int = 0,
+        order: str = "newest",
     ) -> tuple[list[Entry], int]:
-        """The memories passing `where` (as `entries`), newest update first (then by name,
-        descending), at most `limit` of them (0: all) after `offset`; and how many pass."""
+        """The memories passing `where` (as `entries`) in an `order` of `ORDERS` (by default
+        newest update first, then by name, descending), at most `limit` of them (0: all)
+        after `offset`; and how many pass."""
         clause = "name IS NOT NULL" + (f" AND ({where})" if where else "")
         args = tuple(args)
-        total = int(
-            self.db.execute(f"SELECT COUNT(*) FROM memories WHERE {clause}", args).fetchone()[0]
-        )
-        sql = (
-            f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE {clause} "
-            "ORDER BY updated DESC, name DESC"
-        )
+        total = self.count(where, args)
+        sql = f"SELECT path FROM memories WHERE {clause} ORDER BY {ORDERS[order]}"
         if limit:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return [_entry(r) for r in self.db.execute(sql, args)], total
+        return self.at([p for (p,) in self.db.execute(sql, args)]), total
+
+    def at(self, paths: Iterable[str]) -> list[Entry]:
+        """The memories at `paths`, in that order (a path the catalog holds no memory at is
+        left out)."""
+        wanted = list(paths)
+        found: dict[str, Entry] = {}
+        for chunk in _chunks(sorted(set(wanted))):
+            marks = ", ".join("?" * len(chunk))
+            sql = (
+                f"SELECT {', '.join(_COLUMNS)} FROM memories "
+                f"WHERE name IS NOT NULL AND path IN ({marks})"
+            )
+            found.update((r[0], _entry(r)) for r in self.db.execute(sql, chunk))
+        return [found[p] for p in wanted if p in found]
+
+    def count(self, where: str = "", args: Iterable[Any] = ()) -> int:
+        """How many memories pass `where` (as `entries`)."""
+        clause = "name IS NOT NULL" + (f" AND ({where})" if where else "")
+        sql = f"SELECT COUNT(*) FROM memories WHERE {clause}"
+        return int(self.db.execute(sql, tuple(args)).fetchone()[0])
+
+    def rules(self, where: str, args: Iterable[Any], binding: Iterable[str]) -> Iterator[Entry]:
+        """The memories passing `where` (as `entries`; rules, `severity IS NOT NULL`) in the
+        order the briefing lists rules (`Rule.rank` of each as shown: most severe first,
+        binding before not, confirmed before the rest, then by name; then the order of
+        `entries`), read as they are taken. A draft binds when its owner is one of `binding`
+        (the store's humans as the memories spell them)."""
+        clause = "name IS NOT NULL" + (f" AND ({where})" if where else "")
+        severity = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SEVERITIES))
+        sql = (
+            f"SELECT path FROM memories WHERE {clause} "
+            f"ORDER BY CASE severity {severity} ELSE {len(SEVERITIES)} END, "
+            f"CASE WHEN {SHOWN_STATUS} = 'confirmed' OR ({SHOWN_STATUS} = 'draft' AND "
+            f"{SHOWN_OWNER} IN (SELECT value FROM json_each(?))) THEN 0 ELSE 1 END, "
+            f"{SHOWN_STATUS} != 'confirmed', name, {_PATH_ORDER}"
+        )
+        paths = [p for (p,) in self.db.execute(sql, (*args, json.dumps(sorted(binding))))]
+        start, step = 0, 16  # most briefings take a few: read more only as they are taken
+        while start < len(paths):
+            yield from self.at(paths[start : start + step])
+            start, step = start + step, min(step * 2, 500)
+
+    def blobs(self, paths: Iterable[str]) -> dict[str, str]:
+        """The blob id of each of `paths` the catalog holds (as its file was last read)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(sorted(paths)):
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT path, blob FROM memories WHERE path IN ({marks})"
+            found.update((p, b) for p, b in self.db.execute(sql, chunk))
+        return found
 
     def counts(self, column: str) -> dict[str, int]:
         """How many memories have each value of `column` (`type`, `shown_status`,
@@ -195,6 +290,74 @@ class Catalog:
         values = [float(v) for (v,) in self.db.execute(sql, args * 2)]
         return sum(values) / len(values)
 
+    def owners(self) -> set[str]:
+        """Every owner the memories show (`Entry.owner`): a store's identities, a few."""
+        found = {
+            str(o)
+            for (o,) in self.db.execute("SELECT DISTINCT shown_owner FROM memories")
+            if o is not None
+        }
+        if "" in found:  # rows whose shown owner is blank show the file's
+            found.discard("")
+            sql = "SELECT DISTINCT owner FROM memories WHERE shown_owner = ''"
+            found |= {str(o) for (o,) in self.db.execute(sql) if o is not None}
+        return found
+
+    def awaiting_review(
+        self,
+        where: str,
+        args: Iterable[Any],
+        *,
+        asked: Mapping[str, str],
+        recalled: Mapping[str, int],
+        features: Iterable[str],
+        worth: int | None,
+        limit: int,
+    ) -> tuple[list[Awaiting], int]:
+        """The first `limit` memories passing `where` (as `entries`) in the order the briefing
+        offers drafts for review, and how many pass `where`. The order: those `asked` of the
+        reader (by name: who asked), then those offering most of `features` (`shared`), rules
+        before other types, the most `recalled` (by name), then the longest waiting (oldest
+        update, then name, then the order of `entries`). With `worth`, only those asked, those
+        offering a feature, rules and those recalled `worth` times or more are ranked."""
+        args = tuple(args)
+        clause = "m.name IS NOT NULL" + (f" AND ({where})" if where else "")
+        total = int(
+            self.db.execute(f"SELECT COUNT(*) FROM memories AS m WHERE {clause}", args).fetchone()[
+                0
+            ]
+        )
+        if limit <= 0:
+            return [], total
+        rules = ", ".join(f"'{t}'" for t in RULE_TYPES)
+        extras: dict[str, list[str | int | None]] = {n: [a, 0] for n, a in asked.items()}
+        for name, n in recalled.items():
+            if n:
+                extras.setdefault(name, [None, 0])[1] = n
+        # The features' counts and the names' keys are joined by path and name (SQLite indexes
+        # each subquery's rows for the join): no row's ranking is computed outside SQL.
+        sql = (
+            "SELECT m.path, COALESCE(s_n, 0) FROM memories AS m "
+            "LEFT JOIN (SELECT path AS s_path, COUNT(*) AS s_n FROM keys WHERE kind = ? AND key IN "
+            "(SELECT value FROM json_each(?)) GROUP BY path) ON s_path = m.path "
+            "LEFT JOIN (SELECT key AS x_name, json_extract(value, '$[0]') AS x_asked, "
+            "json_extract(value, '$[1]') AS x_recalled FROM json_each(?)) ON x_name = m.name "
+            f"WHERE {clause}"
+        )
+        if worth is not None:
+            sql += (
+                " AND (COALESCE(x_asked, '') != '' OR s_n > 0 OR m.type IN "
+                f"({rules}) OR COALESCE(x_recalled, 0) >= {int(worth)})"
+            )
+        sql += (
+            f" ORDER BY x_asked IS NULL, -COALESCE(s_n, 0), m.type NOT IN ({rules}), "
+            f"-COALESCE(x_recalled, 0), m.updated, m.name, {_PATH_ORDER} "
+            f"LIMIT {int(limit)}"
+        )
+        head = (_DRAFT, json.dumps(sorted(set(features))), json.dumps(extras))
+        ranked = dict(self.db.execute(sql, (*head, *args)).fetchall())
+        return [Awaiting(e, int(ranked[e.path])) for e in self.at(ranked)], total
+
     def rule_candidates(self, task: str) -> set[str]:
         """The paths of the rules that may bear on `task` (`rules.related` says which do): a
         rule without patterns, one with a glob that matches the task, one a feature of the
@@ -204,11 +367,18 @@ class Catalog:
         found: set[str] = set()
         # A rule with no patterns bears on every task; one with a glob, on a task its glob
         # matches (`rules.match`, cheap) or on one its other words meet (the keys below).
+        # A glob is matched only when the task holds its literal pieces: most cannot match,
+        # and a glob matched compiles a regular expression (a new process pays for each).
+        lowered = task.lower()
         for path, patterns in self.db.execute(
             "SELECT path, patterns FROM memories WHERE always = 1"
         ):
-            globs = [p for p in json.loads(patterns) if workflow.is_glob(p)]
-            if not globs or any(workflow.match(g, task) for g in globs):
+            globs = _globs(patterns)
+            if not globs or any(
+                all(piece in lowered for piece in workflow.glob_pieces(g))
+                and workflow.match(g, task)
+                for g in globs
+            ):
                 found.add(path)
         told: dict[str, int] = {}
         for chunk in _chunks(have):
@@ -270,6 +440,12 @@ def filters(
         clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
         args.append(tag)
     return " AND ".join(clauses), tuple(args)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _globs(patterns: str) -> tuple[str, ...]:
+    """The globs among a rule's patterns (a JSON list, as the catalog keeps them)."""
+    return tuple(p for p in json.loads(patterns) if workflow.is_glob(p))
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -414,6 +590,9 @@ def _connect(store: Store, path: Any) -> sqlite3.Connection:
             db.execute("INSERT INTO meta VALUES ('words', ?)", (_words_digest(),))
             db.execute("INSERT INTO meta VALUES (?, ?)", (sharing.META, sharing.VERSION))
             db.execute(f"PRAGMA user_version = {SCHEMA}")
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_briefed'"
+        if db.execute(sql).fetchone() is None:
+            db.execute(_BRIEFED)
     except sqlite3.DatabaseError as e:
         db.close()
         if isinstance(e, sqlite3.OperationalError) and _busy(e):
@@ -421,6 +600,7 @@ def _connect(store: Store, path: Any) -> sqlite3.Connection:
         path.unlink(missing_ok=True)
         db = sqlite3.connect(path, timeout=store.lock_timeout, isolation_level=None)
         db.executescript(_TABLES)
+        db.execute(_BRIEFED)
         db.execute("INSERT INTO meta VALUES ('words', ?)", (_words_digest(),))
         db.execute("INSERT INTO meta VALUES (?, ?)", (sharing.META, sharing.VERSION))
         db.execute(f"PRAGMA user_version = {SCHEMA}")

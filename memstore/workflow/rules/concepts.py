@@ -228,15 +228,29 @@ def features(text: str) -> frozenset[str]:
     return frozenset(a.terms) | {f"@{c}" for c in a.concepts}
 
 
-def meets(pattern: str, text: str) -> bool:
-    """Whether every word of `pattern` appears in `text`, itself or as a synonym."""
+def meets(pattern: str, text: str, offered: frozenset[str] | None = None) -> bool:
+    """Whether every word of `pattern` appears in `text`, itself or as a synonym (`offered`:
+    the text's `features`, when read already)."""
     wanted = units(pattern)
-    have = features(text)
+    have = features(text) if offered is None else offered
     return bool(wanted) and all(u & have for u in wanted)
 
 
-def overlaps(pattern: str, text: str) -> bool:
+def loose_features(text: str) -> frozenset[str]:
+    """What a task described in a sentence offers `overlaps`: its concepts and its words of
+    three letters or more that are not numbers."""
+    return frozenset(
+        f for f in features(text) if f.startswith("@") or (len(f) >= 3 and not f.isdigit())
+    )
+
+
+_BROAD = frozenset({"@production", "@registry"})
+"""Concepts too broad for a pattern to overlap a task by alone."""
+
+
+def overlaps(pattern: str, text: str, loose: frozenset[str] | None = None) -> bool:
     """Whether some word of `pattern` (itself or a synonym) appears in `text`: looser than
-    `meets`, for a task described in a sentence."""
-    have = {f for f in features(text) if f.startswith("@") or (len(f) >= 3 and not f.isdigit())}
-    return any(u & have for u in units(pattern) if not u <= {"@production", "@registry"})
+    `meets`, for a task described in a sentence (`loose`: its `loose_features`, when read
+    already)."""
+    have = loose_features(text) if loose is None else loose
+    return any(u & have for u in units(pattern) if not u <= _BROAD)

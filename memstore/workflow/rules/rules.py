@@ -10,6 +10,8 @@ lift, alone, a rule that binds it (a person's, or a confirmed p0): see `storage.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -293,7 +295,7 @@ def words(text: str) -> list[str]:
 
 def is_glob(pattern: str) -> bool:
     """Whether a pattern is a glob (it holds `*`, `?` or `[`)."""
-    return any(c in GLOB_CHARS for c in pattern)
+    return not GLOB_CHARS.isdisjoint(pattern)
 
 
 def _words(text: str) -> list[str]:
@@ -321,6 +323,14 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
     return concepts.meets(pattern, " ".join([text, *targets]))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def glob_pieces(pattern: str) -> tuple[str, ...]:
+    """The literal pieces of a glob that any text it `match`es holds, lowercased (the runs
+    between `*` and `?`; a run touching a `[...]` set is left out)."""
+    runs = re.split(r"[*?]", pattern.lower())
+    return tuple(r for r in runs if r and "[" not in r and "]" not in r)
+
+
 def first_match(rule: Rule, text: str, targets: tuple[str, ...] = ()) -> str | None:
     """The first of a rule's patterns that matches the action, or None."""
     return next((p for p in rule.applies_when if match(p, text, targets)), None)
@@ -333,12 +343,27 @@ def related(rule: Rule, task: str) -> bool:
     match, or a word of a pattern (itself or a synonym: "cut release" meets "npm publish")
     or two of the description must appear in the task.
     """
-    if not rule.applies_when or first_match(rule, task) is not None:
-        return True
-    if any(concepts.overlaps(p, task) for p in rule.applies_when if not is_glob(p)):
-        return True
+    return relating(task)(rule)
+
+
+def relating(task: str) -> Callable[[Rule], bool]:
+    """`related` to `task`, for judging many rules: what the task offers is read once."""
+    offered = concepts.features(task)
+    loose = concepts.loose_features(task)
     have = {w for w in words(task) if len(w) >= 3 and not w.isdigit()}
-    return len(have & set(words(rule.description))) >= 2
+
+    def bears(rule: Rule) -> bool:
+        patterns = rule.applies_when
+        if not patterns:
+            return True
+        for p in patterns:
+            if match(p, task) if is_glob(p) else concepts.meets(p, task, offered):
+                return True
+        if any(concepts.overlaps(p, task, loose) for p in patterns if not is_glob(p)):
+            return True
+        return len(have & set(words(rule.description))) >= 2
+
+    return bears
 
 
 # -- the verdict ----------------------------------------------------------------------------

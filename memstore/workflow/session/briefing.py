@@ -7,10 +7,11 @@ or people wrote follows it inside a per-briefing fence, so no description can fo
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,14 @@ class Section:
     """The first `pinned` bullets are never cut, whatever the budget (p0 and p1 rules)."""
     compact: tuple[Bullet, ...] = ()
     """Shorter forms of the pinned bullets, used when even they do not fit the budget."""
+    more: int = 0
+    """Bullets after `lines` that were not built: `lines` alone are longer than any budget
+    they are fitted to (see `built`), so no fit keeps any of these."""
+
+    @property
+    def total(self) -> int:
+        """How many bullets the section has, built or not."""
+        return len(self.lines) + self.more
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +113,7 @@ def _render(
     parts = [header]
     for s in sections:
         n = kept[s.title]
-        if n == 0 and not (s.empty and not s.lines):
+        if n == 0 and not (s.empty and not s.total):
             continue
         body = [b.render(fence) for b in s.lines[:n]] if n else [s.empty or ""]
         parts.append(f"## {s.title}\n" + "\n".join(body))
@@ -116,16 +125,16 @@ def _render(
 def _cut_notes(sections: list[Section], kept: dict[str, int]) -> list[str]:
     notes: list[str] = []
     for s in sorted(sections, key=lambda x: x.priority):
-        dropped = len(s.lines) - kept[s.title]
-        if dropped == len(s.lines) and dropped:
+        dropped = s.total - kept[s.title]
+        if dropped == s.total and dropped:
             notes.append(f"{s.title.lower()} ({dropped})")
         elif dropped:
-            notes.append(f"{dropped} of {len(s.lines)} {s.title.lower()}")
+            notes.append(f"{dropped} of {s.total} {s.title.lower()}")
     return notes
 
 
 def _short_note(sections: list[Section], kept: dict[str, int]) -> str:
-    dropped = [len(s.lines) - kept[s.title] for s in sections]
+    dropped = [s.total - kept[s.title] for s in sections]
     items, parts = sum(dropped), sum(1 for d in dropped if d)
     return f"{items} item(s) from {parts} section(s)" if items else ""
 
@@ -143,7 +152,7 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
     of its parts, in the order the bullets are dropped, and the first that fits is kept.
     """
     budget = max(budget, BRIEFING_BUDGET_MIN)
-    kept = {s.title: len(s.lines) for s in sections}
+    kept = {s.title: s.total for s in sections}
     order = sorted(sections, key=lambda s: s.priority, reverse=True)
     sizes = _Sizes(header, sections, fence, budget * CHARS_PER_TOKEN)
     found = sizes.fits(kept, "")
@@ -155,7 +164,7 @@ def fit(header: str, sections: list[Section], budget: int, fence: Fence | None =
                 break
         if found:
             break
-        kept[victim.title] = min(kept[victim.title], victim.pinned, len(victim.lines))
+        kept[victim.title] = min(kept[victim.title], victim.pinned, victim.total)
     text = _render(header, sections, kept, "; ".join(_cut_notes(sections, kept)), fence)
     if not found:
         if estimate_tokens(text) > budget:
@@ -189,9 +198,11 @@ class _Sizes:
         parts = [len(self.header)]
         for s in self.sections:
             n = kept[s.title]
-            if n == 0 and not (s.empty and not s.lines):
+            if n == 0 and not (s.empty and not s.total):
                 continue
-            body = self.sums[s.title][n] + n - 1 if n else len(s.empty or "")
+            sums = self.sums[s.title]
+            # Past the built bullets: longer still than those, which are past any limit.
+            body = sums[min(n, len(sums) - 1)] + n - 1 if n else len(s.empty or "")
             parts.append(len(f"## {s.title}\n") + body)
         if note:
             parts.append(len(f"_Cut to fit the budget: {note}._"))
@@ -204,14 +215,14 @@ class _Sizes:
         """The bullet counts of `victim` worth trying, most first: each drop in turn, less
         those that keep more bullets than fit on their own (none of those can fit)."""
         sums = self.sums[victim.title]
-        lowest = min(victim.pinned, len(victim.lines))
+        lowest = min(victim.pinned, victim.total)
         rest = dict(kept)
         rest[victim.title] = lowest
         if self.length(rest, "") > self.limit:
             return  # the other sections alone are too long: no count of this one fits
         n = kept[victim.title] - 1
         while n >= lowest:
-            if sums[n] + n - 1 > self.limit:
+            if n >= len(sums) or sums[n] + n - 1 > self.limit:
                 # The most bullets whose lengths alone stay within the limit.
                 n = min(n - 1, bisect.bisect_right(sums, self.limit) - 1)
                 continue
@@ -222,37 +233,64 @@ class _Sizes:
 def _compacted(s: Section) -> Section:
     if not s.compact:
         return s
-    lines = s.compact + s.lines[s.pinned :]
-    return Section(s.title, s.priority, lines, s.empty, s.pinned, s.compact)
+    return replace(s, lines=s.compact + s.lines[s.pinned :])
+
+
+def built(
+    bullets: Iterable[Bullet], budget: int, fence: Fence | None, least: int = 0
+) -> tuple[Bullet, ...]:
+    """The first of `bullets` a section fitted to `budget` LLM tokens may show, rendered
+    through a fence like `fence` (a nonce's length is all that counts): at least `least`,
+    and past those until they alone are longer than the budget, so that no fit keeps a bullet
+    not built. The rest are not taken from `bullets`: the caller counts them
+    (`Section.more`)."""
+    limit = max(budget, BRIEFING_BUDGET_MIN) * CHARS_PER_TOKEN
+    out: list[Bullet] = []
+    length = -1
+    for b in bullets:
+        if len(out) >= least and length > limit:
+            break
+        out.append(b)
+        length += len(b.render(fence)) + 1
+    return tuple(out)
 
 
 # -- a store's briefing -------------------------------------------------------------------
 
 
-def _in_force(
+def _held(
     store: Store,
-    ruled: list[tuple[str, workflow.Rule]],
+    found: catalog.Catalog,
     humans: tuple[str, ...],
     scopes: tuple[str, ...] = (),
 ) -> tuple[list[tuple[str, workflow.Rule]], set[str]]:
-    """`ruled` (path, rule) with each rule that binds the agents as it is in force (see
-    `storage.binding`): a change an agent made alone, or an uncommitted one, is not obeyed,
-    and a pending deprecation proposal shows. Also the paths of the versions held in force
-    (they may apply whatever their files now say). Reads the files of those rules only. A
-    version held in force counts for the `scopes` it names, whatever scope its file now says."""
+    """The rules that bind the agents held in force in a version their files do not show
+    (see `storage.binding`: a change an agent made alone, an uncommitted one), each with its
+    path; and the paths of every rule that binds the agents (its file is read for a pending
+    deprecation proposal when it is shown: `_proposed`). Reads the files of the rules whose
+    version in the catalog is not the one in force only. A version held in force counts for
+    the `scopes` it names, whatever scope its file now says."""
     from memstore.git import objects
     from memstore.storage import binding, trust, verdicts
     from memstore.storage.files import read_regular
 
     snapshot = verdicts.snapshot(store.trust)
     if snapshot is None or not snapshot.binding:
-        return ruled, set()
+        return [], set()
     prefix = store.trust.prefix
     protected = {p[len(prefix) :] for p in snapshot.binding if p.startswith(prefix)}
-    out: list[tuple[str, workflow.Rule]] = []
-    held: set[str] = set()
+    # The catalog holds each file's blob as it read it: only the rules whose file is not the
+    # version in force are read again (`binding.in_force` reads one file per rule it is given).
+    blobs = found.blobs(protected)
+    differ = {
+        path: force
+        for path, force in snapshot.binding.items()
+        if path.startswith(prefix)
+        and (force.held_by is not None or blobs.get(path[len(prefix) :]) != force.blob)
+    }
+    held: list[tuple[str, workflow.Rule]] = []
     for item in binding.in_force(
-        snapshot.binding,
+        differ,
         prefix,
         store.root,
         [],
@@ -266,16 +304,78 @@ def _in_force(
             continue
         if rule := workflow.rule_of(item.memory, humans):
             path = f"{item.memory.type}/{item.memory.name}.md"
-            held.add(path)
-            out.append((path, replace(rule, held=item.why)))
-    for path, rule in ruled:
-        if path in held:
-            continue
-        if path in protected and (memory := _read(store, path)) is not None:
-            mine = workflow.rule_of(memory, humans)
-            rule = replace(rule, proposal=mine.proposal if mine is not None else "")
-        out.append((path, rule))
-    return out, held
+            held.append((path, replace(rule, held=item.why)))
+    return held, protected
+
+
+def _proposed(
+    store: Store,
+    rule: workflow.Rule,
+    path: str,
+    protected: AbstractSet[str],
+    humans: tuple[str, ...],
+) -> workflow.Rule:
+    """`rule` (the catalog's, at `path`) with the deprecation proposal its file carries, when
+    it binds the agents (`protected`)."""
+    if path not in protected or (memory := _read(store, path)) is None:
+        return rule
+    mine = workflow.rule_of(memory, humans)
+    return replace(rule, proposal=mine.proposal if mine is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """The rules a briefing lists, in force, in `Rule.rank` order, read from the catalog as
+    they are taken: `held` (versions in force the files do not show) merged with the rows
+    passing `where`."""
+
+    store: Store
+    found: catalog.Catalog
+    where: str
+    args: tuple[Any, ...]
+    held: list[tuple[str, workflow.Rule]]
+    protected: AbstractSet[str]
+    humans: tuple[str, ...]
+    binding: frozenset[str]
+    """The owners whose drafts bind, as the memories spell them (the store's humans)."""
+
+    def ranked(self, leave: AbstractSet[str] = frozenset()) -> Iterator[workflow.Rule]:
+        """Every rule but those at the paths in `leave`, most severe first (`Rule.rank`; the
+        held versions first among equals, then the catalog's order)."""
+        clause, args = catalog.not_in("path", leave)
+        rows = self.found.rules(f"({self.where}) AND {clause}", (*self.args, *args), self.binding)
+        listed = (
+            (
+                r.rank,
+                1,
+                tuple(e.path.split("/", 1)),
+                _proposed(self.store, r, e.path, self.protected, self.humans),
+            )
+            for e in rows
+            if (r := catalog.rule_of(e, self.humans)) is not None
+        )
+        held = sorted(
+            ((r.rank, 0, (str(i),), r) for i, (p, r) in enumerate(self.held) if p not in leave),
+            key=lambda x: x[:2],
+        )
+        for *_, rule in heapq.merge(held, listed, key=lambda x: x[:3]):
+            yield rule
+
+    def count(self, where: str = "", args: tuple[Any, ...] = ()) -> int:
+        """How many rules pass `where` too (SQL over the catalog's columns)."""
+        clause = f"({self.where})" + (f" AND ({where})" if where else "")
+        return self.found.count(clause, (*self.args, *args))
+
+    def candidates(self, task: str) -> list[tuple[str, workflow.Rule]]:
+        """The rules that may bear on `task` (`Catalog.rule_candidates`, and every held
+        version), each with its path, in the order `ranked` takes equals."""
+        maybe = sorted(self.found.rule_candidates(task))
+        rows = self.found.entries(
+            f"({self.where}) AND path IN (SELECT value FROM json_each(?))",
+            (*self.args, json.dumps(maybe)),
+        )
+        listed = [(e.path, r) for e in rows if (r := catalog.rule_of(e, self.humans)) is not None]
+        return [*self.held, *listed]
 
 
 def _read(store: Store, path: str) -> Memory | None:
@@ -315,70 +415,92 @@ def brief(
     unseen = search.outside(store, scopes)
     start = refs.head(store.repo)
     today = when.utcnow().strftime("%Y-%m-%d")
-    with catalog.opened(store) as found:
-        # Only what each section shows is asked of the catalog, never every memory parsed.
-        live = "NOT (expires != '' AND expires < ?)"
-        expired = [
-            e.name
-            for e in found.entries("expires != '' AND expires < ?", (today,))
-            if e.path not in unseen
-        ]
-        humans = settings.store_humans(store.root)
-        ruled = [
-            (e.path, r)
-            for e in found.entries(f"severity IS NOT NULL AND {live}", (today,))
-            if e.path not in unseen and (r := catalog.rule_of(e, humans)) is not None
-        ]
-        ruled, held = _in_force(store, ruled, humans, scopes)
-        ruled.sort(key=lambda pr: pr[1].rank)
-        rules = [r for _, r in ruled]
-        applying, others = rules, list[workflow.Rule]()
-        if for_text:
-            maybe = found.rule_candidates(for_text) | held
-            applies = {p for p, r in ruled if p in maybe and workflow.related(r, for_text)}
-            applying = [r for p, r in ruled if p in applies]
-            others = [r for p, r in ruled if p not in applies]
-        drafts = review.offers(
-            store,
-            identity,
-            [
-                e
-                for e in found.entries(f"status = 'draft' AND {live}", (today,))
-                if e.path not in unseen
-            ],
-            for_text,
-            found,
-            DRAFTS_SHOWN,
-        )
-        pinned_lines = _pinned_lines(
-            store,
-            found,
-            [
-                e
-                for e in found.entries(f"(pinned = 1 OR importance = 'high') AND {live}", (today,))
-                if e.path not in unseen
-            ],
-        )
-        knowledge = _knowledge(store, for_text, found, today, scopes, unseen)
     try:
         rewrite = {r.name for r in session.heed_rates(store)[0] if r.rewrite}
     except InvalidMemory as e:  # a bad outcome line must not cost a session its briefing
         log.warning("cannot read outcomes: %s", e)
         rewrite = set[str]()
-    # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
-    pinned = min(sum(1 for r in applying if r.severity in ("p0", "p1")), PINNED_MAX)
+    with catalog.opened(store) as found:
+        # Only what each section shows is asked of the catalog, never every memory parsed:
+        # the catalog ranks and counts, and the rows shown are read.
+        live = "NOT (expires != '' AND expires < ?)"
+        hidden, hidden_args = catalog.not_in("path", unseen)
+        expired = found.page(
+            f"expires != '' AND expires < ? AND {hidden}", (today, *hidden_args), 5, order="name"
+        )
+        humans = settings.store_humans(store.root)
+        held, protected = _held(store, found, humans, scopes)
+        leave, leave_args = catalog.not_in("path", {p for p, _ in held})
+        rules = _Rules(
+            store,
+            found,
+            f"severity IS NOT NULL AND {catalog.SHOWN_STATUS} != 'deprecated' AND {live} "
+            f"AND {hidden} AND {leave}",
+            (today, *hidden_args, *leave_args),
+            held,
+            protected,
+            humans,
+            frozenset(o for o in found.owners() if workflow.binds_shown(Status.DRAFT, o, humans)),
+        )
+        every = rules.count() + len(held)
+        if for_text:
+            held_paths = {p for p, _ in held}
+            bears = workflow.relating(for_text)
+            applies = {p: r for p, r in rules.candidates(for_text) if bears(r)}
+            ordered = sorted(applies.items(), key=lambda pr: pr[1].rank)
+            applying: Iterable[workflow.Rule] = (
+                r if p in held_paths else _proposed(store, r, p, protected, humans)
+                for p, r in ordered
+            )
+            urgent = sum(1 for _, r in ordered if r.severity in ("p0", "p1"))
+            others = rules.ranked(set(applies))
+            count = (len(applies), every - len(applies))
+        else:
+            urgent = rules.count("severity IN ('p0', 'p1')")
+            urgent += sum(1 for _, r in held if r.severity in ("p0", "p1"))
+            applying, others, count = rules.ranked(), iter(()), (every, 0)
+        # p0 and p1 rules that apply are never cut: they come first (rules are sorted by rank).
+        pinned = min(urgent, PINNED_MAX)
+        taken: list[workflow.Rule] = []
+
+        def lines(rules: Iterable[workflow.Rule]) -> Iterator[Bullet]:
+            for r in rules:
+                taken.append(r)
+                yield workflow.rule_line(r, r.name in rewrite)
+
+        sizing = fence_for(()) if fenced else None  # the briefing's own is chosen later
+        applying_lines = built(lines(applying), budget_tokens, sizing, pinned)
+        compact = tuple(
+            workflow.rule_line(r, r.name in rewrite, short=True) for r in taken[:pinned]
+        )
+        other_lines = built(lines(others), budget_tokens, sizing)
+        drafts = review.offers(
+            store,
+            identity,
+            found,
+            f"status = 'draft' AND {live} AND {hidden}",
+            (today, *hidden_args),
+            for_text,
+            DRAFTS_SHOWN,
+        )
+        pinned_lines = _pinned_lines(
+            store,
+            found,
+            f"(pinned = 1 OR importance = 'high') AND {live} AND {hidden}",
+            (today, *hidden_args),
+        )
+        knowledge = _knowledge(store, for_text, found, today, scopes, unseen)
     notes = steward.drift_notes(store, [m for m in knowledge if isinstance(m, Memory)])
     notes |= {h.name: h.note for h in knowledge if isinstance(h, Hit) and h.note}
     sections = [
         Section(
             "Corrections and warnings that apply",
             1,
-            tuple(workflow.rule_line(r, r.name in rewrite) for r in applying),
+            applying_lines,
             empty="- none",
             pinned=pinned,
-            compact=tuple(
-                workflow.rule_line(r, r.name in rewrite, short=True) for r in applying[:pinned]
-            ),
+            compact=compact,
+            more=count[0] - len(applying_lines),
         ),
         Section("Pinned and important", 1, tuple(pinned_lines)),
         Section("Claims in progress", 2, tuple(_claims_lines(store, identity))),
@@ -407,9 +529,10 @@ def brief(
         Section(
             "Other corrections and warnings",
             6,
-            tuple(workflow.rule_line(r, r.name in rewrite) for r in others),
+            other_lines,
+            more=count[1] - len(other_lines),
         ),
-        Section("Expired, left out", 5, _expired_lines(expired)),
+        Section("Expired, left out", 5, _expired_lines(*expired)),
     ]
     who = identity or "no identity set"
     task = " ".join((for_text or "").split())
@@ -429,24 +552,25 @@ def brief(
     return result
 
 
-def _expired_lines(names: list[str]) -> tuple[Bullet, ...]:
-    """One line saying expired memories exist (names are slugs), so nobody thinks them lost."""
-    if not names:
+def _expired_lines(first: list[catalog.Entry], count: int) -> tuple[Bullet, ...]:
+    """One line saying expired memories exist (the `first` by name, of `count`; names are
+    slugs), so nobody thinks them lost."""
+    if not count:
         return ()
-    names = sorted(names)
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return (
-        Bullet(f"- {len(names)} expired: {shown} (`memstore search --include-deprecated`)", ""),
-    )
+    names = [e.name for e in first]
+    shown = ", ".join(names) + (f" and {count - 5} more" if count > 5 else "")
+    return (Bullet(f"- {count} expired: {shown} (`memstore search --include-deprecated`)", ""),)
 
 
 def _pinned_lines(
-    store: Store, found: catalog.Catalog, entries: list[catalog.Entry]
+    store: Store, found: catalog.Catalog, where: str, args: tuple[Any, ...]
 ) -> list[Bullet]:
-    """Pinned and high-importance memories that are not deprecated: they survive budgets."""
-    chosen = [e for e in entries if e.status != Status.DEPRECATED]
-    chosen.sort(key=lambda e: (not e.pinned, e.name))
-    memories = [m for e in chosen[:LIST_MAX] if (m := found.memory(e)) is not None]
+    """Pinned and high-importance memories (passing `where`) that are not deprecated: they
+    survive budgets. The pinned first, then by name."""
+    chosen, _ = found.page(
+        f"({where}) AND {catalog.SHOWN_STATUS} != 'deprecated'", args, LIST_MAX, order="pinned"
+    )
+    memories = [m for e in chosen if (m := found.memory(e)) is not None]
     notes = steward.drift_notes(store, memories)
     return [_knowledge_bullet(m, notes.get(m.name), status=True) for m in memories]
 
@@ -524,12 +648,15 @@ def _knowledge(
     if for_text:
         return session.relevant(store, for_text, kinds, 10, scopes)
     live = "NOT (expires != '' AND expires < ?)"
-    entries = found.entries(
-        f"type IN ('decision', 'runbook') AND status = 'confirmed' AND {live}", (today,)
+    hidden, hidden_args = catalog.not_in("path", unseen)
+    confirmed, _ = found.page(
+        f"type IN ('decision', 'runbook') AND status = 'confirmed' AND {live} AND {hidden} "
+        f"AND {catalog.SHOWN_STATUS} = 'confirmed'",
+        (today, *hidden_args),
+        10,
+        order="newest",
     )
-    confirmed = [e for e in entries if e.status == Status.CONFIRMED and e.path not in unseen]
-    confirmed.sort(key=lambda e: (e.updated, e.name), reverse=True)
-    return [m for e in confirmed[:10] if (m := found.memory(e)) is not None]
+    return [m for e in confirmed if (m := found.memory(e)) is not None]
 
 
 def _more(rest: int) -> tuple[Bullet, ...]:

@@ -4,9 +4,10 @@ review, and those bearing on its task. Never its own, nor those it put off."""
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidMemory
 from memstore.model import when
@@ -14,14 +15,13 @@ from memstore.model.identity import same_identity
 from memstore.model.render_text import word
 from memstore.model.status import Status
 from memstore.storage import uses
-from memstore.workflow.care import reviews
+from memstore.workflow.care import catalog, reviews
 from memstore.workflow.rules import concepts
 from memstore.workflow.rules import rules as workflow
 from memstore.workflow.session import agent as session
 
 if TYPE_CHECKING:
     from memstore.storage.store import Store
-    from memstore.workflow.care import catalog
 
 log = logging.getLogger(__name__)
 
@@ -51,61 +51,64 @@ class Offers:
 def offers(
     store: Store,
     identity: str | None,
-    drafts: list[catalog.Entry],
-    for_text: str | None,
     found: catalog.Catalog,
+    where: str,
+    args: tuple[Any, ...],
+    for_text: str | None,
     shown: int,
 ) -> Offers:
-    """The drafts among `drafts` (the catalog's) that `identity` can review, as `Offers`, at
-    most `shown` of each kind: with a task, those asked of it, those that bear on the task,
-    then rules and drafts recalled WORTH_RECALLS times or more; the others only counted."""
+    """The drafts among the catalog's rows passing `where` that `identity` can review, as
+    `Offers`, at most `shown` of each kind: with a task, those asked of it, those that bear on
+    the task, then rules and drafts recalled WORTH_RECALLS times or more; the others only
+    counted. Only the rows shown are read from the catalog, ranked there
+    (`Catalog.awaiting_review`)."""
     moment = when.utcnow()
     record = reviews.read(store)
     counted = uses.counts(store)
     heeded = _heeded(store, identity)
     used = counted.used(identity)
-    mine: list[catalog.Entry] = []
-    for e in drafts:
-        if e.status != Status.DRAFT or (identity and same_identity(e.owner, identity)):
-            continue
-        if record.deferred_by(e.name, identity, moment):
-            continue
-        mine.append(e)
-    relied: list[Offer] = []
-    rest: list[catalog.Entry] = []
-    for e in mine:
-        if e.name in heeded:
-            relied.append(Offer(e, "you recorded heeding it"))
-        elif e.name in used:
-            relied.append(Offer(e, "you recalled it and read it whole"))
-        else:
-            rest.append(e)
-    task = {f for f in concepts.features(for_text or "") if len(f) > 2 and not f.isdigit()}
-    shared = found.shared(task) if task else {}
-    rest.sort(key=lambda e: (e.updated, e.name))  # the longest waiting first, all else equal
-    rest.sort(
-        key=lambda e: (
-            record.asked_by(e.name, identity) is None,
-            -shared.get(e.path, 0),
-            e.type not in workflow.RULE_TYPES,
-            -counted.recalled[e.name],
+    mine, mine_args = f"({where}) AND {catalog.SHOWN_STATUS} = ?", (*args, Status.DRAFT)
+    if identity:
+        own = [o for o in found.owners() if same_identity(o, identity)]
+        deferred = [n for n in record.deferred if record.deferred_by(n, identity, moment)]
+        for column, values in ((catalog.SHOWN_OWNER, own), ("name", deferred)):
+            clause, more = catalog.not_in(column, values)
+            mine, mine_args = f"{mine} AND {clause}", (*mine_args, *more)
+    leaned = sorted(heeded | used)
+    relied = [
+        Offer(
+            e,
+            "you recorded heeding it" if e.name in heeded else "you recalled it and read it whole",
         )
+        for e in found.entries(
+            f"{mine} AND name IN (SELECT value FROM json_each(?))", (*mine_args, json.dumps(leaned))
+        )
+    ]
+    clause, more = catalog.not_in("name", leaned)
+    task = {f for f in concepts.features(for_text or "") if len(f) > 2 and not f.isdigit()}
+    asked = {n: a for n in record.asked if (a := record.asked_by(n, identity)) is not None}
+    ranked, waiting = found.awaiting_review(
+        f"{mine} AND {clause}",
+        (*mine_args, *more),
+        asked=asked,
+        recalled=dict(counted.recalled),
+        features=task,
+        worth=WORTH_RECALLS if for_text else None,
+        limit=shown,
     )
     others: list[Offer] = []
-    for e in rest:
-        asker = record.asked_by(e.name, identity)
-        worth = e.type in workflow.RULE_TYPES or counted.recalled[e.name] >= WORTH_RECALLS
-        if for_text and not asker and not shared.get(e.path) and not worth:
-            continue
+    for r in ranked:
+        e = r.entry
+        asker = asked.get(e.name)
         why = [f"{word(asker)} asked you"] if asker else []
-        if shared.get(e.path):
+        if r.shared:
             why.append("bears on your task")
         if e.type in workflow.RULE_TYPES:
             why.append("a rule: it acts already")
         if counted.recalled[e.name]:
             why.append(f"recalled {counted.recalled[e.name]}×")
         others.append(Offer(e, ", ".join(why) or "awaits review"))
-    return Offers(tuple(relied[:shown]), tuple(others[:shown]), len(rest) - len(others[:shown]))
+    return Offers(tuple(relied[:shown]), tuple(others), waiting - len(others))
 
 
 def _heeded(store: Store, identity: str | None) -> set[str]:
