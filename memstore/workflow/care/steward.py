@@ -408,7 +408,7 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     problems: list[str] = []
     if lint:
         try:
-            problems = [str(p) for p in lint_store(store, memo=memo)]
+            problems = [str(p) for p in lint_store(store, memo=memo, kept=True)]
         except GitError as e:
             problems = [f"cannot read the history: {e}"]
     else:
