@@ -109,6 +109,9 @@ _QUICK_ASCII = frozenset(
 )
 _QUICK_STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:T\d\d:\d\d:\d\dZ)?", re.ASCII)
 _QUICK_KEY = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_QUICK_HEX = re.compile(r"(?!0b)(?=[0-9a-f]*[a-f])[0-9a-f]+", re.ASCII)
+"""Lower-case hex with a letter in it (a `confirmed_hash`, a commit id): YAML 1.1 reads none
+as a number (an int needs `0x`, `0b` or digits only, a float a `.`), so PyYAML writes it plain."""
 _YAML_WORDS = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
 """Words YAML 1.1 reads as booleans or null, in any case."""
 _QUICK_MAX = 1000
@@ -117,12 +120,15 @@ _QUICK_MAX = 1000
 
 def _quick_scalar(value: str) -> bool:
     """Whether PyYAML writes `value` unquoted and reads that back as the same string: it
-    starts with an ASCII letter, holds no `:` or `#` (or is a date or `now()` time), no
-    other character that YAML gives a meaning, no control character or line break."""
+    starts with an ASCII letter, holds no `:` or `#` (or is a date or `now()` time, or hex
+    with a letter), no other character that YAML gives a meaning, no control character or
+    line break."""
     if _QUICK_STAMP.fullmatch(value):
         return True
     if not value or len(value) > _QUICK_MAX or value[-1] == " ":
         return False
+    if "0" <= value[0] <= "9":
+        return _QUICK_HEX.fullmatch(value) is not None
     if not ("a" <= value[0] <= "z" or "A" <= value[0] <= "Z") or value.lower() in _YAML_WORDS:
         return False
     if value.isascii():

@@ -692,10 +692,27 @@ def _present(low: str) -> set[str]:
     return {n for n in _needles if n in low}
 
 
-def _own(
-    patterns: Iterable[Pattern], view: str, present: set[str]
-) -> Iterator[tuple[str, int, int, str]]:
-    for p in patterns:
+_orders: dict[int, tuple[Patterns, tuple[Pattern, ...], tuple[Pattern, ...]]] = {}
+
+
+def _in_order(patterns: Patterns) -> tuple[tuple[Pattern, ...], tuple[Pattern, ...]]:
+    """A store's patterns in the order they are tried, and those of them with no needles
+    (tried on every text): most texts hold no needle at all, and then only these run. Kept
+    by the object's identity (hashing the patterns would cost what this saves)."""
+    kept = _orders.get(id(patterns))
+    if kept is not None and kept[0] is patterns:
+        return kept[1], kept[2]
+    ordered = (*patterns.builtin, *patterns.extra)
+    free = tuple(p for p in ordered if not p.needles)
+    if len(_orders) > 64:
+        _orders.clear()
+    _orders[id(patterns)] = (patterns, ordered, free)  # held, so its id is not reused
+    return ordered, free
+
+
+def _own(patterns: Patterns, view: str, present: set[str]) -> Iterator[tuple[str, int, int, str]]:
+    ordered, free = _in_order(patterns)
+    for p in ordered if present else free:
         if p.needles and present.isdisjoint(p.needles):
             continue
         for m in p.regex.finditer(view):
@@ -719,15 +736,24 @@ def _allowed_out(text: str) -> str:
     return "\n".join(kept)
 
 
-def _scan_text(text: str, patterns: Patterns) -> list[tuple[str, str]]:
-    """(pattern, excerpt) for each kind of credential in `text`."""
+def _scan_text(
+    text: str, patterns: Patterns, among: set[str] | None = None
+) -> list[tuple[str, str]]:
+    """(pattern, excerpt) for each kind of credential in `text`; `among`: needles that
+    include every one `text` holds as written (see `scan`)."""
     found: dict[str, str] = {}
+    written = text
     if "pragma" in text and "allowlist" in text:
         text = _allowed_out(text)
     for view in _views(text):
-        present = _present(view.lower())
+        low = view.lower()
+        present = (
+            {n for n in among if n in low}
+            if among is not None and view is written
+            else (_present(low))
+        )
         spans: list[tuple[int, int]] = []
-        for name, start, end, excerpt in _own((*patterns.builtin, *patterns.extra), view, present):
+        for name, start, end, excerpt in _own(patterns, view, present):
             spans.append((start, end))
             found.setdefault(name, excerpt)
         _plugin_findings(view, spans, found, present)
@@ -740,12 +766,15 @@ def scan(
     """Every credential-like string in `fields` (name → text or list of texts), in field order."""
     patterns = patterns if patterns is not None else Patterns()
     findings: list[Finding] = []
-    for name, value in fields.items():
-        # A list (tags) is scanned as one text, its items kept apart by a blank line.
-        text = value if isinstance(value, str) else "\n\n".join(value or ())
-        if text:
-            for pattern, excerpt in _scan_text(text, patterns):
-                findings.append(Finding(name, pattern, excerpt))
+    # A list (tags) is scanned as one text, its items kept apart by a blank line.
+    texts = [(n, v if isinstance(v, str) else "\n\n".join(v or ())) for n, v in fields.items()]
+    texts = [(n, t) for n, t in texts if t]
+    # The needles all the fields hold, looked for once: each field's are among these few (its
+    # text is a part of theirs), so a field is not searched for every needle in turn.
+    among = _present("\n".join(t for _, t in texts).lower()) if len(texts) > 1 else None
+    for name, text in texts:
+        for pattern, excerpt in _scan_text(text, patterns, among):
+            findings.append(Finding(name, pattern, excerpt))
     return findings
 
 

@@ -345,12 +345,17 @@ def replayed(
     cache: Path,
     signers: history.Signers | None,
     basis: str,
+    *,
+    whole: bool = False,
+    parsed: dict[str, Memory | None] | None = None,
 ) -> history.Trust:
     """The verdicts at HEAD as `lint` takes them: its own last replay (kept in `cache` /
     `LINT_FILE` for that HEAD, under these settings and people) extended with every commit
     since, each judged as the whole replay judges it; the whole history replayed when there
-    is none, or it is not an ancestor of HEAD (a history rewritten). A commit added since,
-    forged or not, is always judged: only the judgments of commits already judged are kept.
+    is none, or it is not an ancestor of HEAD (a history rewritten), or `whole` is set (the
+    replay is then kept for next time). A commit added since, forged or not, is always
+    judged: only the judgments of commits already judged are kept. `parsed`: memories by
+    blob sha the caller has parsed already (see `trust.replay`).
 
     Raises:
         GitError: when git cannot read the history.
@@ -360,7 +365,7 @@ def replayed(
     cut = gitlog.shallow_commits(repo)
     signed = signers is not None
     head = refs.head(repo)
-    kept = load(file, signed, cut, basis)
+    kept = None if whole else load(file, signed, cut, basis)
     if kept is not None and kept.humans == humans and kept.head is not None and head is not None:
         if kept.head == head:
             return kept
@@ -372,13 +377,13 @@ def replayed(
                     return history.partial(repo, root, paths, signers, until=sha, humans=humans)
 
                 prefix = history.prefix_of(repo, root)
-                history.replay(kept, repo, prefix, commits, signers, boundary=boundary)
+                history.replay(kept, repo, prefix, commits, signers, parsed, boundary=boundary)
                 kept.head = head
                 save(file, kept, signed, cut, basis)
                 return kept
         except (GitError, history.NeedsFullReplay) as e:
             log.info("lint replays the whole history: %s", e)
-    found = history.full(repo, root, signers, until=head, humans=humans)
+    found = history.full(repo, root, signers, until=head, parsed_memo=parsed, humans=humans)
     try:
         cache.mkdir(exist_ok=True)
     except OSError as e:

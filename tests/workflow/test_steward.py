@@ -534,7 +534,10 @@ def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_
     (store.root / "fact" / "bad.md").write_text("no front matter\n", encoding="utf-8")
     search.catch_up(store)  # the index's health is not what this compares
     time.sleep(0.25)  # past the timestamps' tick: the memo may keep every file by its stamp
-    caches = [store.cache / name for name in (MEMO_FILE, "trust.json", "drift.json")]
+    caches = [
+        store.cache / name
+        for name in (MEMO_FILE, steward.CLUSTERS_FILE, "trust.json", "drift.json")
+    ]
     runner = CliRunner()
 
     def doctor(cold: bool) -> dict[str, object]:
@@ -575,3 +578,22 @@ def test_doctor_finds_the_same_cold_warm_and_after_a_hand_edit_keeping_size_and_
     warm = doctor(cold=False)
     assert warm["expired"] == []
     assert warm == doctor(cold=True)
+
+
+def test_doctor_keeps_its_duplicate_clusters_until_a_memory_file_changes(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add("use-zod", type="decision", description="Validate API input with zod schemas")
+    store.add("zod-input", type="decision", description="Validate API input with zod schema")
+    store.add("other", type="fact", description="Something else entirely")
+    assert steward.doctor(store, lint=False).duplicates == [["use-zod", "zod-input"]]
+    assert (store.cache / steward.CLUSTERS_FILE).is_file()
+
+    def refused(_memories: object) -> list[list[str]]:
+        raise AssertionError("looked for duplicates again")
+
+    with monkeypatch.context() as m:
+        m.setattr(steward, "clusters", refused)
+        assert steward.doctor(store, lint=False).duplicates == [["use-zod", "zod-input"]]
+    store.edit("zod-input", description="Pick a queue for background jobs")
+    assert steward.doctor(store, lint=False).duplicates == []

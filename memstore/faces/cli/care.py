@@ -29,25 +29,37 @@ if TYPE_CHECKING:
     help="Check the store's files as git's index holds them (what the next commit will hold), "
     "not the working tree: what the pre-commit hook runs.",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Read and check every file and replay the whole history, trusting nothing kept "
+    "under .memstore/ (what a fresh clone does); what it finds is kept for the next run.",
+)
 @click.pass_context
 @reports
-def lint(ctx: click.Context, staged: bool) -> Result:
+def lint(ctx: click.Context, staged: bool, no_cache: bool) -> Result:
     """Check every file in the store and how each confirmation was committed.
 
     Reports bad names, unknown types or statuses, duplicates, over-long descriptions, YAML
     errors (with the line), self-approvals and confirmations committed by someone other than
     the identity they name. Exits 1 if anything is wrong, so hooks and CI can enforce it.
 
+    Each file's checks are kept in .memstore/ by its stamp and blob id, and the history's
+    verdicts for the HEAD they were made at: a file not changed since the last run is not
+    read again, and only the commits since are judged. --no-cache checks it all anew.
+
     \b
     Example:
       memstore --store memory lint
       memstore --store memory --agent alice lint --staged   # before `git commit`
+      memstore --store memory lint --no-cache               # as a fresh clone would
     """
     from memstore.model.words import plural
     from memstore.workflow.care import lint as linting
 
     store = store_of(ctx)
-    linted = linting.lint(store, staged=staged)
+    memo = None if staged else linting.FileMemo(store, reuse=not no_cache)
+    linted = linting.lint(store, staged=staged, memo=memo, whole=no_cache)
     problems = linted.problems
     data = {
         "ok": not problems,

@@ -54,17 +54,11 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def check_file(path: Path, folder: str, types: tuple[str, ...]) -> tuple[Memory | None, list[str]]:
-    """Parse one memory file and list what is wrong with it on its own."""
-    if path.stat().st_size > FILE_MAX:
-        return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
-    return check_data(path.read_bytes(), path.stem, folder, types)
-
-
 def check_data(
     data: bytes, stem: str, folder: str, types: tuple[str, ...]
 ) -> tuple[Memory | None, list[str]]:
-    """`check_file` for the bytes of `<folder>/<stem>.md`, wherever they were read from."""
+    """Parse the bytes of memory file `<folder>/<stem>.md` (wherever they were read from) and
+    list what is wrong with it on its own."""
     if len(data) > FILE_MAX:
         return None, [f"larger than {FILE_MAX} bytes: too large to be one memory"]
     if not data.strip():
@@ -151,20 +145,29 @@ class Linted:
 
 
 def lint_store(
-    store: Store, *, staged: bool = False, memo: FileMemo | None = None
+    store: Store, *, staged: bool = False, memo: FileMemo | None = None, kept: bool = False
 ) -> list[Problem]:
     """Every problem in `store`, files first, then the history of confirmations (see `lint`)."""
-    return lint(store, staged=staged, memo=memo).problems
+    return lint(store, staged=staged, memo=memo, kept=kept).problems
 
 
-def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) -> Linted:
+def lint(
+    store: Store,
+    *,
+    staged: bool = False,
+    memo: FileMemo | None = None,
+    kept: bool = False,
+    whole: bool = False,
+) -> Linted:
     """Every problem in `store`, files first, then the history of confirmations; each file is
     read and parsed once, and the count of memories comes from that same pass.
 
     With `staged`, the files are read from git's index, as the next commit would hold them
-    (what a pre-commit hook must check), instead of from the working tree. With `memo` (for
-    `doctor`), an unchanged file's checks are taken from it and the history's verdicts from
-    the per-HEAD cache, instead of replaying the whole history (what `memstore lint` does).
+    (what a pre-commit hook must check), instead of from the working tree. With `memo`, an
+    unchanged file's checks are taken from it (see `FileMemo`); without, every file is read.
+    The history's verdicts are lint's own replay, extended with the commits since it was last
+    kept (`verdicts.replayed`; with `whole`, the whole history replayed again), or with `kept`
+    (for `doctor`) the reads' per-HEAD verdicts.
     """
     problems: list[Problem] = []
     read_memories = 0
@@ -176,10 +179,10 @@ def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) ->
             places, outcomes = _staged_places(store)
         except MemstoreError as e:
             return Linted([Problem(".", f"cannot read what is staged: {e}")], 0)
-    elif memo is not None:
-        places = memo.places()
     else:
-        places = _working_places(store)
+        files = memo if memo is not None else FileMemo(store, reuse=False, keep=False)
+        places = files.places()
+        memo = files
     for rel, kind, read in places:
         if kind == Kind.TEMP:
             problems.append(Problem(rel, "temp file left by an interrupted write; delete it"))
@@ -216,7 +219,7 @@ def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) ->
             if target not in memories:
                 message = f"{key} names '{target}', which is not in the store"
                 problems.append(Problem(rel, message))
-    problems.extend(_history_problems(store, memories, staged, memo))
+    problems.extend(_history_problems(store, memories, staged, memo, kept, whole))
     problems.extend(_settings_problems(store, staged))
     problems.extend(
         Problem(OUTCOMES_FILE, m, n) for n, m in outcome_problems(store.root, outcomes, staged)
@@ -238,13 +241,6 @@ def lint(store: Store, *, staged: bool = False, memo: FileMemo | None = None) ->
 Checked = tuple[Memory | None, list[str]]
 Place = tuple[str, Kind, Callable[[], Checked]]
 """A place where a memory file could be: `<folder>/<file>`, what is there, and its check."""
-
-
-def _working_places(store: Store) -> Iterator[Place]:
-    """The files in the working tree, as `files.walk` finds them."""
-    for entry in walk(store.root):
-        path = entry.path
-        yield entry.rel, entry.kind, partial(check_file, path, path.parent.name, store.types)
 
 
 def _staged_places(store: Store) -> tuple[list[Place], str | None]:
@@ -332,18 +328,32 @@ def _history_problems(
     memories: dict[str, tuple[str, Memory]],
     staged: bool = False,
     memo: FileMemo | None = None,
+    kept: bool = False,
+    whole: bool = False,
 ) -> list[Problem]:
     """Each memory as its history supports it: owner, confirmation, deprecation (see `trust`).
 
     A file that differs from HEAD is judged as the commit the current identity would make of
     it (lint run by a pre-commit hook checks the commit about to be made)."""
     try:
-        if memo is not None:
+        if kept:
             found = store.trust.current()
         else:
             # Its own last replay, extended with every commit since (`verdicts.replayed`).
+            # The files' versions at HEAD are mostly those just read: not parsed again.
+            parsed: dict[str, Memory | None] = (
+                {memo.blobs[r]: m for r, m in memo.memories.items() if r in memo.blobs}
+                if memo is not None
+                else {}
+            )
             found = verdicts.replayed(
-                store.repo, store.root, store.cache, _signers(store), settings.basis(store.root)
+                store.repo,
+                store.root,
+                store.cache,
+                _signers(store),
+                settings.basis(store.root),
+                whole=whole,
+                parsed=parsed,
             )
     except MemstoreError as e:
         return [Problem(".", f"cannot read the store's git history: {e}")]
@@ -359,13 +369,11 @@ def _history_problems(
             }
         except MemstoreError as e:
             return [Problem(".", f"cannot read what is staged: {e}")]
+    prefix = store.trust.prefix
     for rel, memory in memories.values():
-        # The memo's paths are the walk's own: no path resolution per file.
-        key = (
-            store.trust.prefix + rel
-            if memo is not None
-            else repository.repo_path(store.repo, store.root / rel)
-        )
+        # The walk's paths (and the index's) are the repository's under the store's folder:
+        # a memory file is never reached through a symlink, so no path is resolved per file.
+        key = prefix + rel
         try:
             if staged:
                 blob = index[key]
@@ -443,24 +451,75 @@ MEMO_FILE = "lint-files.bin"
 _OLD_MEMO_FILE = "lint-files.json"
 """The memo as earlier versions kept it (13 MB of JSON for 10,000 memories): removed when
 the new one is written."""
-_MEMO_FORMAT = 3
+_MEMO_FORMAT = 4  # 4: the checker's digest; an entry's stamp may be () (racy: blob only)
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
+_CHECKER = ("errors.py", "limits.py", "model", "storage/secrets.py", "workflow/rules")
+"""The source the file checks run (`check_data`, `rule_problems`, the credential scan), by
+path under the package: a memo made by other checks is never used (`checker_digest`)."""
+
+
+def checker_digest() -> str:
+    """A digest of the code that checks a file: this module, the sources `_CHECKER` names
+    and the version of detect-secrets (whose plugins the credential scan runs)."""
+    import hashlib
+    import importlib.util
+
+    package = Path(__file__).resolve().parents[2]
+    files = [Path(__file__).resolve()]
+    for name in _CHECKER:
+        place = package / name
+        files += (
+            sorted(p for p in place.iterdir() if p.suffix in (".py", ".toml"))
+            if (place.is_dir())
+            else [place]
+        )
+    spec = importlib.util.find_spec("detect_secrets")
+    if spec is not None and spec.origin is not None:
+        files.append(Path(spec.origin).parent / "__version__.py")
+    digest = hashlib.sha1()
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = b""
+        digest.update(f"{file.name} {len(data)}\n".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+_Entry = tuple[tuple[int, ...], str, tuple[str, ...], tuple[Any, ...] | None]
+"""A file's memo entry: its stamp, blob sha ("" when not read), problems and memory fields."""
+_clock = time.time_ns
+"""When a file is read, to tell whether its stamp is racy (a test moves it)."""
+_NO_STAMP: tuple[int, ...] = ()
+"""The stamp kept for a file read within its timestamps' tick: it matches no stamp, so the file
+is read again next time and its checks taken from the memo only if its blob is the same."""
 
 
 class FileMemo:
-    """Each memory file's own checks (`check_file` and the credential scan) and its memory,
-    kept in `.memstore/lint-files.bin` by the file's stamp, so an unchanged file is not parsed
-    again: what lets `doctor` look a large store over in seconds. A private cache, written
-    with `marshal` (plain tuples, read many times faster than JSON) and trusted only by the
-    Python, memo format and `Memory` fields that wrote it: delete it freely."""
+    """Each memory file's own checks (`check_data` and the credential scan) and its memory,
+    kept in `.memstore/lint-files.bin` by the file's path, stamp and blob id: a file whose
+    stamp (mtime, size, inode, ctime) is unchanged is not read again, and one whose stamp
+    moved but whose content did not (touched, checked out again) is read and hashed but not
+    parsed or scanned again. The whole memo is made for one set of what else decides a
+    file's checks: the store's types and credential settings, the checking code
+    (`checker_digest`), the Python, memo format and `Memory` fields; under others it is
+    not used. A private cache, written with `marshal` (plain tuples, read many times faster
+    than JSON): delete it freely, or pass `reuse=False` to check every file again.
+    """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, reuse: bool = True, keep: bool = True) -> None:
         self.store = store
         self.file = store.cache / MEMO_FILE
+        self.keep = keep
         self.blobs: dict[str, str] = {}
         """Each memory file's blob sha, by store-relative path (after `places`)."""
         self.memories: dict[str, Memory] = {}
         """Each valid memory file's memory as written (not as its history shows it)."""
+        self.read = 0
+        """How many files `places` read (the others were taken from the memo by stamp)."""
+        self.parsed = 0
+        """How many of those it parsed and scanned (not taken from the memo by blob)."""
         self._key = (
             _MEMO_FORMAT,
             sys.version_info[:2],
@@ -468,45 +527,64 @@ class FileMemo:
             tuple(store.types),
             store.secrets_allowed,
             repr(store.secret_patterns.extra),
+            checker_digest(),
         )
-        self._old: dict[str, Any] = self._load()
+        self._old: dict[str, Any] = self._load() if reuse else {}
         self._new: dict[str, Any] = {}
         self._changed = False
 
     def places(self) -> Iterator[Place]:
-        """The working tree's files, as `_working_places`, each checked through the memo;
-        the memo file is rewritten when the walk ends."""
+        """The working tree's files, as `files.walk` finds them, each checked through the
+        memo; the memo file is rewritten (when `keep`) once the walk ends."""
         for entry in walk(self.store.root):
             yield entry.rel, entry.kind, partial(self._checked, entry.rel, entry.where, entry.stamp)
         self._save()
 
-    def _checked(self, rel: str, where: str, stamp: FullStamp | None) -> Checked:
-        old = self._old.get(rel)
-        if stamp is not None and old is not None and old[0] == tuple(stamp):
-            memory = Memory(*old[3]) if old[3] is not None else None
-            problems: list[str] = list(old[2])
-            blob = str(old[1])
-            self._new[rel] = old
+    def _checked(self, rel: str, where: str, stamp: FullStamp) -> Checked:
+        old: _Entry | None = self._old.get(rel)
+        now: tuple[int, ...] = tuple(stamp)
+        entry: _Entry
+        if old is not None and old[0] == now:
+            entry = old
         else:
             self._changed = True
-            path = Path(where)
-            data = path.read_bytes()
-            memory, problems = check_data(data, path.stem, path.parent.name, self.store.types)
-            if memory is not None and not self.store.secrets_allowed:
-                problems += _secrets(self.store, memory)
-            blob = objects.blob_sha(data)
-            changed = max(stamp[0], stamp[3]) if stamp is not None else 0
-            if changed + racy_window(changed) > time.time_ns():
+            self.read += 1
+            if stamp[1] > FILE_MAX:  # not read at all
+                entry = (
+                    now,
+                    "",
+                    (f"larger than {FILE_MAX} bytes: too large to be one memory",),
+                    None,
+                )
+            else:
+                path = Path(where)
+                data = path.read_bytes()
+                blob = objects.blob_sha(data)
+                if old is not None and old[1] == blob:
+                    entry = (now, blob, old[2], old[3])
+                else:
+                    self.parsed += 1
+                    memory, found = check_data(data, path.stem, path.parent.name, self.store.types)
+                    if memory is not None and not self.store.secrets_allowed:
+                        found += _secrets(self.store, memory)
+                    kept = (
+                        None
+                        if memory is None
+                        else tuple(getattr(memory, f) for f in _MEMORY_FIELDS)
+                    )
+                    entry = (now, blob, tuple(found), kept)
+            changed = max(stamp[0], stamp[3])
+            if changed + racy_window(changed) > _clock():
                 # Read within its timestamps' tick: a save in that same tick could keep this
                 # stamp, so the file is read again next time rather than trusted by it.
-                stamp = None
-        if stamp is not None and rel not in self._new:
-            kept = None if memory is None else tuple(getattr(memory, f) for f in _MEMORY_FIELDS)
-            self._new[rel] = (tuple(stamp), blob, tuple(problems), kept)
-        self.blobs[rel] = blob
+                entry = (_NO_STAMP, entry[1], entry[2], entry[3])
+        self._new[rel] = entry
+        memory = Memory(*entry[3]) if entry[3] is not None else None
+        if entry[1]:
+            self.blobs[rel] = entry[1]
         if memory is not None:
             self.memories[rel] = memory
-        return memory, problems
+        return memory, list(entry[2])
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -519,7 +597,7 @@ class FileMemo:
             return {}
 
     def _save(self) -> None:
-        if not self._changed and self._new.keys() == self._old.keys():
+        if not self.keep or (not self._changed and self._new.keys() == self._old.keys()):
             return  # nothing moved: the memo on disk says it all
         try:
             data = marshal.dumps((self._key, self._new))

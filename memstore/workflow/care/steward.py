@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from memstore.errors import GitError, MemstoreError
 from memstore.model import when
@@ -23,14 +24,13 @@ from memstore.model.memory import Memory, evolve, expiry, links_in_body
 from memstore.model.status import Status
 from memstore.model.words import plural
 from memstore.search import manifest
-from memstore.storage.files import Kind, folder_times, lock_file, stamps
+from memstore.storage.files import Kind, atomic_write, folder_times, lock_file, stamps
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from memstore.search import index
     from memstore.search.index import Progress
     from memstore.search.upkeep import Upkeep
+    from memstore.storage import trust
     from memstore.storage.store import Store
     from memstore.workflow.care import orientation
 
@@ -430,14 +430,22 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     problems: list[str] = []
     if lint:
         try:
-            problems = [str(p) for p in lint_store(store, memo=memo)]
+            problems = [str(p) for p in lint_store(store, memo=memo, kept=True)]
         except GitError as e:
             problems = [f"cannot read the history: {e}"]
     else:
         for _, kind, read in memo.places():
             if kind == Kind.MEMORY:
                 read()
-    memories = [_shown(store, rel, m, memo.blobs[rel]) for rel, m in memo.memories.items()]
+    from memstore.storage import verdicts
+
+    at = verdicts.snapshot(store.trust)  # HEAD read once for all, not once per memory
+    memories = [_shown(store, rel, m, memo.blobs[rel], at) for rel, m in memo.memories.items()]
+    # What the clusters are made of: each file's content, and whether it reads as deprecated.
+    basis = [
+        f"{rel}\0{memo.blobs[rel]}\0{m.status == Status.DEPRECATED:d}"
+        for rel, m in zip(memo.memories, memories, strict=True)
+    ]
     names = {m.name for m in memories}
     today = _today()
     settings = settings.upkeep_settings(store.root)
@@ -472,7 +480,7 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     health, synced = _index_health(store, len(memories))
     from memstore.workflow.care import merge  # its command names each cluster's fix
 
-    duplicates = clusters(memories)
+    duplicates = _kept_clusters(store, memories, basis)
     by_name = {m.name: m for m in memories}
     report = Report(
         memories=len(memories),
@@ -488,14 +496,53 @@ def _examine(store: Store, lint: bool) -> tuple[Report, list[Memory], index.Sync
     return report, memories, synced
 
 
-def _shown(store: Store, rel: str, memory: Memory, blob: str) -> Memory:
-    """`memory` as its history supports it (see `verdicts.shown`), from its blob sha."""
+CLUSTERS_FILE = "doctor-clusters.json"
+"""`doctor`'s last duplicate clusters in the store's cache, with the digest of what they were
+found in: kept while no memory file changed, and found again when one did."""
+
+
+def _kept_clusters(store: Store, memories: list[Memory], basis: list[str]) -> list[list[str]]:
+    """`clusters(memories)`, taken from `CLUSTERS_FILE` when it was made from the same files
+    (`basis`: each one's path, blob and whether it reads as deprecated) by the same code."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha1(Path(__file__).read_bytes())
+    digest.update("\n".join(basis).encode())
+    key = digest.hexdigest()
+    file = store.cache / CLUSTERS_FILE
+    try:
+        kept: object = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = None
+    if isinstance(kept, dict) and cast("dict[str, object]", kept).get("key") == key:
+        groups: object = cast("dict[str, object]", kept).get("clusters")
+        names = {m.name for m in memories}
+        if isinstance(groups, list) and all(
+            isinstance(g, list) and len(cast("list[object]", g)) > 1 and names.issuperset(g)  # pyright: ignore[reportUnknownArgumentType]
+            for g in cast("list[object]", groups)
+        ):
+            return cast("list[list[str]]", groups)
+    found = clusters(memories)
+    try:
+        store.cache.mkdir(exist_ok=True)
+        atomic_write(file, json.dumps({"key": key, "clusters": found}).encode())
+    except OSError as e:
+        import logging  # only here: a write's hint loads this module, and not logging
+
+        logging.getLogger(__name__).info("cannot keep the duplicate clusters in %s: %s", file, e)
+    return found
+
+
+def _shown(store: Store, rel: str, memory: Memory, blob: str, at: trust.Trust | None) -> Memory:
+    """`memory` as its history supports it (see `verdicts.shown`), from its blob sha and the
+    verdicts `at` HEAD (None: read now)."""
     from memstore.storage import verdicts
 
     if not verdicts.needs_history(memory):
         return memory
     status, owner = verdicts.judged(
-        store.trust, store.trust.prefix + rel, memory.status, memory.owner, blob
+        store.trust, store.trust.prefix + rel, memory.status, memory.owner, blob, at
     )
     if (status, owner) == (memory.status, memory.owner):
         return memory
