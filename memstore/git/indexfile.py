@@ -9,12 +9,13 @@ import hashlib
 import json
 import os
 import re
+import stat
 import struct
 import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
@@ -216,7 +217,7 @@ class IndexLock:
         if parsed is not None:
             # A stale index another git wrote back over this one's last writes (see `_lost`).
             blobs = {**_lost(self.repo, parsed, recent), **blobs}
-        parts = None if parsed is None else _indexed(parsed, blobs)
+        parts = None if parsed is None else _indexed(parsed, blobs, self.repo.top)
         if parts is None:
             parsed, parts = None, [_indexed_by_git(self.repo, blobs, keep)]
         os.ftruncate(self.fd, 0)
@@ -392,9 +393,10 @@ def _index_of(repo: Repo) -> _Index | None:
             if last is not None and last.parsed is not None and st.st_size == last.size:
                 f.seek(-20, os.SEEK_END)
                 if f.read(20) == last.digest:
-                    return (
-                        last.parsed
-                    )  # as this process wrote it, racily clean entries smudged then
+                    # As this process wrote it: racily clean entries smudged then, and
+                    # those it gave stat data checked now.
+                    last.parsed.smudge_racy(st.st_mtime_ns // 1_000_000_000, repo.top)
+                    return last.parsed
                 f.seek(0)
             data, written = f.read(), st.st_mtime_ns // 1_000_000_000
     except OSError:
@@ -484,6 +486,34 @@ class _Index:
     starts: list[int]
     """The position of each block's first entry among all the entries."""
     extensions: list[bytes]
+    fresh: dict[bytes, int] = field(default_factory=dict[bytes, int])
+    """The entries this process gave stat data, by name, with their files' times (whole
+    seconds): one not older than the index file written after it is racily clean, and is
+    smudged before this index is written again (`smudge_racy`), as git does."""
+
+    def smudge_racy(self, written: int, top: Path) -> None:
+        """Of the `fresh` entries whose time is not older than `written` (the index file's
+        time: racily clean, their stat data cannot tell an edit made within that second),
+        smudge (size 0) those whose file no longer holds their blob, so git compares it, as
+        git does when it writes an index; the rest stay fresh for the next index. Older
+        ones are safe from here on."""
+        kept: dict[bytes, int] = {}
+        for name, seconds in self.fresh.items():
+            if seconds < written:
+                continue
+            at = bisect.bisect_left(self.names, name)
+            if at >= len(self.names) or self.names[at] != name:
+                continue
+            raw = self.raw(at)
+            try:
+                same = blob_sha((top / name.decode("utf-8")).read_bytes()) == raw[40:60].hex()
+            except (OSError, UnicodeDecodeError):
+                same = False
+            if same:
+                kept[name] = seconds
+            else:
+                self.splice(at, at + 1, name, [raw[:36] + bytes(4) + raw[40:]])
+        self.fresh = kept
 
     def block_of(self, i: int) -> int:
         return max(bisect.bisect_right(self.starts, i) - 1, 0)
@@ -627,11 +657,14 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
     return _Index(index[:8], names, blocks, starts, extensions)
 
 
-def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> list[bytes] | None:
+def _indexed(
+    parsed: _Index, blobs: dict[str, str | None], top: Path | None = None
+) -> list[bytes] | None:
     """The index `parsed` with these paths' entries set to the blobs at stage 0 (or
     removed), in git's order, in pieces (`_Index.parts`); `parsed` becomes that index.
     None (`parsed` unchanged) when a path's folder is a file in the index or the reverse:
-    git's rules for that, not these."""
+    git's rules for that, not these. Each entry carries its file's stat data (under `top`,
+    see `_stat_data`)."""
     names = parsed.names
     for rel in blobs:
         path = rel.encode("utf-8")
@@ -648,12 +681,11 @@ def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> list[bytes] | None
         hi = bisect.bisect_right(names, path, lo)
         new: list[bytes] = []
         if sha is not None:
-            # Stat data left zero, as update-index --index-info leaves it: git compares the
-            # content the next time it looks, and records the stat data then.
+            data = _stat_data(top / rel if top is not None else None, sha)
+            if data is not _ZERO_STAT:
+                parsed.fresh[path] = struct.unpack_from(">I", data, 8)[0]
             raw = (
-                bytes(24)
-                + (0o100644).to_bytes(4, "big")
-                + bytes(12)
+                data
                 + bytes.fromhex(sha)
                 + min(len(path), 0x0FFF).to_bytes(2, "big")
                 + path
@@ -661,6 +693,53 @@ def _indexed(parsed: _Index, blobs: dict[str, str | None]) -> list[bytes] | None
             new.append(raw + bytes(8 - len(raw) % 8))
         parsed.splice(lo, hi, path, new)
     return parsed.parts()
+
+
+_ZERO_STAT = bytes(24) + (0o100644).to_bytes(4, "big") + bytes(12)
+"""An entry's stat data left zero, as `update-index --index-info` leaves it: git compares
+the file's content the next time it looks, and `git diff-index` reports it changed until a
+`git status` refreshes it."""
+
+
+def _stat_data(path: Path | None, sha: str) -> bytes:
+    """The 40 bytes of stat data of the file at `path` for its entry pointing at blob `sha`,
+    as `git add` records them, when the file holds that blob and did not change while it was
+    read (its stat the same before and after); `_ZERO_STAT` otherwise (an executable file, a
+    link, one a person changed meanwhile), which makes git compare the content.
+
+    Recorded, the files memstore commits are not reported changed by `git diff-index`
+    (which the catalog asks) nor hashed again by a person's `git status`. A file changed
+    within the tick of its stat keeps git's own guard: an entry whose time is not older
+    than the index file's is racily clean, and git compares its content."""
+    if path is None:
+        return _ZERO_STAT
+    try:
+        before = os.lstat(path)
+        if not stat.S_ISREG(before.st_mode) or before.st_mode & 0o111:
+            return _ZERO_STAT
+        content = path.read_bytes()
+        after = os.lstat(path)
+    except OSError:
+        return _ZERO_STAT
+    seen = (before.st_mtime_ns, before.st_ctime_ns, before.st_size, before.st_ino)
+    if seen != (after.st_mtime_ns, after.st_ctime_ns, after.st_size, after.st_ino):
+        return _ZERO_STAT
+    if len(content) != after.st_size or blob_sha(content) != sha:
+        return _ZERO_STAT
+    m = 0xFFFFFFFF
+    return struct.pack(
+        ">10I",
+        int(after.st_ctime_ns // 1_000_000_000) & m,
+        int(after.st_ctime_ns % 1_000_000_000),
+        int(after.st_mtime_ns // 1_000_000_000) & m,
+        int(after.st_mtime_ns % 1_000_000_000),
+        after.st_dev & m,
+        after.st_ino & m,
+        0o100644,
+        after.st_uid & m,
+        after.st_gid & m,
+        after.st_size & m,
+    )
 
 
 RECENT = "memstore/staged.json"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,35 @@ def test_a_persons_own_staged_change_to_a_memory_is_left_as_staged(store: Store)
     git(root, "add", str(path))
     store.add("other", type="fact", description="Another write meanwhile")
     assert git(root, "status", "--porcelain", "--", str(path)).startswith("M ")  # still staged
+
+
+def test_what_memstore_commits_is_not_reported_changed_by_git_diff_index(store: Store) -> None:
+    # The catalog asks `git diff-index HEAD` what may have changed: an agent's writes, with no
+    # `git status` run since, are not in its answer, and a person's edit is.
+    for i in range(3):
+        store.add(f"written-{i}", type="fact", description=f"an agent's write {i}")
+    listed = git(store.root, "diff-index", "--name-only", "HEAD").split()
+    assert not [p for p in listed if p.startswith("fact/")]
+    path = store.root / "fact" / "written-1.md"
+    path.write_text(path.read_text(encoding="utf-8") + "more\n", encoding="utf-8")
+    listed = git(store.root, "diff-index", "--name-only", "HEAD").split()
+    assert [p for p in listed if p.startswith("fact/")] == ["fact/written-1.md"]
+
+
+def test_an_edit_of_the_same_size_in_the_same_second_is_still_seen_by_git(
+    store: Store,
+) -> None:
+    # Racily clean: the entry's stat data and the edit share a second; the next write reuses
+    # the index this process wrote, which smudges that entry, so git compares the content.
+    store.add("racy", type="fact", description="written then edited at once")
+    path = store.root / "fact" / "racy.md"
+    text = path.read_text(encoding="utf-8")
+    before = path.stat()
+    index = Path(git(store.root, "rev-parse", "--absolute-git-dir").strip()) / "index"
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))  # written in that second
+    path.write_text(text.replace("at once", "at 0nce"), encoding="utf-8")  # and edited in it
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    time.sleep(1.05 - time.time() % 1)  # the next index is written a second later
+    store.add("later", type="fact", description="a later write by the same process")
+    assert "racy.md" in git(store.root, "status", "--porcelain")
+    assert "racy.md" in git(store.root, "diff-index", "--name-only", "HEAD")
