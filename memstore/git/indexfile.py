@@ -684,12 +684,7 @@ def _indexed(
             data = _stat_data(top / rel if top is not None else None, sha)
             if data is not _ZERO_STAT:
                 parsed.fresh[path] = struct.unpack_from(">I", data, 8)[0]
-            raw = (
-                data
-                + bytes.fromhex(sha)
-                + min(len(path), 0x0FFF).to_bytes(2, "big")
-                + path
-            )
+            raw = data + bytes.fromhex(sha) + min(len(path), 0x0FFF).to_bytes(2, "big") + path
             new.append(raw + bytes(8 - len(raw) % 8))
         parsed.splice(lo, hi, path, new)
     return parsed.parts()
