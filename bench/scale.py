@@ -1,6 +1,6 @@
 """Scale benchmark: a store with a real multi-author history, and every interactive call on it.
 
-    .venv/bin/python bench/scale.py --size 10000 --out /tmp/scale-10k --generate-only
+    .venv/bin/python bench/scale.py --size 10000 --out /tmp/scale-10k
     .venv/bin/python bench/scale.py --sizes 1000 10000 [--skip lint,reindex] [--runs 3]
     .venv/bin/python bench/scale.py --sizes 1000 --from /work/stores/scale-{size}
 

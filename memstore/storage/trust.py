@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memstore.errors import GitError, InvalidMemory, InvalidName
-from memstore.git import gitlog, objects, refs, repository
+from memstore.git import gitlog, graph, objects, refs, repository
 from memstore.model.identity import same_identity
 from memstore.model.memory import Memory, content_hash, parse, renamed
 from memstore.model.status import MOVES, Status
@@ -792,6 +792,8 @@ def partial(
     if head is None:
         return Trust(humans=people)
     prefix = prefix_of(repo, root)
+    if len(wanted) > 1:
+        graph.ensure(repo)  # several files' history, read a file at a time
     while len(wanted) <= PARTIAL_MAX:
         commits = gitlog.store_commits(repo, root, until=head, paths=sorted(wanted))
         found: set[str] = set()

@@ -272,12 +272,8 @@ def test_signatures_required_do_not_let_an_unsigned_merge_bring_a_confirmation_b
 # -- judging a few files without the whole history ---------------------------------------------
 
 
-def test_a_few_files_judged_alone_get_the_verdicts_of_the_whole_replay(
-    deprecated: tuple[Store, str],
-) -> None:
-    from memstore.storage import trust
-
-    store, confirmed = deprecated
+def branchy(store: Store, confirmed: str) -> None:
+    """A rename, confirmations by others, a side branch merged, and a forged merge."""
     store.add("renamed-rule", type="fact", description="Old name", body="see [[cache-ttl]]")
     as_agent(store, "bob").confirm("renamed-rule", "fine")
     store.rename("renamed-rule", "new-name")
@@ -285,11 +281,21 @@ def test_a_few_files_judged_alone_get_the_verdicts_of_the_whole_replay(
     as_agent(store, "carol").confirm("bobs", "checked")
     git(store.root, "checkout", "-q", "-b", "side", confirmed)
     as_agent(store, "dave").add("side-note", type="fact", description="From a side branch")
+    as_agent(store, "erin").confirm("side-note", "seen on the side")
     git(store.root, "checkout", "-q", "-")
     subprocess.run(
         ["git", "merge", "-q", "--no-edit", "side"], cwd=store.root, env=env_of("alice"), check=True
     )
     forge_merge(store, [rev(store), confirmed], {PATH: confirmed})
+
+
+def test_a_few_files_judged_alone_get_the_verdicts_of_the_whole_replay(
+    deprecated: tuple[Store, str],
+) -> None:
+    from memstore.storage import trust
+
+    store, confirmed = deprecated
+    branchy(store, confirmed)
     whole = trust.full(store.repo, store.root)
     for path in sorted(whole.blobs):
         alone = trust.partial(store.repo, store.root, [path])
@@ -299,6 +305,52 @@ def test_a_few_files_judged_alone_get_the_verdicts_of_the_whole_replay(
         assert alone.verdict(path, blob) == whole.verdict(path, blob), path
     assert not whole.verdict(PATH, whole.blobs[PATH]).ok
     assert whole.verdict("fact/new-name.md", whole.blobs["fact/new-name.md"]).ok
+
+
+def test_several_files_read_a_path_at_a_time_give_the_one_log_and_its_verdicts(
+    deprecated: tuple[Store, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the commit-graph's changed-path filters, several files' history is read a file
+    # at a time (git uses the filters for one path only): it must be the one log exactly.
+    from memstore.git import gitlog, graph
+    from memstore.storage import trust
+
+    store, confirmed = deprecated
+    branchy(store, confirmed)
+    paths = ["fact/cache-ttl.md", "fact/new-name.md", "fact/bobs.md", "fact/side-note.md"]
+    wanted = [f"{trust.prefix_of(store.repo, store.root)}{p}" for p in paths]
+    whole = trust.full(store.repo, store.root)
+    assert not graph.has_filters(store.repo)
+    assert not graph.ensure(store.repo)  # a small tree: no graph written
+    one_log = gitlog.store_commits(store.repo, store.root, paths=wanted)
+    assert sum(len(c.parents) > 1 for c in one_log) == 2  # both merges are in it
+    monkeypatch.setattr(graph, "LARGE_INDEX", 100)
+    assert graph.ensure(store.repo)
+    assert graph.has_filters(store.repo)
+    read: list[list[str]] = []
+    single = gitlog.git
+    monkeypatch.setattr(gitlog, "git", lambda repo, *a: read.append(list(a)) or single(repo, *a))
+    by_path = gitlog.store_commits(store.repo, store.root, paths=wanted)
+    logs = [a for a in read if a[0] == "log"]
+    assert len(logs) == len(wanted) and all(len(a) == len(gitlog._LOG) + 3 for a in logs)
+
+    def shown(commits: list[gitlog.StoreCommit]) -> dict[str, object]:
+        return {
+            c.sha: (c.parents, c.author, c.message, sorted(c.changes, key=lambda x: x.path))
+            for c in commits
+        }
+
+    assert shown(by_path) == shown(one_log)
+    seen: set[str] = set()
+    for c in by_path:  # parents first
+        assert all(p in seen for p in c.parents), c.sha
+        seen.add(c.sha)
+    together = trust.partial(store.repo, store.root, wanted)
+    for path in paths:
+        blob = whole.blobs[path]
+        assert together.owners.get(path) == whole.owners.get(path), path
+        assert together.verdict(path, blob) == whole.verdict(path, blob), path
+    assert not together.verdict(PATH, whole.blobs[PATH]).ok
 
 
 def test_a_read_on_a_store_without_its_verdicts_judges_only_what_it_shows(
