@@ -81,10 +81,17 @@ def ensure(repo: Repo) -> bool:
             return False
     except OSError:
         return False
-    if not os.access(repo.common_dir / "objects", os.W_OK):
+    if repo.common_dir in _failed or not os.access(repo.common_dir / "objects", os.W_OK):
         return False
     try:
         git(repo, "commit-graph", "write", "--reachable", "--changed-paths", "--no-progress")
     except GitError:
-        return False
-    return has_filters(repo)
+        pass
+    if has_filters(repo):
+        return True
+    _failed.add(repo.common_dir)  # a shallow clone, say: not asked again by this process
+    return False
+
+
+_failed: set[Path] = set()
+"""The repositories where this process could not write the filters."""
