@@ -5,6 +5,7 @@ package root. Every import counts, including those under `TYPE_CHECKING` and ins
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +44,7 @@ def module_name(path: Path) -> str:
     return ".".join(("memstore", *parts))
 
 
+@functools.cache  # the package's files do not change during a run: walked once, not per call
 def modules() -> dict[str, Path]:
     return {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
@@ -76,6 +78,7 @@ def floor(module: str) -> int:
     return FLOORS.index(folder(module))
 
 
+@functools.cache  # parsed once for the module's tests, which only read it
 def graph() -> dict[str, set[str]]:
     known = set(modules())
     edges = {m: imports(p, known) - {m} for m, p in modules().items()}

@@ -8,7 +8,6 @@ themselves at the same moment, and the store lock orders their writes as it orde
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import sys
@@ -29,12 +28,12 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memstore.errors import TokenError, UnsafeBind
+from memstore.errors import TokenError
 from memstore.faces import bearer, console
+from memstore.faces.listening import SETUP
 from memstore.faces.server import build_server
 from memstore.limits import HTTP_HOST
 from memstore.search.watch import Watcher
-from memstore.storage import identities
 from memstore.storage.files import shown as shown_path
 from memstore.storage.store import Store
 
@@ -44,51 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-SETUP = (
-    "add a token for each agent first (memstore token add NAME, and memstore token add NAME "
-    "--human for each person who reviews in the console), then give each its own token"
-)
-
-
-def loopback(host: str) -> bool:
-    """Whether `host` only reaches this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(host: str, keeper: bearer.Keeper) -> None:
-    """Refuse to listen beyond this machine when no bearer token exists.
-
-    Raises:
-        UnsafeBind: for a non-loopback host and an empty token file.
-    """
-    if not loopback(host) and not keeper.current():
-        raise UnsafeBind(
-            f"refusing to listen on {host} with no tokens: anyone who reaches it could act on "
-            f"the store; {SETUP}"
-        )
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A listening socket on `host`:`port` (port 0: any free one).
-
-    Raises:
-        UnsafeBind: when the address cannot be bound (in use, not this machine's).
-    """
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as e:
-        raise UnsafeBind(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
-    return sock
 
 
 @dataclass
@@ -270,31 +224,18 @@ def build_app(store: Store, *, host: str = HTTP_HOST, grouped: bool = False) -> 
 
 
 def serve(
-    store: Store, host: str, port: int, grouped: bool = False, sync_every: float | None = None
+    store: Store,
+    keeper: bearer.Keeper,
+    host: str,
+    sock: socket.socket,
+    grouped: bool = False,
+    sync_every: float | None = None,
 ) -> None:
-    """Serve `store` over HTTP until interrupted; says where on stderr. `sync_every`
-    (seconds) runs `sync.sync` that often in a thread meanwhile.
-
-    Raises:
-        UnsafeBind: for a non-loopback host with no bearer tokens, an address that cannot be
-            bound, or a store that requires signed commits.
-        TokenError: for a damaged token file.
-        InvalidMemory: for a token naming an identity that looks like a credential or like
-            another identity of the store.
-    """
+    """Serve `store` over HTTP on `sock` (from `listening.bind`, which refuses what must not
+    be served) until interrupted; says where on stderr. `sync_every` (seconds) runs
+    `sync.sync` that often in a thread meanwhile."""
     import uvicorn
 
-    if store.signing.required:
-        raise UnsafeBind(
-            "this store requires signed commits, and one HTTP server signs every identity's "
-            "commits with its one MEMSTORE_SIGNING_KEY; give each agent its own `memstore "
-            "serve` (stdio) with its own key"
-        )
-    for name in bearer.read(store.cache):  # a damaged token file: refused before "serving"
-        identities.admit(store.repo, name, store.secret_patterns)
-    keeper = bearer.Keeper(store.cache)
-    check_bind(host, keeper)
-    sock = listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     _say(

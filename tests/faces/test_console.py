@@ -77,8 +77,10 @@ def reviewed(tmp_path: Path) -> Iterator[tuple[Store, Server, dict[str, str]]]:
         yield store, server, secrets
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One headless Chromium for the module: each test opens its own page, in a context
+    (cookies, storage) of its own."""
     _need_chromium()
     from playwright.sync_api import sync_playwright
 

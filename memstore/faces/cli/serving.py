@@ -127,9 +127,12 @@ def _serve(
     if not over_http and store.identity:
         store.require_identity()  # a look-alike or a credential is refused before serving
     if over_http:
+        from memstore.faces import listening
+
+        keeper, sock = listening.bind(store, host, port)  # a refusal before the web stack loads
         from memstore.faces import web  # only `serve --http` pays for the web stack
 
-        web.serve(store, host, port, grouped=grouped, sync_every=every)
+        web.serve(store, keeper, host, sock, grouped=grouped, sync_every=every)
         return
     _announce(ctx, store, at_terminal)
     from memstore.faces import sdk
