@@ -161,6 +161,8 @@ class Wire:
         """Whether the client sent anything only the SDK can answer (a request not answered
         early, or bytes not read)."""
         self.done = threading.Event()
+        self._wake, self._waker = os.pipe()
+        """Written once by `finish`: the writer's wait for the SDK's output ends at once."""
         self.client_in = os.dup(0)
         self.client_out = os.dup(1)
         read_end, self.to_server = os.pipe()
@@ -177,7 +179,10 @@ class Wire:
     def finish(self) -> None:
         """After the SDK stopped: pass on what it still wrote and keep the answers."""
         self.done.set()
+        os.write(self._waker, b"\0")
         self._writer.join(5)
+        os.close(self._waker)
+        os.close(self._wake)
 
     # -- client -> SDK ----------------------------------------------------------------------
 
@@ -238,9 +243,11 @@ class Wire:
     def _write(self) -> None:
         poller = select.poll()
         poller.register(self.from_server, select.POLLIN)
+        poller.register(self._wake, select.POLLIN)
         partial = _Lines()
         while True:
-            if not poller.poll(0 if self.done.is_set() else 200):
+            ready = poller.poll(0 if self.done.is_set() else 200)
+            if not any(fd == self.from_server for fd, _ in ready):
                 if self.done.is_set():
                     break
                 continue

@@ -4,6 +4,7 @@ modules beside this one."""
 
 from __future__ import annotations
 
+import atexit
 import gc
 
 # Before click and the core load (their modules make most of the objects a command creates):
@@ -105,6 +106,7 @@ def main(ctx: click.Context, store: str | None, agent: str | None) -> None:
 
     if ctx.invoked_subcommand == "serve":
         gc.set_threshold(*_COLLECTOR)  # a server lives long: the usual collector
+        atexit.register(gc.freeze)  # ...but no last pass over its heap at exit (see below)
     else:
         _short_lived()
     ctx.ensure_object(dict)["config"] = resolve(store, agent)
@@ -121,8 +123,6 @@ def _short_lived() -> None:
     examined again) rather than collected: every file memstore writes is closed and synced
     by then, and the process's end frees the rest.
     """
-    import atexit
-
     gc.set_threshold(100_000, 50, 100)
     atexit.register(gc.freeze)
 
