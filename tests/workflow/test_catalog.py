@@ -243,3 +243,38 @@ def test_a_rule_with_a_glob_is_looked_up_only_for_a_task_its_glob_matches(store:
             "correction/always-on.md",
             "correction/sql-files.md",
         }
+
+
+def test_a_build_of_many_rows_keeps_every_index_and_row(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A first build of a large store puts its rows in before the indexes: they must be
+    # there after, the same, and used.
+    for i in range(6):
+        store.add(f"api-{i}", type="fact", description=f"the api answers {i}", tags=["api"])
+    store.add("rule", type="correction", description="never deploy the api on fridays")
+
+    def indexes() -> list[tuple[str, str]]:
+        with catalog.opened(store) as found:
+            rows = found.db.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name"
+            )
+            return [(str(n), str(s)) for n, s in rows]
+
+    def contents() -> tuple[list[object], list[object]]:
+        with catalog.opened(store) as found:
+            memories = found.db.execute("SELECT * FROM memories ORDER BY path").fetchall()
+            keys = found.db.execute("SELECT * FROM keys ORDER BY kind, key, path").fetchall()
+            return memories, keys
+
+    before, rows = indexes(), contents()
+    (store.cache / catalog.FILE).unlink()
+    monkeypatch.setattr(catalog, "BULK", 1)
+    assert contents() == rows and indexes() == before
+    store.add("late", type="fact", description="written once the catalog was built")
+    with catalog.opened(store) as found:
+        assert "late" in {e.name for e in found.entries()} and found.page(limit=1)[1] == 8
+        plan = found.db.execute(
+            "EXPLAIN QUERY PLAN SELECT path FROM keys WHERE kind = 'a' AND key = 'api'"
+        ).fetchall()
+    assert "keys_by_key" in str(plan)

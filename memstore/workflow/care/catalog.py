@@ -723,8 +723,10 @@ def _sync(store: Store, db: sqlite3.Connection) -> None:
         db.executemany("DELETE FROM memories WHERE path = ?", dropped)
         db.executemany("DELETE FROM keys WHERE path = ?", dropped)
         marks = ", ".join("?" * len(_COLUMNS))
-        db.executemany(f"INSERT OR REPLACE INTO memories VALUES ({marks})", rows.values())
-        db.executemany("INSERT INTO keys VALUES (?, ?, ?)", keys)
+        with _bulk(db, "memories", len(rows)):
+            db.executemany(f"INSERT OR REPLACE INTO memories VALUES ({marks})", rows.values())
+        with _bulk(db, "keys", len(keys)):
+            db.executemany("INSERT INTO keys VALUES (?, ?, ?)", keys)
         db.executemany(
             "UPDATE memories SET shown_status = ?, shown_owner = ? WHERE path = ?",
             [(status, owner, path) for path, (status, owner) in shown.items()],
@@ -738,6 +740,38 @@ def _sync(store: Store, db: sqlite3.Connection) -> None:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+BULK = 50_000
+"""From this many rows at once, a table's indexes are built after the rows are in (a first
+build: 1.5 million keys at 100,000 memories took 10.8 s inserted into their indexes, 4.9 s
+with the indexes built after)."""
+BULK_CACHE_KIB = 64 << 10
+"""SQLite's page cache while it builds them (its default is 2 MiB)."""
+
+
+@contextlib.contextmanager
+def _bulk(db: sqlite3.Connection, table: str, count: int) -> Generator[None]:
+    """Inside the caller's transaction: `table`'s indexes dropped while `count` rows go in and
+    built again after, when they are many (a rollback brings the indexes back with the rows)."""
+    if count < BULK:
+        yield
+        return
+    made = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+        "AND sql IS NOT NULL",
+        (table,),
+    ).fetchall()
+    (cache,) = db.execute("PRAGMA cache_size").fetchone()
+    db.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    try:
+        for name, _ in made:
+            db.execute(f'DROP INDEX "{name}"')
+        yield
+        for _, sql in made:
+            db.execute(sql)
+    finally:
+        db.execute(f"PRAGMA cache_size = {int(cache)}")
 
 
 def _moved(old: worktree.Look, folders: dict[str, int], loose: tuple[str, ...], head: str) -> bool:
