@@ -146,7 +146,9 @@ def store_commits(
 ) -> list[StoreCommit]:
     """The commits that changed files under `store`, oldest first (parents before children),
     after `since` (exclusive) up to `until` (HEAD when None: name the commit you read, so a
-    commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted.
+    commit landing meanwhile is not taken in). One `git log`, NUL-separated, paths unquoted
+    (one a file for several `paths` where git's changed-path filters make that quicker:
+    `_path_by_path`).
 
     Every merge is listed, with every path in the store's folders whose version differs from
     any parent's (read from the trees in-process): a merge taking a file whole from one
