@@ -205,8 +205,11 @@ class Reader:
         listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
         return f"; did you mean {listed}?"
 
-    def read_file(self, path: Path, *, raw: bool = False) -> tuple[Memory, bytes]:
-        """The memory in file `path` and the file's bytes.
+    def read_file(
+        self, path: Path, *, raw: bool = False, data: bytes | None = None
+    ) -> tuple[Memory, bytes]:
+        """The memory in file `path` and the file's bytes (`data`: the bytes the caller has
+        just read from it, not read again).
 
         A confirmation its history does not support reads as status `unverified` (see
         `trust`); `raw` gives the file's own status, for the write path.
@@ -214,7 +217,8 @@ class Reader:
         Raises:
             InvalidMemory: for a file too large, not UTF-8 or not a valid memory.
         """
-        data = read_regular(path)
+        if data is None:
+            data = read_regular(path)
         if data is None:
             raise InvalidMemory(f"{shown(path)} does not exist")
         if len(data) > FILE_MAX:

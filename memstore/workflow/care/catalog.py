@@ -679,13 +679,7 @@ def _sync(store: Store, db: sqlite3.Connection) -> None:
         present.add(rel)
         if held.get(rel) == version_of(data):
             continue
-        found = _read(store, rel)
-        if found is None:
-            if rel in held:
-                gone.append(rel)
-            present.discard(rel)
-            continue
-        rows[rel], row_keys = found
+        rows[rel], row_keys = _read(store, rel, data)
         keys.extend(row_keys)
     loose: tuple[str, ...] = ()
     if head is not None:
@@ -869,19 +863,15 @@ def _judgments(
     return shown, at is not None
 
 
-def _read(store: Store, rel: str) -> tuple[tuple[Any, ...], list[tuple[str, str, str]]] | None:
-    """The row and keys of the file at `rel`; a row with no name for a file that is no valid
-    memory (so it is not read again until it changes); None when it is gone."""
+def _read(
+    store: Store, rel: str, data: bytes
+) -> tuple[tuple[Any, ...], list[tuple[str, str, str]]]:
+    """The row and keys of the file at `rel`, whose bytes are `data`; a row with no name for
+    a file that is no valid memory (so it is not read again until it changes)."""
     path = store.root / rel
     try:
-        memory, data = store.read_file(path, raw=True)
-    except (InvalidMemory, OSError, UnsafePath) as e:
-        try:
-            data = read_regular(path)
-        except (OSError, UnsafePath):
-            data = None
-        if data is None:
-            return None  # gone (or a symlink swapped in: never a memory)
+        memory, data = store.read_file(path, raw=True, data=data)
+    except InvalidMemory as e:
         log.warning("skipping %s: %s", rel, e)
         blank = [None] * (len(_COLUMNS) - 3)
         return (rel, version_of(data), objects.blob_sha(data), *blank), []
