@@ -19,6 +19,10 @@ only for the files whose history moved since: a confirmation the history does no
 as `unverified` here as everywhere. `list` pages it and `stats` counts it in SQL; the
 briefing ranks the drafts awaiting review and the rules in SQL and reads only the rows it
 shows (`awaiting_review`, `rules`).
+
+One idea, the catalog kept in step, and so one module: its schema, the reading of a file into
+a row and its keys, the bringing in step, and the queries over the same tables change
+together (a column added touches all four).
 """
 
 from __future__ import annotations
