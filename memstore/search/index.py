@@ -209,6 +209,23 @@ class Index:
         state = manifest.write(self.manifest_path, files)
         self._seen, self._seen_state = files.copy(), state
 
+    def position(self) -> manifest.State | None:
+        """The manifest's state as this process last read or wrote it (None: not yet): what
+        its log gains after it, `manifest.logged_since` says."""
+        return self._seen_state
+
+    def recent(self, since_ns: int) -> set[str]:
+        """The files, as this process last saw the manifest, indexed with a modification time
+        at or after `since_ns`."""
+        seen = self._seen
+        if seen is None:
+            return set()
+        return {p for p, s in seen.stamps.items() if s[0] >= since_ns}
+
+    def settled(self) -> bool:
+        """Whether the index is whole on disk: built, and no writer left it half-written."""
+        return self._usable() and self.manifest_path.exists()
+
     def _usable(self) -> bool:
         return not self.dirty_path.exists() and _exists(self.dir)
 

@@ -204,6 +204,33 @@ def _extended(
     return found, (base, (st.st_ino, offset + end))
 
 
+def logged_since(path: Path, state: State) -> tuple[set[str], State] | None:
+    """The files whose entries the log of manifest `path` gained since it was in `state`,
+    and the state it is in now; None when `path` was replaced since (a fold or a rebuild:
+    what changed cannot be told from the log) or cannot be read."""
+    base, (inode, offset) = state
+    try:
+        if _stamp(path.stat()) != base:
+            return None
+        with open(path.with_name(LOG), "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_ino != inode or st.st_size < offset or offset == 0:
+                return None  # another log, or one whose header was not read
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return None
+    end = data.rfind(b"\n") + 1  # a line still being appended is read next time
+    paths: set[str] = set()
+    try:
+        for line in data[:end].splitlines():
+            changes: Any = json.loads(line)
+            paths.update(str(item[0]) for item in changes)
+    except (ValueError, LookupError, TypeError, AttributeError):
+        return None
+    return paths, (base, (inode, offset + end))
+
+
 def _header(line: bytes) -> str | None:
     try:
         data: Any = json.loads(line)

@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING
 from memstore.errors import InvalidMemory, StoreLocked, UnsafePath
 from memstore.model.memory import RULE_TYPES, Memory
 from memstore.model.words import plural
+from memstore.search import lookout
 from memstore.search.analysis import content_words
 from memstore.search.index import Index, Progress, Sync
 from memstore.search.manifest import Stamp
 from memstore.search.query import Hit, Query, estimate_hit_tokens, fit_tokens, since_read
 from memstore.search.rank import Dense
 from memstore.search.schema import DOC, DocSection
-from memstore.storage import settings, trust, verdicts
+from memstore.storage import settings, trust, verdicts, worktree
 from memstore.storage.files import (
     folder_times,
     is_memory_path,
@@ -135,12 +136,71 @@ class Upkeep:
 
     def catch_up(self, store: Store, progress: Progress | None = None) -> Sync:
         """Re-index what changed since the index last saw the files, in every folder, and the
-        project documents."""
-        folders = folder_times(store.root)
-        disk = stamps(store.root, folders)
-        result = self.index.sync(disk, _loader(store), _digest(store), progress)
-        self.seen, self.scanned_at = folders, time.monotonic()
+        project documents: for a large store, what git and the index's log say may have
+        changed since the index's kept look (`lookout`), else every file's stamp."""
+        result = self._since_look(store)
+        if result is None:
+            begun = self._begin(store)
+            folders = folder_times(store.root)
+            disk = stamps(store.root, folders)
+            result = self.index.sync(disk, _loader(store), _digest(store), progress)
+            self.seen, self.scanned_at = folders, time.monotonic()
+            self._keep(begun)
         self.documents(store, force=True)
+        return result
+
+    def _begin(self, store: Store) -> lookout.Begun | None:
+        """A look to keep once every file was looked at, for a large index (a small one is
+        caught up with by its files' stamps, asking git nothing)."""
+        return lookout.begin(store) if lookout.large(self.index.dir) else None
+
+    def _keep(self, begun: lookout.Begun | None) -> None:
+        """Keep `begun` as the index's look once every file was looked at, taken against the
+        manifest as the catch-up left it: the files it holds as changed within the racy
+        window of the look or since count as loose (edited while the catch-up ran)."""
+        state = self.index.position()
+        if begun is None or state is None or not lookout.large(self.index.dir):
+            return
+        recent = self.index.recent(begun.at - worktree.RACY_NS)
+        lookout.keep(self.index.dir, begun, recent, state)
+
+    def _since_look(self, store: Store) -> Sync | None:
+        """Catch up with what may have changed since the kept look; None when every file
+        must be looked at (no look kept, a small or unbuilt index, see `lookout.since`)."""
+        directory = self.index.dir
+        if not lookout.large(directory) or not self.index.settled():
+            return None
+        kept = lookout.read(directory)
+        if kept is None:
+            return None
+        root = store.root
+        folders = folder_times(root)
+        found = lookout.since(store, directory, kept)
+        if found is None:
+            return None
+        disk = stamps(root, folders, found.folders) if found.folders else {}
+        for rel in found.paths:
+            stamp = _stamp(f"{root}/{rel}")
+            if stamp is not None:
+                disk[rel] = stamp
+        result = Sync()
+        loose: set[str] | None = set()
+        if found.paths or found.folders:
+            paths, names = found.paths, found.folders
+            result = self.index.sync_some(
+                disk,
+                lambda p: p in paths or p.split("/", 1)[0] in names,
+                _loader(store),
+                _digest(store),
+            )
+            if result is None:
+                return None
+            # What this catch-up indexes is in the log after `found.state`, so the next one
+            # looks at it again: only the files git does not track are added as loose.
+            loose = lookout.untracked(store, set(disk))
+        if loose is not None:
+            lookout.keep(directory, found.begun, loose, found.state)
+        self.seen, self.scanned_at = folders, time.monotonic()
         return result
 
     def documents(self, store: Store, force: bool = False) -> Sync:
@@ -171,10 +231,13 @@ class Upkeep:
         written: Progress | None = None,
     ) -> Sync:
         """Rebuild the index from every file (and semantic recall's vectors, if it is on)."""
+        lookout.forget(self.index.dir)
+        begun = lookout.begin(store)
         folders = folder_times(store.root)
         disk = stamps(store.root, folders)
         result = self.index.rebuild(disk, _loader(store), _digest(store), progress, procs, written)
         self.seen, self.scanned_at = folders, time.monotonic()
+        self._keep(begun)
         self.documents(store, force=True)
         vectors = self.semantic(store)
         if vectors is not None:

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from memstore.faces.cli.main import main
 from memstore.model import when
 from memstore.search import upkeep
-from memstore.storage import files
+from memstore.storage import files, worktree
 from memstore.storage.store import Store
-from memstore.workflow.care import catalog, steward, worktree
+from memstore.workflow.care import catalog, steward
 from memstore.workflow.session import agent as session
 from tests.conftest import as_agent, git
 

@@ -43,9 +43,9 @@ from memstore.limits import SEVERITIES
 from memstore.model import likeness
 from memstore.model.memory import RULE_TYPES, Memory, evolve
 from memstore.model.status import Status
-from memstore.storage import trust, verdicts
+from memstore.storage import trust, verdicts, worktree
 from memstore.storage.files import memory_files, read_regular, version_of
-from memstore.workflow.care import sharing, worktree
+from memstore.workflow.care import sharing
 from memstore.workflow.rules import concepts, words
 from memstore.workflow.rules import rules as workflow
 

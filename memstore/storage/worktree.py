@@ -1,20 +1,22 @@
 """What changed in a store's memory files since a recorded look, asked of git rather than of
-every file, so that keeping a derived table (the catalog) in step costs what changed.
+every file, so that keeping a derived table (the catalog, the search index) in step costs
+what changed.
 
 A look is HEAD, each type folder's modification time, and the loose files: those that differ
 from HEAD (edited, staged, deleted, or never committed). Since a look, a file can only have
 changed if
 
 - a commit since touched it (`git log OLD..HEAD`, each commit's paths: a merge's too);
-- it differs from HEAD now (`git diff-index HEAD`: git compares each tracked file's stat
-  data with its index, in C, and checks content where a stat is racy: an edit in place with
-  no commit is found without memstore reading or stat-ing the files itself);
+- it differs from HEAD now (`git diff-files` and `git diff-index --cached HEAD`: git
+  compares each tracked file's stat data with its index, in C, and checks content where a
+  stat is racy: an edit in place with no commit is found without memstore reading or
+  stat-ing the files itself);
 - it was loose at the last look (it may have changed again, or been reverted);
 - or its folder's modification time moved (a file created, deleted or renamed: the folder's
   names are listed, without a stat of each).
 
 Everything else holds at HEAD what it held at the last look's HEAD, so it is not read. With
-git's `core.fsmonitor` configured (a file-system watcher such as Watchman), `diff-index` asks
+git's `core.fsmonitor` configured (a file-system watcher such as Watchman), `diff-files` asks
 the watcher instead of stat-ing the tracked files, and the whole look costs what changed.
 """
 
@@ -31,7 +33,7 @@ from memstore.git.repository import READ_ONLY, git
 from memstore.storage.files import folder_times, is_memory_path
 
 if TYPE_CHECKING:
-    from memstore.storage.store import Store
+    from memstore.storage.reading import Reader
 
 RACY_NS = 2_000_000_000
 """How recent a folder's modification time is too recent to vouch for its names: a file
@@ -39,7 +41,7 @@ system that keeps whole seconds gives a file made later in that second the same 
 _clock = time.time_ns
 """When a look is taken (a test moves it)."""
 _LISTED_MAX = 200
-"""Past this many paths to ask about, `tracked` lists every tracked file once instead."""
+"""Past this many paths to ask about, `tracked` lists their folders' tracked files instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,23 +83,23 @@ class Look:
             return None
 
 
-def head(store: Store) -> str | None:
+def head(store: Reader) -> str | None:
     """HEAD's commit (None before the first commit), read in-process."""
     return refs.head(store.repo)
 
 
-def folders(store: Store) -> tuple[dict[str, int], int]:
+def folders(store: Reader) -> tuple[dict[str, int], int]:
     """Each type folder's modification time, and when they were read (ns)."""
     now = _clock()
     return {k: v for k, v in folder_times(store.root).items() if k != "."}, now
 
 
-def _pathspec(store: Store) -> str:
+def _pathspec(store: Reader) -> str:
     prefix = store.trust.prefix
     return prefix.rstrip("/") or "."
 
 
-def _rels(store: Store, out: str) -> set[str]:
+def _rels(store: Reader, out: str) -> set[str]:
     prefix = store.trust.prefix
     found: set[str] = set()
     for path in out.split("\0"):
@@ -108,28 +110,48 @@ def _rels(store: Store, out: str) -> set[str]:
     return found
 
 
-def dirty(store: Store) -> set[str]:
+def dirty(store: Reader) -> set[str]:
     """The memory files that differ from HEAD: edited or deleted in the working tree, or
     staged (store-relative paths).
+
+    Asked as two questions whose answers together are `git diff-index HEAD`'s: the working
+    tree against git's index (`diff-files`: a stat of each tracked file, in C) and the index
+    against HEAD (`diff-index --cached`, which git's cached trees answer without reading
+    HEAD's). At 100,000 files the two take 0.1 s where the one took 0.4 s, since that one
+    reads all of HEAD's trees. A file whose stat moved but whose content did not is listed
+    too (git compares no content here): a caller reads it again and finds it the same.
 
     Raises:
         GitError: when git fails.
     """
-    out = git(
+    spec = _pathspec(store)
+    out = git(store.repo, "diff-files", "--name-only", "-z", "--", spec, env=READ_ONLY)
+    staged = git(
         store.repo,
         "diff-index",
+        "--cached",
         "--no-renames",
         "--name-only",
         "-z",
         "HEAD",
         "--",
-        _pathspec(store),
+        spec,
         env=READ_ONLY,
     )
+    return _rels(store, out) | _rels(store, staged)
+
+
+def untracked(store: Reader) -> set[str]:
+    """The memory files in the working tree that git's index does not hold.
+
+    Raises:
+        GitError: when git fails.
+    """
+    out = git(store.repo, "ls-files", "--others", "-z", "--", _pathspec(store), env=READ_ONLY)
     return _rels(store, out)
 
 
-def touched(store: Store, old: str, new: str) -> set[str] | None:
+def touched(store: Reader, old: str, new: str) -> set[str] | None:
     """The memory files that commits after `old` up to `new` changed (a merge's paths
     included), or None when `old` is not an ancestor of `new` (a history rewritten: then
     `differing` says which files differ, and what was judged on `old`'s history is void).
@@ -150,7 +172,7 @@ def touched(store: Store, old: str, new: str) -> set[str] | None:
     return paths
 
 
-def differing(store: Store, old: str, new: str) -> set[str]:
+def differing(store: Reader, old: str, new: str) -> set[str]:
     """The memory files whose versions differ between commits `old` and `new`.
 
     Raises:
@@ -172,7 +194,7 @@ def differing(store: Store, old: str, new: str) -> set[str]:
     return _rels(store, out)
 
 
-def listed(store: Store, folder: str) -> set[str]:
+def listed(store: Reader, folder: str) -> set[str]:
     """The memory files in one type folder (names only, no stat of each)."""
     try:
         names = os.listdir(store.root / folder)
@@ -181,7 +203,7 @@ def listed(store: Store, folder: str) -> set[str]:
     return {f"{folder}/{n}" for n in names if is_memory_path(f"{folder}/{n}")}
 
 
-def tracked(store: Store, rels: set[str]) -> set[str]:
+def tracked(store: Reader, rels: set[str]) -> set[str]:
     """Which of `rels` (store-relative) git's index holds.
 
     Raises:
@@ -190,10 +212,10 @@ def tracked(store: Store, rels: set[str]) -> set[str]:
     if not rels:
         return set()
     prefix = store.trust.prefix
-    if len(rels) > _LISTED_MAX:
-        out = git(store.repo, "ls-files", "-z", "--cached", "--", _pathspec(store), env=READ_ONLY)
-        return _rels(store, out) & rels
-    specs = [prefix + rel for rel in sorted(rels)]
+    if len(rels) > _LISTED_MAX:  # their folders' files: a pathspec per file costs git more
+        specs = [prefix + name for name in sorted({rel.split("/", 1)[0] for rel in rels})]
+    else:
+        specs = [prefix + rel for rel in sorted(rels)]
     out = git(
         store.repo, "--literal-pathspecs", "ls-files", "-z", "--cached", "--", *specs, env=READ_ONLY
     )
@@ -211,4 +233,5 @@ __all__ = [
     "listed",
     "touched",
     "tracked",
+    "untracked",
 ]
