@@ -467,7 +467,12 @@ def _folder_changes_n(
             continue
         files_were = [_files(repo, a) for a in were]
         files_b = _files(repo, b)
-        for name in sorted(set(files_b).union(*files_were)):
+        # The names whose entries differ from some side's, compared as sets in C: a folder
+        # of 11,000 files holds a commit's few changes (95 ms a commit name by name).
+        differ: set[bytes] = set()
+        for files in files_were:
+            differ.update(name for name, _ in files_b.items() ^ files.items())
+        for name in sorted(differ):
             new_blob = _blob_of(files_b.get(name))
             old_blobs = tuple(_blob_of(files.get(name)) for files in files_were)
             if any(old != new_blob for old in old_blobs):
