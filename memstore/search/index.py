@@ -207,7 +207,10 @@ class Index:
     def _write_manifest(self, files: Manifest) -> None:
         # Under the index lock: no other process changes it meanwhile.
         state = manifest.write(self.manifest_path, files)
-        self._seen, self._seen_state = files.copy(), state
+        if files.whole:
+            self._seen, self._seen_state = files.copy(), state
+        else:  # a part: the next look reads the whole again
+            self._seen, self._seen_state = None, None
 
     def position(self) -> manifest.State | None:
         """The manifest's state as this process last read or wrote it (None: not yet): what
@@ -221,6 +224,28 @@ class Index:
         if seen is None:
             return set()
         return {p for p, s in seen.stamps.items() if s[0] >= since_ns}
+
+    def holds(self, disk: Mapping[str, Stamp], paths: AbstractSet[str], digest: Digest) -> bool:
+        """Whether the index holds each of `paths` as `disk` stamps it (absent from both, or
+        the same stamp; a racy entry's content compared by `digest`), read from their entries
+        alone, without the lock; False when it cannot tell (then `sync_some` looks)."""
+        if not self._usable():
+            return False
+        found = manifest.entries(self.manifest_path, paths)
+        if found is None or not self._usable():
+            return False
+        for path in paths:
+            entry, racy = found[path]
+            stamp = disk.get(path)
+            if entry is None or stamp is None:
+                if entry is not None or stamp is not None:
+                    return False
+                continue
+            if (int(entry[0]), int(entry[1]), int(entry[2])) != stamp:
+                return False
+            if racy and digest(path) != str(entry[3]):
+                return False
+        return True
 
     def settled(self) -> bool:
         """Whether the index is whole on disk: built, and no writer left it half-written."""
@@ -392,6 +417,32 @@ class Index:
         Returns None, changing nothing, when the index must be rebuilt from every file.
         """
         return self._sync(disk, load, digest, within, verify)
+
+    def sync_few(
+        self, disk: dict[str, Stamp], paths: AbstractSet[str], load: Loader, digest: Digest
+    ) -> Sync | None:
+        """`sync_some` for a few `paths` (`disk` stamps those on disk), their entries read
+        and written alone: the manifest is not parsed whole. None, changing nothing, when
+        that cannot be done (no index, or a log to fold first): `sync_some` then does it."""
+        with self._mutex, self._lock():
+            if not self._usable():
+                return None
+            files = manifest.partial(self.manifest_path, paths)
+            if files is None or not manifest.appendable(self.manifest_path, files.token):
+                return None
+            stamps = files.stamps
+            changed = [p for p, s in disk.items() if stamps.get(p) != s]
+            gone = [p for p in paths if p in stamps and p not in disk]
+            restamped = _restamped(files, changed, disk, digest)
+            changed = [p for p in changed if p not in restamped]
+            reread, settled = _suspects(files, disk, digest, frozenset())
+            changed.extend(reread)
+            if not changed and not gone and not settled and not restamped:
+                return Sync()
+            updates, skipped = self._load_all(changed, disk, load, digest, None)
+            self._apply(files, updates, gone, settled=settled, restamped=restamped)
+            indexed = sum(1 for _, m, _, _ in updates if m is not None)
+            return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
 
     def _sync(
         self,

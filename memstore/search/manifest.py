@@ -59,6 +59,9 @@ class Manifest:
     changed: set[str] | None = field(default=None, compare=False)
     """The files whose entries changed since this was read (for `write` to append), None
     when it must be written whole (a rebuild)."""
+    whole: bool = field(default=True, compare=False)
+    """False for a part of the manifest (`partial`): some files' entries, which `write` only
+    appends to the log."""
 
     def copy(self) -> Manifest:
         """A copy to change (its `changed` starts empty)."""
@@ -69,6 +72,7 @@ class Manifest:
             dict(self.fields),
             self.token,
             set(),
+            self.whole,
         )
 
     def entry(self, path: str) -> list[Any] | None:
@@ -231,6 +235,75 @@ def logged_since(path: Path, state: State) -> tuple[set[str], State] | None:
     return paths, (base, (inode, offset + end))
 
 
+def entries(path: Path, paths: Iterable[str]) -> dict[str, tuple[list[Any] | None, bool]] | None:
+    """The entries of manifest `path` and its log for `paths` (as `Manifest.entry` gives
+    them; None for a file not listed) and whether each is racy, found in its text rather
+    than by parsing it whole. None when it cannot be read, is of another version, or was
+    replaced while it was read."""
+    found = _found(path, paths)
+    return None if found is None else found[1]
+
+
+def partial(path: Path, paths: Iterable[str]) -> Manifest | None:
+    """The part of manifest `path` (with its log) that holds `paths`, found as `entries`
+    finds them; `write` appends its changes to the log. None as `entries`."""
+    found = _found(path, paths)
+    if found is None:
+        return None
+    token, listed = found
+    part = Manifest({}, {}, set(), {}, token, set(), whole=False)
+    for p, (entry, racy) in listed.items():
+        part.put(p, entry, racy)
+    part.changed = set()
+    return part
+
+
+def _found(
+    path: Path, paths: Iterable[str]
+) -> tuple[str, dict[str, tuple[list[Any] | None, bool]]] | None:
+    try:
+        base = _stamp(path.stat())
+        text = path.read_text(encoding="utf-8")
+        log = path.with_name(LOG).read_bytes()
+        if _stamp(path.stat()) != base:
+            return None
+        head = f'{{"schema":{SCHEMA_VERSION},"token":'
+        if not text.startswith(head):
+            return None
+        decoder = json.JSONDecoder()
+        token = str(decoder.raw_decode(text, len(head))[0])
+        at = text.rfind(',"racy":')
+        if at <= 0 or not token:
+            return None
+        racy_list: Any = decoder.raw_decode(text, at + len(',"racy":'))[0]
+        racy = {str(p) for p in racy_list}
+        found: dict[str, tuple[list[Any] | None, bool]] = {}
+        for p in paths:
+            found[p] = (_entry(text, p, decoder), p in racy)
+        lines = log[: log.rfind(b"\n") + 1].splitlines()
+        if lines and _header(lines[0]) == token:
+            for line in lines[1:]:
+                for item in json.loads(line):
+                    if (p := str(item[0])) in found:
+                        found[p] = (item[1], bool(item[2]))
+    except (OSError, ValueError, LookupError, TypeError, AttributeError):
+        return None
+    return token, found
+
+
+def _entry(text: str, path: str, decoder: json.JSONDecoder) -> list[Any] | None:
+    """`path`'s entry in the text of a manifest: its key, where a key can be (after `{` or
+    `,`; inside a string every `"` is escaped, so the key's text cannot occur in one)."""
+    key = json.dumps(path) + ":["
+    at = text.find(key)
+    while at > 0 and text[at - 1] not in "{,":
+        at = text.find(key, at + 1)
+    if at <= 0:
+        return None
+    entry, _ = decoder.raw_decode(text, at + len(key) - 1)
+    return list(entry)
+
+
 def _header(line: bytes) -> str | None:
     try:
         data: Any = json.loads(line)
@@ -266,6 +339,12 @@ def write(path: Path, manifest: Manifest) -> State:
     it has no `changed`, they are more than a `LOG_SHARE`-th of its files (a store copied:
     every stamp moved) or the log has grown long. Returns the state it is now in."""
     changed = manifest.changed
+    if not manifest.whole:  # a part: its changes go to the log, or nowhere
+        appended = None if changed is None else _append(path, manifest, changed)
+        if appended is None:
+            raise OSError(f"cannot append to {path.with_name(LOG)}")
+        manifest.changed = set()
+        return appended
     if changed is not None and manifest.token and len(changed) * LOG_SHARE <= len(manifest.stamps):
         appended = _append(path, manifest, changed)
         if appended is not None:
@@ -308,10 +387,7 @@ def _append(path: Path, manifest: Manifest, changed: Iterable[str]) -> State | N
         return None
     try:
         st = os.fstat(fd)
-        if (
-            st.st_size > max(LOG_MIN, base[2] // LOG_SHARE)
-            or os.pread(fd, 1, st.st_size - 1) != b"\n"
-        ):
+        if not _takes(fd, st, base):
             return None  # long, or cut short: folded
         items = [[p, manifest.entry(p), p in manifest.racy] for p in sorted(changed)]
         line = (json.dumps(items, separators=(",", ":")) + "\n").encode()
@@ -321,5 +397,31 @@ def _append(path: Path, manifest: Manifest, changed: Iterable[str]) -> State | N
         return base, (st.st_ino, st.st_size + len(line))
     except OSError:
         return None
+    finally:
+        os.close(fd)
+
+
+def _takes(fd: int, st: os.stat_result, base: tuple[int, int, int, int]) -> bool:
+    """Whether the log open at `fd` takes another line: not long, and not cut short."""
+    return st.st_size <= max(LOG_MIN, base[2] // LOG_SHARE) and (
+        st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) == b"\n"
+    )
+
+
+def appendable(path: Path, token: str) -> bool:
+    """Whether the log of manifest `path` is the one of `token` and takes another line (call
+    with the index lock held: then it still does when a part is written)."""
+    log_path = path.with_name(LOG)
+    try:
+        base = _stamp(path.stat())
+        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        first = os.pread(fd, 4096, 0)
+        return _takes(fd, st, base) and _header(first.split(b"\n", 1)[0]) == token
+    except OSError:
+        return False
     finally:
         os.close(fd)

@@ -178,23 +178,27 @@ class Upkeep:
         found = lookout.since(store, directory, kept)
         if found is None:
             return None
-        disk = stamps(root, folders, found.folders) if found.folders else {}
-        for rel in found.paths:
+        paths = found.paths
+        disk: dict[str, Stamp] = {}
+        for rel in paths:
             stamp = _stamp(f"{root}/{rel}")
             if stamp is not None:
                 disk[rel] = stamp
         result = Sync()
         loose: set[str] | None = set()
-        if found.paths or found.folders:
-            paths, names = found.paths, found.folders
-            result = self.index.sync_some(
-                disk,
-                lambda p: p in paths or p.split("/", 1)[0] in names,
-                _loader(store),
-                _digest(store),
-            )
-            if result is None:
-                return None
+        if paths:
+            digest = _digest(store)
+            # A few files (another process's writes, indexed there) are compared with their
+            # entries alone, the manifest not parsed whole; any that differ are indexed.
+            few = len(paths) <= lookout.FEW
+            if not few or not self.index.holds(disk, paths, digest):
+                loader = _loader(store)
+                found_some = self.index.sync_few(disk, paths, loader, digest) if few else None
+                result = found_some or self.index.sync_some(
+                    disk, paths.__contains__, loader, digest
+                )
+                if result is None:
+                    return None
             # What this catch-up indexes is in the log after `found.state`, so the next one
             # looks at it again: only the files git does not track are added as loose.
             loose = lookout.untracked(store, set(disk))

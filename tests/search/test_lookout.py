@@ -99,6 +99,26 @@ def test_a_new_process_with_nothing_changed_looks_at_no_file(looked: Store, scan
     assert names(fresh, "raven") == ["note-3"]
 
 
+def test_another_processs_write_is_checked_by_its_entry_not_by_parsing_the_manifest(
+    looked: Store, scans: Scans, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = Store(looked.root, agent="bob")
+    writer.add("pelican-note", type="fact", description="The pelican widget is grey")
+    names(writer, "pelican")  # indexed by the process that wrote it
+    parsed: list[Path] = []
+    whole = manifest._whole  # pyright: ignore[reportPrivateUsage]
+
+    def counted(path: Path, base: object) -> object:
+        parsed.append(path)
+        return whole(path, base)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(manifest, "_whole", counted)
+    fresh = caught_up(looked.root)
+    assert scans == [] and parsed == []
+    assert names(fresh, "pelican") == ["pelican-note"]
+    assert held(fresh) == on_disk(fresh)
+
+
 def test_an_edit_in_place_with_no_commit_is_found_by_git_not_by_a_stat_of_every_file(
     looked: Store, scans: Scans
 ) -> None:
@@ -140,6 +160,21 @@ def test_an_edit_a_watcher_indexed_then_undone_in_place_is_not_left_in_the_index
     assert git(looked.root, "diff-files", "--name-only") == ""
     fresh = caught_up(looked.root)
     assert names(fresh, "ochre") == []
+    assert held(fresh) == on_disk(fresh)
+
+
+def test_a_second_edit_within_the_same_clock_tick_is_found_by_its_content(
+    looked: Store,
+) -> None:
+    other = caught_up(looked.root)  # a server, caught up before the edits
+    path = looked.root / "fact" / "note-2.md"
+    path.write_bytes(path.read_bytes().replace(b"blue", b"lilac"))
+    search.upkeep(other).changed(other, ["fact/note-2.md"])  # indexed as it was just made
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"lilac", b"khaki"))  # same size, in place
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # within the same tick: same stamp
+    fresh = caught_up(looked.root)
+    assert names(fresh, "khaki") == ["note-2"]
     assert held(fresh) == on_disk(fresh)
 
 

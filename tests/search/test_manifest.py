@@ -145,3 +145,35 @@ def test_a_change_to_most_files_writes_the_manifest_whole(store: Store) -> None:
     assert search.catch_up(Store(store.root)).indexed == 0
     assert whole.read_bytes() != first and len(log.read_bytes().splitlines()) == 1
     assert {s[0] for s in manifest.read(whole).stamps.values()} == {1_700_000_000_000_000_000}  # pyright: ignore[reportOptionalMemberAccess]
+
+
+def test_entries_found_in_the_text_are_those_a_full_read_gives(tmp_path: Path) -> None:
+    """Keys with quotes, backslashes and other scripts, descriptions that hold a key's text,
+    racy files, and a log that changes and drops entries: each file's entry is the one a full
+    read gives."""
+    odd = ['fact/quote"d.md', "fact/back\\slash.md", "fact/日本語.md", "fact/plain.md"]
+    decoy = 'fact/plain.md":[1,2,3,"x"]'
+    files_ = manifest.Manifest({}, {}, set(), {})
+    filler = [f"fact/filler-{i}.md" for i in range(10)]  # two changes are few of its files
+    for i, p in enumerate([*odd, "fact/other.md", "fact/gone.md", *filler]):
+        files_.put(p, [i + 1, 10 + i, 100 + i, f"d{i}", p, "fact", "draft", decoy, ""], i == 2)
+    path = tmp_path / manifest.FILE
+    manifest.write(path, files_)
+    loaded = manifest.read(path)
+    assert loaded is not None
+    loaded.changed = set()
+    loaded.put("fact/other.md", [7, 7, 7, "new", "other", "fact", "draft", "", ""], True)
+    loaded.put("fact/gone.md", None, False)
+    loaded.changed.update({"fact/other.md", "fact/gone.md"})
+    manifest.write(path, loaded)  # appended to the log
+    assert path.with_name(manifest.LOG).read_text().count("\n") == 2
+    whole = manifest.read(path)
+    assert whole is not None
+    wanted = [*odd, "fact/other.md", "fact/gone.md", "fact/never.md"]
+    found = manifest.entries(path, wanted)
+    assert found is not None
+    assert found == {p: (whole.entry(p), p in whole.racy) for p in wanted}
+    assert found["fact/gone.md"] == (None, False)
+    assert found["fact/other.md"][1] is True
+    path.write_text('{"schema":1,' + path.read_text()[len('{"schema":10,') :])
+    assert manifest.entries(path, wanted) is None  # another version: not read
