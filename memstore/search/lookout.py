@@ -53,9 +53,6 @@ LARGE = 4 << 20
 (`memstore search` 0.33 against 0.28 s); at 100,000 (16 MB) a tenth of it (0.1 against 1.5 s)."""
 MOST = 5_000
 """Past this many files to look at, every file is looked at instead (a long absence)."""
-FEW = 32
-"""Up to this many files to look at are compared with their manifest entries alone (a find
-in the manifest's text each, 5-10 ms at 100,000 memories); more parse it whole (0.3 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +212,6 @@ def untracked(store: Reader, present: set[str]) -> set[str] | None:
 
 
 __all__ = [
-    "FEW",
     "FILE",
     "LARGE",
     "Begun",

@@ -188,17 +188,16 @@ class Upkeep:
         loose: set[str] | None = set()
         if paths:
             digest = _digest(store)
-            # A few files (another process's writes, indexed there) are compared with their
-            # entries alone, the manifest not parsed whole; any that differ are indexed.
-            few = len(paths) <= lookout.FEW
-            if not few or not self.index.holds(disk, paths, digest):
+            # These files (mostly others' writes, indexed there) are compared with their
+            # entries alone, the manifest not parsed whole; those that differ are indexed.
+            if not self.index.holds(disk, paths, digest):
                 loader = _loader(store)
-                found_some = self.index.sync_few(disk, paths, loader, digest) if few else None
-                result = found_some or self.index.sync_some(
-                    disk, paths.__contains__, loader, digest
-                )
-                if result is None:
+                synced = self.index.sync_few(disk, paths, loader, digest)
+                if synced is None:  # the log must be folded first: the whole manifest
+                    synced = self.index.sync_some(disk, paths.__contains__, loader, digest)
+                if synced is None:
                     return None
+                result = synced
             # What this catch-up indexes is in the log after `found.state`, so the next one
             # looks at it again: only the files git does not track are added as loose.
             loose = lookout.untracked(store, set(disk))

@@ -147,10 +147,14 @@ def test_a_change_to_most_files_writes_the_manifest_whole(store: Store) -> None:
     assert {s[0] for s in manifest.read(whole).stamps.values()} == {1_700_000_000_000_000_000}  # pyright: ignore[reportOptionalMemberAccess]
 
 
-def test_entries_found_in_the_text_are_those_a_full_read_gives(tmp_path: Path) -> None:
+@pytest.mark.parametrize("finds", [8, 0], ids=["a find each", "one pass"])
+def test_entries_found_in_the_text_are_those_a_full_read_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finds: int
+) -> None:
     """Keys with quotes, backslashes and other scripts, descriptions that hold a key's text,
     racy files, and a log that changes and drops entries: each file's entry is the one a full
-    read gives."""
+    read gives, whether each is searched for or all are found in one pass."""
+    monkeypatch.setattr(manifest, "_FINDS", finds)
     odd = ['fact/quote"d.md', "fact/back\\slash.md", "fact/日本語.md", "fact/plain.md"]
     decoy = 'fact/plain.md":[1,2,3,"x"]'
     files_ = manifest.Manifest({}, {}, set(), {})
@@ -169,7 +173,7 @@ def test_entries_found_in_the_text_are_those_a_full_read_gives(tmp_path: Path) -
     assert path.with_name(manifest.LOG).read_text().count("\n") == 2
     whole = manifest.read(path)
     assert whole is not None
-    wanted = [*odd, "fact/other.md", "fact/gone.md", "fact/never.md"]
+    wanted = [*odd, "fact/other.md", "fact/gone.md", "fact/never.md", "fact/filler-9.md"]
     found = manifest.entries(path, wanted)
     assert found is not None
     assert found == {p: (whole.entry(p), p in whole.racy) for p in wanted}
