@@ -428,19 +428,33 @@ def _header(line: str, signed: bool, cut: frozenset[str], basis: str) -> dict[st
     return data
 
 
-def _row(trust: history.Trust, line: str) -> None:
+def _row(
+    trust: history.Trust,
+    line: str,
+    seen: dict[tuple[str, str, str], history.Verdict] | None = None,
+) -> None:
+    """One memory file's line into `trust`. `seen` (a whole file's read) shares one verdict
+    among the lines that have the same (a commit confirms many memories): 40,000 verdicts at
+    100,000 memories are 950 distinct ones."""
     path, blob, owner, writer, ok, vcommit, problem = line.split("\t")
-    path = _dec(path)
+    if path[:1] == '"':
+        path = _dec(path)
     if blob:
-        trust.blobs[path] = _dec(blob)
+        if blob[:1] == '"':
+            blob = _dec(blob)
+        trust.blobs[path] = blob
     if owner:
-        trust.owners[path] = _dec(owner)
+        trust.owners[path] = _dec(owner) if owner[:1] == '"' else owner
     if writer:
-        trust.writers[path] = _dec(writer)
+        trust.writers[path] = _dec(writer) if writer[:1] == '"' else writer
     if ok and blob:
-        trust.verdicts[f"{path}\0{_dec(blob)}"] = history.Verdict(
-            ok == "1", _dec(problem) or None, _dec(vcommit)
-        )
+        key = (ok, vcommit, problem)
+        verdict = None if seen is None else seen.get(key)
+        if verdict is None:
+            verdict = history.Verdict(ok == "1", _dec(problem) or None, _dec(vcommit))
+            if seen is not None:
+                seen[key] = verdict
+        trust.verdicts[f"{path}\0{blob}"] = verdict
 
 
 def _trust_of(data: dict[str, Any]) -> history.Trust:
@@ -462,9 +476,10 @@ def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> hist
         if data is None:
             return None
         trust = _trust_of(data)
+        seen: dict[tuple[str, str, str], history.Verdict] = {}
         for line in rows.split("\n"):
             if line:
-                _row(trust, line)
+                _row(trust, line, seen)
         return trust
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
