@@ -8,12 +8,14 @@ themselves at the same moment, and the store lock orders their writes as it orde
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -236,6 +238,36 @@ def serve(
     `sync.sync` that often in a thread meanwhile."""
     import uvicorn
 
+    # A stop signal is held from here until the event loop runs: one that came while the
+    # loop was being made left it half made, and its `__del__` printed a traceback.
+    held = _hold_stop_signals()
+    try:
+        _serve(store, keeper, host, sock, grouped, sync_every, uvicorn, held)
+    finally:
+        _release(held)
+
+
+def _hold_stop_signals() -> Iterable[int] | None:
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+
+
+def _release(held: Iterable[int] | None) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _serve(
+    store: Store,
+    keeper: bearer.Keeper,
+    host: str,
+    sock: socket.socket,
+    grouped: bool,
+    sync_every: float | None,
+    uvicorn: Any,
+    held: Iterable[int] | None,
+) -> None:
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     _say(
@@ -252,8 +284,15 @@ def serve(
         from memstore.workflow.ledger import sync  # only a server that syncs pays for it
 
         syncer = sync.Every(store, sync_every).start()
+    server = uvicorn.Server(config)
+
+    async def serving() -> None:
+        _release(held)  # the loop runs: a stop now ends it as any other
+        await server.serve(sockets=[sock])
+
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+            runner.run(serving())
     finally:
         if syncer is not None:
             syncer.stop()

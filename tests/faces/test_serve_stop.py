@@ -153,11 +153,16 @@ def test_one_ctrl_c_stops_stdio_serve_at_a_terminal(served: Path, terminal: list
     assert t.text().count("serving") == 1, t.text()
 
 
-def test_one_ctrl_c_stops_http_serve_at_a_terminal(served: Path, terminal: list[Terminal]) -> None:
+@pytest.mark.parametrize("after", [0.0, 0.03, 0.1, 0.25])
+def test_one_ctrl_c_stops_http_serve_at_a_terminal(
+    served: Path, terminal: list[Terminal], after: float
+) -> None:
+    """At any moment of the start-up: the app built, the event loop being made, serving."""
     command = [sys.executable, "-m", "memstore", "--store", str(served), "serve", "--http"]
     t = Terminal([*command, "--port", "0"], _env(), REPO)
     terminal.append(t)
     t.wait_for("(Ctrl-C stops)")
+    time.sleep(after)
     t.type(b"\x03")
     assert t.exit_status() == 130
     _assert_clean(t)
