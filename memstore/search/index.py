@@ -430,19 +430,8 @@ class Index:
             files = manifest.partial(self.manifest_path, paths)
             if files is None or not manifest.appendable(self.manifest_path, files.token):
                 return None
-            stamps = files.stamps
-            changed = [p for p, s in disk.items() if stamps.get(p) != s]
-            gone = [p for p in paths if p in stamps and p not in disk]
-            restamped = _restamped(files, changed, disk, digest)
-            changed = [p for p in changed if p not in restamped]
-            reread, settled = _suspects(files, disk, digest, frozenset())
-            changed.extend(reread)
-            if not changed and not gone and not settled and not restamped:
-                return Sync()
-            updates, skipped = self._load_all(changed, disk, load, digest, None)
-            self._apply(files, updates, gone, settled=settled, restamped=restamped)
-            indexed = sum(1 for _, m, _, _ in updates if m is not None)
-            return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
+            gone = [p for p in paths if p in files.stamps and p not in disk]
+            return self._bring(files, disk, gone, load, digest, frozenset())
 
     def _sync(
         self,
@@ -468,19 +457,32 @@ class Index:
             files = self._read_manifest()
             if files is None or not self._usable():
                 return None
-            stamps = files.stamps
-            changed = [p for p, s in disk.items() if stamps.get(p) != s]
-            gone = [p for p in stamps if p not in disk and (within is None or within(p))]
-            restamped = _restamped(files, changed, disk, digest)
-            changed = [p for p in changed if p not in restamped]
-            reread, settled = _suspects(files, disk, digest, verify)
-            changed.extend(reread)
-            if not changed and not gone and not settled and not restamped:
-                return Sync()
-            updates, skipped = self._load_all(changed, disk, load, digest, None)
-            self._apply(files, updates, gone, settled=settled, restamped=restamped)
-            indexed = sum(1 for _, m, _, _ in updates if m is not None)
-            return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
+            gone = [p for p in files.stamps if p not in disk and (within is None or within(p))]
+            return self._bring(files, disk, gone, load, digest, verify)
+
+    def _bring(
+        self,
+        files: Manifest,
+        disk: dict[str, Stamp],
+        gone: list[str],
+        load: Loader,
+        digest: Digest,
+        verify: AbstractSet[str],
+    ) -> Sync:
+        """Index what `disk` shows changed against `files` (all or part of the manifest, read
+        under the lock held), and drop the `gone`."""
+        stamps = files.stamps
+        changed = [p for p, s in disk.items() if stamps.get(p) != s]
+        restamped = _restamped(files, changed, disk, digest)
+        changed = [p for p in changed if p not in restamped]
+        reread, settled = _suspects(files, disk, digest, verify)
+        changed.extend(reread)
+        if not changed and not gone and not settled and not restamped:
+            return Sync()
+        updates, skipped = self._load_all(changed, disk, load, digest, None)
+        self._apply(files, updates, gone, settled=settled, restamped=restamped)
+        indexed = sum(1 for _, m, _, _ in updates if m is not None)
+        return Sync(indexed=indexed, removed=len(gone), skipped=skipped)
 
     def sync_docs(
         self, disk: dict[str, Stamp], load: Callable[[str], list[DocSection]]

@@ -149,8 +149,8 @@ def forget(directory: Path) -> None:
 
 def since(store: Reader, directory: Path, kept: Kept) -> Since | None:
     """What may differ from what the index in `directory` holds since `kept` was taken; None
-    when every file must be looked at (the manifest folded or rebuilt since, the look's HEAD
-    gone, a new type folder, git failing, or more than `MOST` files)."""
+    when every file must be looked at (the manifest folded or rebuilt since, no commit yet,
+    git failing, or more than `MOST` files)."""
     old = kept.look
     logged = manifest.logged_since(directory / manifest.FILE, kept.state)
     if logged is None:
