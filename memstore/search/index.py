@@ -1,7 +1,13 @@
 """The Whoosh (BM25F) search index: a derived cache of the memory files, kept in step with
 them (open, sync, rebuild), and the search entry, which runs a query's stages in order:
 parse it (`query`), find the candidates that pass its filters (`postings`), rank and fuse them
-(`rank`, `fusion`)."""
+(`rank`, `fusion`).
+
+One module because its writers and its readers share one piece of state under one lock: the
+Whoosh segments, the manifest that says which file versions they hold, the DIRTY marker
+between the two, and the searcher reopened when another process commits. Every way of
+bringing the index in step (`sync`, `sync_some`, `sync_few`, `rebuild`) ends in the one
+locked step `_bring`/`_apply` that writes all three; the search entry reads the same state."""
 
 # Whoosh ships no type information; the unknown-type reports would flag every call into it.
 # pyright: reportUnknownMemberType=false, reportUnknownVariableType=false

@@ -13,6 +13,11 @@ one (the lower helpers `analysis`, `postings` and `fusion` never call up):
 5. trust: the store's own judgment (`steward`): memories about `path`, pins and importance
    first, each status as its history backs it (`storage.trust`), drift notes;
 6. fit: the leading hits that fit the LLM token cap, `max_tokens` (`query.fit_tokens`).
+
+It stays one module because a search's freshness and its stages share one per-store record
+(`Upkeep`: what this process last saw of the files, the look, semantic recall's vectors).
+What a look is and what may have changed since live in `lookout`; the stages' own work lives
+in the modules named above.
 """
 
 from __future__ import annotations
