@@ -630,3 +630,55 @@ def test_a_narrow_filter_scores_its_memories_as_every_posting_would(store: Store
         wide = every._totals(words)  # pyright: ignore[reportPrivateUsage]
         expected = {d: s for d, s in wide.items() if d in decisions}
         assert narrow._totals(words) == expected  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_filters_documents_are_read_as_whoosh_matches_them(store: Store) -> None:
+    from whoosh.query import And, Or, TermRange
+
+    from memstore.search.postings import Cache
+
+    _postings_store(store)
+    ix = windex.open_dir(str(store.cache / "index"), schema=schema.index_schema())
+    filters = [
+        Term("type", "decision"),
+        Term("type", "fact"),
+        Term("status", "draft"),
+        Term("type", "no-such-type"),
+        Term("no-such-field", "x"),
+        Or([Term("type", "decision"), Term("type", "no-such-type")]),
+        And([Term("type", "fact"), Term("status", "draft")]),
+        And([Term("type", "fact"), Or([Term("type", "decision"), Term("status", "draft")])]),
+        Or([Term("text", "w3"), Term("text", "w39")]),
+        TermRange("updated", "0", None),  # another form: Whoosh's matchers
+    ]
+    with ix.searcher(weighting=schema.weighting()) as searcher:
+        assert any(sub.reader().has_deletions() for sub, _ in searcher.subsearchers)
+        cache = Cache(searcher)
+        sizes: list[int] = []
+        for q in filters:
+            expected = set(searcher.docs_for_query(q))
+            assert cache.docset(searcher, q) == expected, q
+            sizes.append(len(expected))
+        assert sizes[0] > 0 and sizes[1] > 600 and sizes[2] > 0 and sizes[3] == 0
+
+
+def test_a_filters_documents_leave_out_those_deleted_since_it_was_read(store: Store) -> None:
+    from memstore.search.postings import Cache
+
+    for i in range(30):
+        write_memory(store, f"note-{i}", f"note {i}", body="words", type="decision")
+    search.catch_up(store)
+    ix = windex.open_dir(str(store.cache / "index"), schema=schema.index_schema())
+    decisions = Term("type", "decision")
+    with ix.searcher(weighting=schema.weighting()) as searcher:
+        first = Cache(searcher)
+        assert len(first.docset(searcher, decisions)) == 30
+    for i in range(0, 30, 3):  # their documents are deleted in the old segment
+        (store.root / "decision" / f"note-{i}.md").unlink()
+    write_memory(store, "other", "another one", body="words", type="decision")
+    search.catch_up(store)
+    with windex.open_dir(str(store.cache / "index")).searcher() as searcher:
+        kept = Cache(searcher, first.segments)
+        assert set(kept.segments.values()) & set(first.segments.values())  # carried over
+        assert kept.docset(searcher, decisions) == set(searcher.docs_for_query(decisions))
+        assert len(kept.docset(searcher, decisions)) == 21
