@@ -403,7 +403,7 @@ def _index_of(repo: Repo) -> _Index | None:
         return None
     if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
         return None
-    return _parse_index(data, written)
+    return _parse_index(data, written, repo.top)
 
 
 def release_dead_index_lock(repo: Repo) -> None:
@@ -601,14 +601,19 @@ _SECONDS = struct.Struct(">I")
 """An entry's modification time, whole seconds, 8 bytes into it."""
 
 
-def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
+def _parse_index(index: bytes | None, written: int = 0, top: Path | None = None) -> _Index | None:
     """The entries and kept extensions of a version 2 or 3 index; None for one this does not
     rewrite (none yet, a split or sparse index, a required extension, no checksum).
 
     An entry whose file's time is not older than `written` (the index file's modification
     time, whole seconds) may be "racily clean": the file changed within the tick its stat
-    data was taken. It is smudged (size 0), as git does when it rewrites an index, so git
-    compares its content again instead of trusting stat data a newer index would vouch for."""
+    data was taken. Such an entry whose file (under `top`) no longer holds its blob is
+    smudged (size 0), as git does when it rewrites an index, so git compares its content
+    again instead of trusting stat data a newer index would vouch for. One whose file still
+    holds it keeps its stat data, as in git: smudging every racy entry (all of a fresh
+    clone's, checked out within the second its index was written) left git listing each as
+    changed (`git diff-files`) until a `git status` refreshed them. Without `top`, every
+    racy entry is smudged."""
     if index is None or len(index) < 32 or index[-20:] == bytes(20):
         return None
     if hashlib.sha1(index[:-20]).digest() != index[-20:]:
@@ -642,6 +647,8 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         at += 8 + size
     if at != len(index) - 20:
         return None
+    if racy and top is not None:
+        racy = [entry for entry in racy if _changed(index, entry, top)]
     if racy:
         smudged = bytearray(index[:entries_end])
         for entry in racy:
@@ -655,6 +662,21 @@ def _parse_index(index: bytes | None, written: int = 0) -> _Index | None:
         blocks.append(_Block(index[begin : run[-1] if run else begin], [e - begin for e in run]))
         starts.append(first)
     return _Index(index[:8], names, blocks, starts, extensions)
+
+
+def _changed(index: bytes, entry: int, top: Path) -> bool:
+    """Whether the file of the index entry at offset `entry` no longer holds its blob (or is
+    not a plain file, or cannot be read)."""
+    high = index[entry + 60]
+    start = entry + 64 if index[7] >= 3 and high & 0x40 else entry + 62
+    name = index[start : index.index(b"\0", start)]
+    try:
+        path = top / name.decode("utf-8")
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return True
+        return blob_sha(path.read_bytes()) != index[entry + 40 : entry + 60].hex()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
 
 
 def _indexed(

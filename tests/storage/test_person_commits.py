@@ -203,6 +203,30 @@ def test_what_memstore_commits_is_not_reported_changed_by_git_diff_index(store: 
     assert [p for p in listed if p.startswith("fact/")] == ["fact/written-1.md"]
 
 
+def test_files_checked_out_in_the_second_of_gits_index_are_not_listed_changed_after_a_write(
+    store: Store,
+) -> None:
+    # A fresh clone's files are checked out within the second its index is written: every
+    # entry is racy. A write keeps the stat data of those whose files still hold their blobs,
+    # as git does, so `git diff-files` (a stat of each file, no content read) lists none.
+    (store.root / "fact").mkdir(exist_ok=True)
+    for i in range(20):
+        (store.root / "fact" / f"cloned-{i}.md").write_text(f"note {i}\n", encoding="utf-8")
+    edited = store.root / "fact" / "cloned-3.md"
+    git(store.root, "add", "fact")
+    git(store.root, "commit", "-qm", "cloned")
+    newest = max(p.stat().st_mtime_ns for p in (store.root / "fact").iterdir())
+    index = Path(git(store.root, "rev-parse", "--absolute-git-dir").strip()) / "index"
+    os.utime(index, ns=(newest, newest))  # the entries are racy now
+    stamp = edited.stat().st_mtime_ns
+    edited.write_text("note 9\n", encoding="utf-8")  # the same size, in the same tick
+    os.utime(edited, ns=(stamp, stamp))
+    store.add("later", type="fact", description="a write that rewrites git's index")
+    listed = git(store.root, "diff-files", "--name-only").split()
+    assert [p for p in listed if "cloned" in p] == ["fact/cloned-3.md"]
+    assert " M fact/cloned-3.md" in git(store.root, "status", "--porcelain").splitlines()
+
+
 def test_an_edit_of_the_same_size_in_the_same_second_is_still_seen_by_git(
     store: Store,
 ) -> None:
