@@ -565,7 +565,7 @@ class Store(Reader):
         (also when git cannot read the history: the replay still judges what is committed)."""
         try:
             key = repository.repo_path(self.repo, self.root / current.path)
-            return self.trust.current().binding.get(key)
+            return self.trust.binding().get(key)
         except GitError:
             return None
 

@@ -172,6 +172,32 @@ class Cache:
                 # then extended, rather than judging file by file at every read.
         return self.current()
 
+    def binding(self) -> dict[str, Force]:
+        """The rules that bind the agents at HEAD (`history.Trust.binding`): from the verdicts
+        in memory, else from the kept file's first line when it was made for HEAD under these
+        settings and people (none of its 100,000 other lines parsed: 0.6 s at 100,000
+        memories), else from the whole verdicts (`current`).
+
+        Raises:
+            GitError: when git cannot read the history.
+        """
+        with self._lock:
+            stamp = self._refs_stamp()
+            if self.trust is not None and stamp == self._stamp:
+                return self.trust.binding
+            if self.trust is None:
+                cut = gitlog.shallow_commits(self.repo)
+                basis, signers = self._now()
+                kept = load_header(self.file, signers is not None, cut, basis)
+                if (
+                    kept is not None
+                    and kept.head is not None
+                    and kept.head == refs.head(self.repo)
+                    and kept.humans == history.store_humans(self.root)
+                ):
+                    return kept.binding
+        return self.current().binding
+
     def warm(self) -> None:
         """Take the whole verdicts at HEAD (kept, extended or replayed, as `current`) without
         holding reads up: they are made apart, in the caller's thread, and taken in unless a
@@ -481,6 +507,20 @@ def load(file: Path, signed: bool, cut: frozenset[str], basis: str = "") -> hist
             if line:
                 _row(trust, line, seen)
         return trust
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def load_header(
+    file: Path, signed: bool, cut: frozenset[str], basis: str = ""
+) -> history.Trust | None:
+    """What the first line of the verdicts `save` kept in `file` says (HEAD, the people, the
+    rules that bind the agents; no memory's verdict), when made under these settings; else
+    None."""
+    try:
+        with file.open(encoding="utf-8") as f:
+            data = _header(f.readline(), signed, cut, basis)
+        return None if data is None else _trust_of(data)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 

@@ -409,3 +409,29 @@ def test_an_agents_weakening_merged_from_a_branch_is_not_in_effect(store: Store,
     assert lift_problems(store), "lint names the agent's change"
     # The cached verdicts (another process, the cache on disk) agree with the replay.
     assert verdict(store) is Verdict.BLOCK
+
+
+def test_the_rules_that_bind_come_from_the_kept_verdicts_first_line_only_while_head_is_theirs(
+    store: Store,
+) -> None:
+    person_rule(store)
+    whole = as_agent(store, "coder").trust.current().binding  # kept under .memstore/
+    assert list(whole) == [PATH]
+    fresh = as_agent(store, "coder").trust
+    assert fresh.binding() == whole
+    assert fresh.trust is None  # no memory's verdict was read for it
+    # A person's rule committed by hand: HEAD moved past the kept verdicts.
+    (store.root / "correction" / "no-force-push.md").write_text(
+        "---\nname: no-force-push\ndescription: Never force-push main\ntype: correction\n"
+        "status: draft\nowner: alice\nseverity: p0\napplies_when: [git push --force]\n"
+        "created: '2026-11-01T10:00:00Z'\nupdated: '2026-11-01T10:00:00Z'\n---\n",
+        encoding="utf-8",
+    )
+    commit_as(store.root, "alice", "a rule of alice's")
+    moved = as_agent(store, "coder").trust.binding()
+    assert set(moved) == {PATH, "correction/no-force-push.md"}
+    assert moved == as_agent(store, "coder").trust.current().binding
+    # The kept header damaged: the whole verdicts are taken again, not a wrong answer.
+    kept = store.root / ".memstore" / "trust.json"
+    kept.write_text("{not json\n" + kept.read_text(encoding="utf-8").partition("\n")[2])
+    assert as_agent(store, "coder").trust.binding() == moved

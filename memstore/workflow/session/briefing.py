@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from memstore.errors import InvalidMemory, MemstoreError
+from memstore.errors import GitError, InvalidMemory, MemstoreError
 from memstore.git import commit, gitlog, refs, repository
 from memstore.git.gitlog import Change, FileChange
 from memstore.limits import BRIEFING_BUDGET, BRIEFING_BUDGET_MIN, CHARS_PER_TOKEN, estimate_tokens
@@ -271,20 +271,23 @@ def _held(
     version in the catalog is not the one in force only. A version held in force counts for
     the `scopes` it names, whatever scope its file now says."""
     from memstore.git import objects
-    from memstore.storage import binding, trust, verdicts
+    from memstore.storage import binding, trust
     from memstore.storage.files import read_regular
 
-    snapshot = verdicts.snapshot(store.trust)
-    if snapshot is None or not snapshot.binding:
+    try:
+        bound = store.trust.binding()
+    except GitError:
+        return [], set()
+    if not bound:
         return [], set()
     prefix = store.trust.prefix
-    protected = {p[len(prefix) :] for p in snapshot.binding if p.startswith(prefix)}
+    protected = {p[len(prefix) :] for p in bound if p.startswith(prefix)}
     # The catalog holds each file's blob as it read it: only the rules whose file is not the
     # version in force are read again (`binding.in_force` reads one file per rule it is given).
     blobs = found.blobs(protected)
     differ = {
         path: force
-        for path, force in snapshot.binding.items()
+        for path, force in bound.items()
         if path.startswith(prefix)
         and (force.held_by is not None or blobs.get(path[len(prefix) :]) != force.blob)
     }
@@ -317,7 +320,11 @@ def _proposed(
 ) -> workflow.Rule:
     """`rule` (the catalog's, at `path`) with the deprecation proposal its file carries, when
     it binds the agents (`protected`)."""
-    if path not in protected or (memory := _read(store, path)) is None:
+    if path not in protected or (memory := _read(store, path, raw=True)) is None:
+        return rule
+    if not memory.deprecation_proposed_by:
+        return replace(rule, proposal="")  # none, however the history judges the file
+    if (memory := _read(store, path)) is None:  # its status as the history supports it
         return rule
     mine = workflow.rule_of(memory, humans)
     return replace(rule, proposal=mine.proposal if mine is not None else "")
@@ -378,9 +385,9 @@ class _Rules:
         return [*self.held, *listed]
 
 
-def _read(store: Store, path: str) -> Memory | None:
+def _read(store: Store, path: str, raw: bool = False) -> Memory | None:
     try:
-        return store.read_file(store.root / path)[0]
+        return store.read_file(store.root / path, raw=raw)[0]
     except (InvalidMemory, OSError) as e:
         log.warning("skipping %s: %s", path, e)
         return None
