@@ -211,8 +211,11 @@ def units(pattern: str) -> tuple[frozenset[str], ...]:
 def _units(pattern: str, t: Words) -> tuple[frozenset[str], ...]:
     a = analyse(pattern)
     covered: list[set[str]] = [set() for _ in a.words]
+    present = set(a.words)
     for concept, phrases in _phrases(t).items():
         for phrase in phrases:
+            if not phrase or phrase[0] not in present:
+                continue  # `_find` finds none: most phrases, for a pattern of a few words
             for start, end in _find(a.words, phrase):
                 for i in range(start, end + 1):
                     if a.words[i] in phrase:

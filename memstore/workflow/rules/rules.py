@@ -315,6 +315,11 @@ def match(pattern: str, text: str, targets: tuple[str, ...] = ()) -> bool:
     lowered = text.lower()
     if is_glob(pattern):
         glob = pattern.lower()
+        # What any match holds, looked for first: a glob is a regex to compile, and most
+        # patterns a briefing tries are about other actions.
+        hay = "\0".join([lowered, *(t.lower() for t in targets)])
+        if not all(piece in hay for piece in glob_pieces(pattern)):
+            return False
         if any(c.isspace() for c in glob):
             return fnmatch.fnmatchcase(lowered, f"*{glob}*")
         candidates = _words(lowered) + [t.lower() for t in targets]
