@@ -20,6 +20,7 @@ import re
 import string
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -565,12 +566,14 @@ def _detect_secrets() -> list[_Plugin]:
         import inspect
         import pkgutil
 
-        from detect_secrets import plugins as package
-        from detect_secrets.plugins.base import RegexBasedDetector
+        with _verifying_later():
+            from detect_secrets import plugins as package
+            from detect_secrets.plugins.base import RegexBasedDetector
 
-        classes: list[tuple[str, type[Any]]] = []
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            classes: list[tuple[str, type[Any]]] = []
+            modules = sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+            loaded = [importlib.import_module(f"{package.__name__}.{i.name}") for i in modules]
+        for module in loaded:
             for name, cls in inspect.getmembers(module, inspect.isclass):
                 if (
                     issubclass(cls, RegexBasedDetector)
@@ -587,6 +590,43 @@ def _detect_secrets() -> list[_Plugin]:
             found.append(_Plugin(str(cls.secret_type), needles, long_run, _plugin_scan(cls())))
         _plugins = found
     return _plugins
+
+
+@contextmanager
+def _verifying_later() -> Iterator[None]:
+    """While detect-secrets loads, `requests` (which its plugins import to verify a secret
+    with its service, a call memstore never makes) is a module that loads the real one when
+    first used: loading it and urllib3 was two thirds of loading detect-secrets, which every
+    new server pays to check its identity before it serves (0.3 s)."""
+    import sys
+    import types
+
+    name = "requests"
+    if name in sys.modules:
+        yield
+        return
+
+    loading = True
+
+    class _Later(types.ModuleType):
+        def __getattr__(self, attr: str) -> Any:
+            import importlib
+
+            if loading and attr[:1].isupper():
+                # A type named while the plugins load: in two return annotations
+                # (`-> requests.Response`), never used to verify anything.
+                return type(attr, (), {"__module__": name})
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+            return getattr(importlib.import_module(name), attr)
+
+    stub = sys.modules[name] = _Later(name)
+    try:
+        yield
+    finally:
+        loading = False
+        if sys.modules.get(name) is stub:
+            del sys.modules[name]
 
 
 def _more_plugins(base: type[Any]) -> list[type[Any]]:

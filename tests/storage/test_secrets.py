@@ -435,3 +435,18 @@ def test_a_plain_memory_is_scanned_without_importing_detect_secrets() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_detect_secrets_plugins_load_and_match_without_loading_requests() -> None:
+    # Its plugins import `requests` to verify a secret with its service, which memstore never
+    # asks: loading it was most of loading detect-secrets.
+    code = (
+        "import sys; from memstore.storage import secrets; "
+        "key = 'sk_live_' + '4eC39HqLyjWDarjtT1zdp7dc'; "
+        "found = secrets.scan({'d': 'the api key is ' + key}, secrets.compile_patterns()); "
+        "print('detect_secrets' in sys.modules, 'requests' in sys.modules, "
+        "[f.pattern for f in found]); "
+        "import requests; print(requests.Response.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["True False ['Stripe secret key']", "requests.models"]
