@@ -19,7 +19,7 @@ import functools
 import re
 import string
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -593,7 +593,7 @@ def _detect_secrets() -> list[_Plugin]:
 
 
 @contextmanager
-def _verifying_later() -> Iterator[None]:
+def _verifying_later() -> Generator[None]:
     """While detect-secrets loads, `requests` (which its plugins import to verify a secret
     with its service, a call memstore never makes) is a module that loads the real one when
     first used: loading it and urllib3 was two thirds of loading detect-secrets, which every
