@@ -367,3 +367,24 @@ def test_commit_subject_stays_short_and_the_body_keeps_the_whole_description(
     subject, _, body = git(store.root, "log", "-1", "--format=%B").partition("\n")
     assert len(subject) <= 72 and subject.endswith("…")
     assert long.strip() in body
+
+
+def test_a_name_not_found_in_a_large_store_is_matched_with_its_neighbours(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.storage import reading
+
+    monkeypatch.setattr(reading, "SUGGEST_AMONG", 8)  # past it: only the neighbours compared
+    folder = store.root / "fact"
+    folder.mkdir(exist_ok=True)
+    for i in range(60):
+        (folder / f"note-{i:03d}-about-things.md").write_text("not read\n", encoding="utf-8")
+    (folder / "deploy-rollback-steps.md").write_text("not read\n", encoding="utf-8")
+    (folder / "zz-directory.md").mkdir()  # listed, never suggested
+    with pytest.raises(MemoryNotFound, match="did you mean 'deploy-rollback-steps'"):
+        store.read("deploy-rollbak-steps")  # a slip in the middle: its beginning leads to it
+    with pytest.raises(MemoryNotFound, match="did you mean 'deploy-rollback-steps'"):
+        store.read("xeploy-rollback-steps")  # a slip at the start: its end leads to it
+    with pytest.raises(MemoryNotFound) as raised:
+        store.read("zz-directory")
+    assert "did you mean" not in str(raised.value)
