@@ -174,9 +174,10 @@ class Cache:
 
     def binding(self) -> dict[str, Force]:
         """The rules that bind the agents at HEAD (`history.Trust.binding`): from the verdicts
-        in memory, else from the kept file's first line when it was made for HEAD under these
-        settings and people (none of its 100,000 other lines parsed: 0.6 s at 100,000
-        memories), else from the whole verdicts (`current`).
+        in memory, else from the kept file's first line when it was made under these settings
+        and people for HEAD, or for a commit a few memstore commits before it that change no
+        rule (none of its 100,000 other lines parsed: 0.6 s at 100,000 memories), else from
+        the whole verdicts (`current`).
 
         Raises:
             GitError: when git cannot read the history.
@@ -192,11 +193,23 @@ class Cache:
                 if (
                     kept is not None
                     and kept.head is not None
-                    and kept.head == refs.head(self.repo)
                     and kept.humans == history.store_humans(self.root)
+                    and self._no_rule_since(kept.head, refs.head(self.repo))
                 ):
                     return kept.binding
         return self.current().binding
+
+    def _no_rule_since(self, old: str, head: str | None) -> bool:
+        """Whether `head` is `old`, or a few memstore commits after it that change no file in
+        a rule's folder (a rule's force follows its own file's history alone)."""
+        if head is None or head == old:
+            return head is not None
+        linear = gitlog.linear_commits(self.repo, self.root, old, head)
+        return linear is not None and not any(
+            c.path[len(self.prefix) :].split("/", 1)[0] in RULE_TYPES
+            for commit in linear
+            for c in commit.changes
+        )
 
     def warm(self) -> None:
         """Take the whole verdicts at HEAD (kept, extended or replayed, as `current`) without

@@ -411,7 +411,7 @@ def test_an_agents_weakening_merged_from_a_branch_is_not_in_effect(store: Store,
     assert verdict(store) is Verdict.BLOCK
 
 
-def test_the_rules_that_bind_come_from_the_kept_verdicts_first_line_only_while_head_is_theirs(
+def test_the_rules_that_bind_come_from_the_kept_verdicts_first_line_while_no_rule_changed(
     store: Store,
 ) -> None:
     person_rule(store)
@@ -420,6 +420,11 @@ def test_the_rules_that_bind_come_from_the_kept_verdicts_first_line_only_while_h
     fresh = as_agent(store, "coder").trust
     assert fresh.binding() == whole
     assert fresh.trust is None  # no memory's verdict was read for it
+    # A fact written since (HEAD moved, no rule changed): the first line still says it.
+    as_agent(store, "ann").add("deploy-notes", type="fact", description="how we deploy")
+    later = as_agent(store, "coder").trust
+    assert later.binding() == whole
+    assert later.trust is None
     # A person's rule committed by hand: HEAD moved past the kept verdicts.
     (store.root / "correction" / "no-force-push.md").write_text(
         "---\nname: no-force-push\ndescription: Never force-push main\ntype: correction\n"
