@@ -438,6 +438,10 @@ def replayed(
 # none; a field holding a tab, a line break, a backslash or starting with a quote is written as
 # a JSON string). A read of a few files finds their lines without parsing the rest.
 _NEEDS_QUOTE = re.compile(r'[\t\n\r\\]|^"')
+_QUOTED_IF = ("\n", "\r", "\\", '"')
+"""A line of plain fields joined by tabs (three tabs: none inside them) holding none of these
+needs no field quoted (`_NEEDS_QUOTE`; a quote anywhere, not only first, is written field
+by field, which quotes only where it must)."""
 
 
 def _enc(value: str | None) -> str:
@@ -582,22 +586,27 @@ def save(
         "binding": {k: list(astuple(v)) for k, v in trust.binding.items()},
     }
     lines = [json.dumps(header, ensure_ascii=False)]
-    for path in sorted(set(trust.blobs) | set(trust.writers)):
-        blob = trust.blobs.get(path)
-        verdict = trust.verdicts.get(f"{path}\0{blob}") if blob is not None else None
-        lines.append(
-            "\t".join(
-                (
-                    _enc(path),
-                    _enc(blob),
-                    _enc(trust.owners.get(path)),
-                    _enc(trust.writers.get(path)),
-                    "" if verdict is None else ("1" if verdict.ok else "0"),
-                    "" if verdict is None else _enc(verdict.commit),
-                    "" if verdict is None else _enc(verdict.problem),
+    blobs, owners, writers, judged = trust.blobs, trust.owners, trust.writers, trust.verdicts
+    # A verdict is shared by the many files one commit judged: its three fields are written
+    # once per verdict. A line whose plain fields hold nothing to quote (nearly every one)
+    # is written as they are joined; only another is written field by field.
+    tails: dict[int, str] = {}
+    for path in sorted(set(blobs) | set(writers)):
+        blob = blobs.get(path)
+        verdict = judged.get(f"{path}\0{blob}") if blob is not None else None
+        if verdict is None:
+            tail = "\t\t"
+        else:
+            tail = tails.get(id(verdict))
+            if tail is None:
+                tail = tails[id(verdict)] = "\t".join(
+                    ("1" if verdict.ok else "0", _enc(verdict.commit), _enc(verdict.problem))
                 )
-            )
-        )
+        head = (path, blob or "", owners.get(path) or "", writers.get(path) or "")
+        line = "\t".join(head)
+        if line.count("\t") != 3 or any(c in line for c in _QUOTED_IF):
+            line = "\t".join(_enc(v) for v in head)
+        lines.append(f"{line}\t{tail}")
     try:
         atomic_write(file, "\n".join(lines) + "\n")
     except OSError as e:
