@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 CACHE_FILE = "trust.json"
 _FORMAT = 5  # 2: verifications; 3: writers, merges by side; 4: lines; 5: binding, basis
+KEEP_AFTER = 10.0
+"""Seconds after a server's warm-up extended the kept verdicts before it keeps them again."""
 PARTIAL_READS = 4
 """How many reads of a process `Cache.current_for` serves with some files' verdicts before it
 takes the whole verdicts once (a one-shot command reads once or twice; a server reads on)."""
@@ -65,6 +67,10 @@ class Cache:
         self._reads = 0
         """How many reads `current_for` served with some files' verdicts (see `PARTIAL_READS`)."""
         self._warming = False
+        self._defer = False
+        """Whether `_current` leaves extended verdicts unsaved (`_deferred` says so), for the
+        caller to keep them later (a warm-up's twin)."""
+        self._deferred = False
         """Set while `warm` takes the whole verdicts in another thread: reads meanwhile keep to
         some files' verdicts rather than wait for it or take them a second time."""
         self._ref_files: list[str] = []
@@ -228,14 +234,30 @@ class Cache:
         try:
             twin = Cache(self.repo, self.root, self.file.parent)
             twin.settings, twin._signers = self.settings, self._signers
+            twin._defer = True
             twin.current()
             with self._lock:
                 if self.trust is None and twin.trust is not None:
                     self.trust, self._stamp = twin.trust, twin._stamp
                     self._ref_files, self._cut = twin._ref_files, twin._cut
                     self._basis, self.humans = twin._basis, twin.humans
+                    if twin._deferred:
+                        # Kept a while later: a server's first requests, which come now,
+                        # would wait on the same interpreter for the 0.5 s of writing.
+                        later = threading.Timer(KEEP_AFTER, self.keep)
+                        later.daemon = True
+                        later.start()
         finally:
             self._warming = False
+
+    def keep(self) -> None:
+        """Keep the verdicts in memory in the file, for the next process; a failure is only
+        logged. They are copied under the lock and written outside it."""
+        with self._lock:
+            if self.trust is None:
+                return
+            trust = self.trust.copy()
+        self._save(trust)
 
     def _some(
         self,
@@ -300,7 +322,7 @@ class Cache:
                 self.trust = trust
                 # Kept, so that the next process's first reads find their lines at HEAD
                 # (`current_for`) rather than load and extend the whole verdicts again.
-                self._save(trust)
+                self._save_or_defer(trust)
                 return trust
             try:
                 if refs.is_ancestor(self.repo, trust.head, head):
@@ -316,7 +338,7 @@ class Cache:
                     )
                     trust.head = head
                     self.trust = trust
-                    self._save(trust)
+                    self._save_or_defer(trust)
                     return trust
             except (GitError, history.NeedsFullReplay) as e:
                 log.info("replaying the whole history: %s", e)
@@ -371,6 +393,12 @@ class Cache:
 
     def _save(self, trust: history.Trust) -> None:
         save(self.file, trust, self.signers is not None, self._cut, self._basis)
+
+    def _save_or_defer(self, trust: history.Trust) -> None:
+        if self._defer:
+            self._deferred = True
+        else:
+            self._save(trust)
 
 
 LINT_FILE = "lint-trust.json"

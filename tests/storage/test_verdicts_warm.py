@@ -3,7 +3,9 @@ take them again, and a commit landing meanwhile is judged at the next read."""
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +118,42 @@ def test_a_second_warm_up_while_one_runs_takes_nothing_again(
     release.set()
     first.join(60)
     assert not first.is_alive() and loads == [1] and store.trust.trust is not None
+
+
+def _kept_head(store: Store) -> str | None:
+    header = (store.root / ".memstore" / "trust.json").read_text(encoding="utf-8")
+    return json.loads(header.partition("\n")[0])["head"]
+
+
+def test_a_warm_up_keeps_the_verdicts_it_extended_a_while_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.git import refs
+
+    Store.init(tmp_path / "s", agent="alice")
+    writer = Store(tmp_path / "s", agent="alice")
+    writer.add("first", type="fact", description="one")
+    Store(tmp_path / "s", agent="alice").trust.current()  # the verdicts kept in .memstore/
+    old = _kept_head(writer)
+    as_agent(writer, "bob").add("second", type="fact", description="two")  # kept ones behind
+    head = refs.head(writer.repo)
+    assert head != old
+
+    monkeypatch.setattr(verdicts, "KEEP_AFTER", 3600.0)
+    server = Store(tmp_path / "s", agent="alice")
+    server.trust.warm()
+    assert server.trust.trust is not None and server.trust.trust.head == head
+    assert _kept_head(writer) == old  # not written while the first requests are served
+    server.trust.keep()
+    assert _kept_head(writer) == head
+
+    as_agent(writer, "bob").add("third", type="fact", description="three")
+    monkeypatch.setattr(verdicts, "KEEP_AFTER", 0.05)
+    later = Store(tmp_path / "s", agent="alice")
+    later.trust.warm()
+    third = refs.head(writer.repo)
+    for _ in range(400):
+        if _kept_head(writer) == third:
+            break
+        time.sleep(0.05)
+    assert _kept_head(writer) == third
