@@ -1,6 +1,9 @@
 """git's index file: its lock held across a commit as git holds it, its entries brought in
 step with the commit (rewritten in-process, else by `git update-index` on a copy), what it
-stages, and whether a path differs from HEAD."""
+stages, and whether a path differs from HEAD.
+
+One module for one file format: the parse, git's racily-clean rule and the rewrite share the
+entries' layout and the lock, and splitting them would pass that layout between modules."""
 
 from __future__ import annotations
 
